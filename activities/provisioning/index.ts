@@ -1,0 +1,120 @@
+import { ApplicationFailure, log } from '@temporalio/activity';
+import type { Db } from '../../store/database';
+import { takePasswordHash } from '../../store/pending-credentials';
+import { listProvisionedApps, recordProvision } from '../../store/provisions';
+import {
+  deleteUserReturningApps,
+  DuplicateUserError,
+  findUser,
+  insertUser,
+  updateUserAttributes,
+  type NewUser,
+  type UserProfile,
+} from '../../store/users';
+import type { AppProvider, ProvisioningApp } from './apps';
+import type { TccClient, TryRequestBody, TryVerdict } from './tcc-client';
+
+export interface ProvisioningDependencies {
+  db: Db;
+  http: TccClient;
+  apps: AppProvider;
+}
+
+/** What a workflow may know about an app: no URL, no key. */
+export interface AppRef {
+  appId: string;
+  tryTimeoutSeconds: number;
+}
+
+export type CreateUserResult = { status: 'created'; user: UserProfile } | { status: 'duplicate'; detail: string };
+
+/** Omits nulls and an empty attribute map, as the spec's Try body table asks. */
+export function buildTryBody(transactionId: string, user: UserProfile): TryRequestBody {
+  const body: TryRequestBody = { transactionId, userId: user.userId, email: user.email };
+  if (user.firstName != null) body.firstName = user.firstName;
+  if (user.lastName != null) body.lastName = user.lastName;
+  if (user.organizationId != null) body.organizationId = user.organizationId;
+  if (Object.keys(user.customAttributes).length > 0) body.customAttributes = user.customAttributes;
+  return body;
+}
+
+export function createProvisioningActivities({ db, http, apps }: ProvisioningDependencies) {
+  async function app(appId: string): Promise<ProvisioningApp> {
+    const found = (await apps.listApps()).find((a) => a.appId === appId);
+    if (!found) throw ApplicationFailure.nonRetryable(`provisioning app ${appId} is not configured`, 'UnknownApp');
+    return found;
+  }
+
+  return {
+    /** Idempotent under retry: a user already created by an earlier attempt of this activity is returned as created. */
+    async createUser(input: { user: NewUser; credentialRef?: string }): Promise<CreateUserResult> {
+      try {
+        const user = await db.transaction().execute(async (trx) => {
+          const hash = input.credentialRef ? await takePasswordHash(trx, input.credentialRef) : undefined;
+          if (input.credentialRef && hash === undefined) {
+            throw ApplicationFailure.nonRetryable('the password for this request is no longer available; submit the request again', 'CredentialExpired');
+          }
+          return insertUser(trx, input.user, hash ?? null);
+        });
+        return { status: 'created', user };
+      } catch (error) {
+        if (!(error instanceof DuplicateUserError)) throw error;
+        const existing = await findUser(db, input.user.userId);
+        if (existing && existing.email === input.user.email) return { status: 'created', user: existing };
+        return { status: 'duplicate', detail: `a user with e-mail ${input.user.email} already exists` };
+      }
+    },
+
+    async loadUser(userId: string): Promise<UserProfile | null> {
+      return (await findUser(db, userId)) ?? null;
+    },
+
+    /** The apps this attempt must provision, in the provider's order, minus those the user already has. */
+    async resolveApps(input: { userId: string; appIds?: string[] }): Promise<{ apps: AppRef[]; unknownAppIds: string[] }> {
+      const configured = await apps.listApps();
+      const wanted = input.appIds ?? configured.map((a) => a.appId);
+      const unknownAppIds = wanted.filter((id) => !configured.some((a) => a.appId === id));
+      const already = new Set(await listProvisionedApps(db, input.userId));
+      const needed = configured
+        .filter((a) => wanted.includes(a.appId) && !already.has(a.appId))
+        .map((a) => ({ appId: a.appId, tryTimeoutSeconds: a.tryTimeoutSeconds }));
+      return { apps: needed, unknownAppIds };
+    },
+
+    async tryApp(input: { appId: string; transactionId: string; user: UserProfile }): Promise<TryVerdict> {
+      const verdict = await http.try(await app(input.appId), buildTryBody(input.transactionId, input.user));
+      if (!verdict.approved) log.info('Try not approved', { appId: input.appId, transactionId: input.transactionId, reason: verdict.reason });
+      return verdict;
+    },
+
+    async confirmApp(input: { appId: string; transactionId: string }): Promise<void> {
+      await http.confirm(await app(input.appId), input.transactionId);
+    },
+
+    async cancelApp(input: { appId: string; transactionId: string }): Promise<void> {
+      await http.cancel(await app(input.appId), input.transactionId);
+    },
+
+    async recordProvision(input: { userId: string; appId: string; transactionId: string }): Promise<void> {
+      await recordProvision(db, input);
+    },
+
+    async applyUserAttributes(input: { userId: string; organizationId: string | null; customAttributes: Record<string, string> }): Promise<UserProfile | null> {
+      return (await updateUserAttributes(db, input.userId, input)) ?? null;
+    },
+
+    async listProvisionedApps(userId: string): Promise<string[]> {
+      return listProvisionedApps(db, userId);
+    },
+
+    async deleteUser(userId: string): Promise<{ deleted: boolean; appIds: string[] }> {
+      return deleteUserReturningApps(db, userId);
+    },
+
+    async deprovisionApp(input: { appId: string; userId: string }): Promise<void> {
+      await http.deleteUser(await app(input.appId), input.userId);
+    },
+  };
+}
+
+export type ProvisioningActivities = ReturnType<typeof createProvisioningActivities>;

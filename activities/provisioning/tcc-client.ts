@@ -1,0 +1,125 @@
+import { got, type Response } from 'got';
+import type { LookupFunction } from 'node:net';
+import { z } from 'zod';
+import { assertCallableUrl, createGuardedAgents, type AllowList } from '../../net/callback-address';
+import type { ProvisioningApp } from './apps';
+
+/** Fixed by the spec, not tunable. */
+export const CONFIRM_CANCEL_TIMEOUT_MS = 10_000;
+const DEPROVISION_TIMEOUT_MS = 10_000;
+
+export interface TryRequestBody {
+  transactionId: string;
+  userId: string;
+  email: string;
+  firstName?: string;
+  lastName?: string;
+  organizationId?: string;
+  customAttributes?: Record<string, string>;
+}
+
+export const tryResponseSchema = z.object({
+  approved: z.boolean(),
+  reason: z.string().optional(),
+  organizationId: z.string().min(1).optional(),
+  customAttributes: z.record(z.string(), z.string()).optional(),
+});
+
+export type TryVerdict =
+  | { approved: true; organizationId?: string; customAttributes?: Record<string, string> }
+  | { approved: false; reason: string };
+
+export class AppCallError extends Error {
+  readonly code = 'APP_CALL_FAILED';
+}
+
+export interface TccClient {
+  try(app: ProvisioningApp, body: TryRequestBody): Promise<TryVerdict>;
+  confirm(app: ProvisioningApp, transactionId: string): Promise<void>;
+  cancel(app: ProvisioningApp, transactionId: string): Promise<void>;
+  deleteUser(app: ProvisioningApp, userId: string): Promise<void>;
+  close(): void;
+}
+
+
+function describe(error: unknown): string {
+  const e = error as { code?: string; message?: string; name?: string };
+  if (e.name === 'TimeoutError' || e.code === 'ETIMEDOUT') return 'timed out';
+  return e.message ?? String(error);
+}
+
+/**
+ * Makes the Try/Confirm/Cancel/DELETE calls. Every call re-checks the callback address before connecting
+ * and again at connect time (after DNS), never follows redirects, never retries (Temporal decides that),
+ * and never puts the key into an error message.
+ */
+export interface TccClientOptions {
+  /** DNS resolver used at connect time; tests point names at loopback addresses with it. */
+  dnsLookup?: LookupFunction;
+}
+
+export function createTccClient(allow: AllowList, options: TccClientOptions = {}): TccClient {
+  const agents = createGuardedAgents(allow);
+
+  async function send(app: ProvisioningApp, method: 'POST' | 'DELETE', path: string, json: unknown, timeoutMs: number): Promise<Response<string>> {
+    const base = assertCallableUrl(app.callbackUrl, allow).href.replace(/\/+$/, '');
+    const url = new URL(`${base}${path}`);
+    try {
+      return await got(url, {
+        method,
+        json,
+        headers: { authorization: `Bearer ${app.apiKey}` },
+        agent: agents.forUrl(url),
+        dnsLookup: options.dnsLookup,
+        timeout: { request: timeoutMs },
+        retry: { limit: 0 },
+        followRedirect: false,
+        throwHttpErrors: false,
+        responseType: 'text',
+      });
+    } catch (error) {
+      throw new AppCallError(`${method} ${path} to app ${app.appId} failed: ${describe(error)}`);
+    }
+  }
+
+  function expectOk(app: ProvisioningApp, path: string, response: Response<string>): void {
+    if (response.statusCode < 200 || response.statusCode >= 300) {
+      throw new AppCallError(`${path} to app ${app.appId} answered HTTP ${response.statusCode}`);
+    }
+  }
+
+  return {
+    async try(app, body) {
+      let response: Response<string>;
+      try {
+        response = await send(app, 'POST', '/try', body, app.tryTimeoutSeconds * 1000);
+      } catch (error) {
+        return { approved: false, reason: (error as Error).message };
+      }
+      if (response.statusCode < 200 || response.statusCode >= 300) {
+        return { approved: false, reason: `Try to app ${app.appId} answered HTTP ${response.statusCode}` };
+      }
+      let parsed;
+      try {
+        parsed = tryResponseSchema.safeParse(JSON.parse(response.body));
+      } catch {
+        parsed = undefined;
+      }
+      if (!parsed?.success) return { approved: false, reason: `Try to app ${app.appId} answered a body that is not a Try response` };
+      const { approved, reason, organizationId, customAttributes } = parsed.data;
+      if (!approved) return { approved: false, reason: reason ?? `app ${app.appId} rejected the user without a reason` };
+      return { approved: true, organizationId, customAttributes };
+    },
+    async confirm(app, transactionId) {
+      expectOk(app, '/confirm', await send(app, 'POST', '/confirm', { transactionId }, CONFIRM_CANCEL_TIMEOUT_MS));
+    },
+    async cancel(app, transactionId) {
+      expectOk(app, '/cancel', await send(app, 'POST', '/cancel', { transactionId }, CONFIRM_CANCEL_TIMEOUT_MS));
+    },
+    async deleteUser(app, userId) {
+      const path = `/users/${encodeURIComponent(userId)}`;
+      expectOk(app, path, await send(app, 'DELETE', path, undefined, DEPROVISION_TIMEOUT_MS));
+    },
+    close: () => agents.destroy(),
+  };
+}

@@ -1,0 +1,26 @@
+import type { Client } from '@temporalio/client';
+import { Router } from 'express';
+import { sql } from 'kysely';
+import type { Db } from '../../store/database';
+
+async function probe(check: () => Promise<unknown>): Promise<'ok' | string> {
+  try {
+    await Promise.race([check(), new Promise((_, reject) => setTimeout(() => reject(new Error('no answer within 3 s')), 3000))]);
+    return 'ok';
+  } catch (error) {
+    return `unreachable: ${(error as Error).message}`;
+  }
+}
+
+export function healthRouter({ db, temporal }: { db: Db; temporal: Client }): Router {
+  const router = Router();
+  router.get('/healthz', async (_req, res) => {
+    const [store, workflows] = await Promise.all([
+      probe(() => sql`select 1`.execute(db)),
+      probe(() => temporal.connection.workflowService.getSystemInfo({})),
+    ]);
+    const healthy = store === 'ok' && workflows === 'ok';
+    res.status(healthy ? 200 : 503).json({ status: healthy ? 'ok' : 'unavailable', store, temporal: workflows });
+  });
+  return router;
+}

@@ -1,0 +1,63 @@
+import { z } from 'zod';
+import { callbackUrlProblem, describeAllowListEntryProblem, parseAllowList } from '../net/callback-address';
+
+/** ASP.NET-style configuration lists arrive as a string (one value) or an index-keyed object from env/flags. */
+const stringList = z.preprocess((value) => {
+  if (typeof value === 'string') return value.split(',').map((s) => s.trim()).filter(Boolean);
+  if (value && typeof value === 'object' && !Array.isArray(value)) return Object.values(value);
+  return value;
+}, z.array(z.string().min(1)));
+
+export const provisioningAppSchema = z.object({
+  CallbackUrl: z.string().min(1),
+  ApiKey: z.string().min(1),
+  TryTimeoutSeconds: z.coerce.number().int().positive().max(3600).default(60),
+});
+
+const appIdSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'app ids use letters, digits, ".", "_" and "-" (at most 64)');
+
+export const configSchema = z
+  .object({
+    ProvisioningApps: z.record(appIdSchema, provisioningAppSchema).default({}),
+    Auth: z
+      .object({
+        AllowedInternalTargets: stringList.default([]),
+        AdminApiKeys: stringList.default([]),
+      })
+      .prefault({}),
+    Api: z
+      .object({
+        Port: z.coerce.number().int().min(0).max(65535).default(5000),
+        Host: z.string().default('127.0.0.1'),
+        ResultTimeoutSeconds: z.coerce.number().int().positive().default(180),
+      })
+      .prefault({}),
+    Temporal: z
+      .object({
+        Address: z.string().optional(),
+        Namespace: z.string().default('default'),
+        TaskQueue: z.string().min(1).default('provisioning'),
+        UiPort: z.coerce.number().int().positive().default(8233),
+      })
+      .prefault({}),
+    Database: z.object({ Url: z.string().optional() }).prefault({}),
+  })
+  .superRefine((config, ctx) => {
+    config.Auth.AllowedInternalTargets.forEach((entry, index) => {
+      const problem = describeAllowListEntryProblem(entry);
+      if (problem) ctx.addIssue({ code: 'custom', path: ['Auth', 'AllowedInternalTargets', index], message: problem });
+    });
+    let allow;
+    try {
+      allow = parseAllowList(config.Auth.AllowedInternalTargets);
+    } catch {
+      return;
+    }
+    for (const [appId, app] of Object.entries(config.ProvisioningApps)) {
+      const problem = callbackUrlProblem(app.CallbackUrl, allow);
+      if (problem) ctx.addIssue({ code: 'custom', path: ['ProvisioningApps', appId, 'CallbackUrl'], message: `refused: ${problem}` });
+    }
+  });
+
+export type AppConfig = z.infer<typeof configSchema>;
+export type ProvisioningAppConfig = z.infer<typeof provisioningAppSchema>;

@@ -1,0 +1,28 @@
+import { createConfigAppProvider, type AppProvider } from '../activities/provisioning/apps';
+import { createTccClient, type TccClient, type TccClientOptions } from '../activities/provisioning/tcc-client';
+import type { AppConfig } from '../config/schema';
+import { parseAllowList } from '../net/callback-address';
+import { createDb, migrateToLatest, type Db } from '../store/database';
+
+export interface ServiceContext {
+  db: Db;
+  http: TccClient;
+  apps: AppProvider;
+  close(): Promise<void>;
+}
+
+/** The store (migrated to the latest schema), the downstream-app client and the app provider, built once from configuration. */
+export async function createServiceContext(config: AppConfig, databaseUrl: string, httpOptions?: TccClientOptions): Promise<ServiceContext> {
+  const db = createDb(databaseUrl);
+  await migrateToLatest(db);
+  const http = createTccClient(parseAllowList(config.Auth.AllowedInternalTargets), httpOptions);
+  return {
+    db,
+    http,
+    apps: createConfigAppProvider(config.ProvisioningApps),
+    async close() {
+      http.close();
+      await db.destroy();
+    },
+  };
+}

@@ -1,0 +1,96 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { Connection } from '@temporalio/client';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { findTemporalCli } from './temporal-cli';
+
+export interface DevServer {
+  address: string;
+  uiUrl?: string;
+  stop(): Promise<void>;
+}
+
+export interface DevServerOptions {
+  port: number;
+  uiPort?: number;
+  /** SQLite file that keeps workflow history across restarts; in memory when absent. */
+  dbFile?: string;
+  namespace?: string;
+  /** How long to wait for the frontend to answer; a loaded 2-core machine can need far more than the SDK's 5 s. */
+  readyTimeoutMs?: number;
+}
+
+async function waitUntilReady(address: string, child: ChildProcess, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`temporal server start-dev exited with code ${child.exitCode}`);
+    try {
+      const connection = await Connection.connect({ address, connectTimeout: 1000 });
+      await connection.workflowService.getSystemInfo({});
+      await connection.close();
+      return;
+    } catch (error) {
+      lastError = error;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+  throw new Error(`Temporal dev server at ${address} did not answer within ${timeoutMs} ms: ${(lastError as Error)?.message}`);
+}
+
+/** Starts `temporal server start-dev` (with its UI) and waits until it answers. */
+export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
+  const cli = findTemporalCli();
+  const address = `127.0.0.1:${options.port}`;
+  if (!cli) return startWithSdkDownload(options);
+  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(options.port), '--log-level', 'error',
+    '--namespace', options.namespace ?? 'default'];
+  if (options.uiPort) args.push('--ui-port', String(options.uiPort));
+  else args.push('--headless');
+  if (options.dbFile) {
+    mkdirSync(dirname(options.dbFile), { recursive: true });
+    args.push('--db-filename', options.dbFile);
+  }
+  const child = spawn(cli, args, { stdio: ['ignore', 'ignore', 'inherit'] });
+  try {
+    await waitUntilReady(address, child, options.readyTimeoutMs ?? 60_000);
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw error;
+  }
+  return {
+    address,
+    uiUrl: options.uiPort ? `http://127.0.0.1:${options.uiPort}` : undefined,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        const killer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+        child.once('exit', () => {
+          clearTimeout(killer);
+          resolve();
+        });
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+/** Last resort on a machine with internet access: the SDK downloads the CLI itself. */
+async function startWithSdkDownload(options: DevServerOptions): Promise<DevServer> {
+  const env = await TestWorkflowEnvironment.createLocal({
+    server: {
+      ip: '127.0.0.1',
+      port: options.port,
+      ui: options.uiPort !== undefined,
+      uiPort: options.uiPort,
+      dbFilename: options.dbFile,
+      namespace: options.namespace,
+      executable: { type: 'cached-download' },
+    },
+  });
+  return {
+    address: `127.0.0.1:${options.port}`,
+    uiUrl: options.uiPort ? `http://127.0.0.1:${options.uiPort}` : undefined,
+    stop: () => env.teardown(),
+  };
+}

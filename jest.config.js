@@ -1,0 +1,23 @@
+// got 14 and parts of its dependency tree are ESM-only: the project stays CommonJS (Node 20.19+ loads them
+// through require(esm) at run time) and jest, which has its own module loader, transforms them with babel.
+const esmPackages = [
+  'got', '@sindresorhus/is', 'byte-counter', 'cacheable-lookup', 'cacheable-request', 'get-stream', '@sec-ant/readable-stream',
+  'is-stream', 'keyv', '@keyv/serialize', 'mimic-response', 'normalize-url', 'responselike', 'lowercase-keys',
+  'decompress-response', 'form-data-encoder', 'p-cancelable', 'request-filtering-agent',
+];
+
+/** @type {import('jest').Config} */
+module.exports = {
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test'],
+  testMatch: ['**/*.test.ts'],
+  transform: {
+    '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],
+    '^.+\\.m?js$': ['babel-jest', { plugins: ['@babel/plugin-transform-modules-commonjs'], babelrc: false, configFile: false }],
+  },
+  transformIgnorePatterns: [`/node_modules/(?!(${esmPackages.join('|')})/)`],
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+  testTimeout: 60_000,
+  maxWorkers: 2,
+};

@@ -1,0 +1,105 @@
+import type { Kysely } from 'kysely';
+import type { Db } from './database';
+import type { Database, UserRow } from './schema';
+
+/** The user as provisioning, the API and downstream apps see it: never the password hash. */
+export interface UserProfile {
+  userId: string;
+  email: string;
+  firstName: string | null;
+  lastName: string | null;
+  organizationId: string | null;
+  customAttributes: Record<string, string>;
+  active: boolean;
+}
+
+export type NewUser = Omit<UserProfile, 'active'>;
+
+export class DuplicateUserError extends Error {
+  readonly code = 'DUPLICATE_USER';
+}
+
+const PROFILE_COLUMNS = ['id', 'email', 'first_name', 'last_name', 'organization_id', 'custom_attributes', 'active'] as const;
+
+export function normalize(value: string): string {
+  return value.normalize('NFKC').toUpperCase();
+}
+
+function toProfile(row: Pick<UserRow, (typeof PROFILE_COLUMNS)[number]>): UserProfile {
+  return {
+    userId: row.id,
+    email: row.email,
+    firstName: row.first_name,
+    lastName: row.last_name,
+    organizationId: row.organization_id,
+    customAttributes: row.custom_attributes ?? {},
+    active: row.active,
+  };
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  return (error as { code?: string }).code === '23505';
+}
+
+export async function insertUser(db: Kysely<Database>, user: NewUser, passwordHash: string | null): Promise<UserProfile> {
+  try {
+    const row = await db
+      .insertInto('users')
+      .values({
+        id: user.userId,
+        email: user.email,
+        normalized_email: normalize(user.email),
+        user_name: user.email,
+        normalized_user_name: normalize(user.email),
+        first_name: user.firstName,
+        last_name: user.lastName,
+        organization_id: user.organizationId,
+        custom_attributes: JSON.stringify(user.customAttributes),
+        password_hash: passwordHash,
+      })
+      .returning(PROFILE_COLUMNS)
+      .executeTakeFirstOrThrow();
+    return toProfile(row);
+  } catch (error) {
+    if (isUniqueViolation(error)) throw new DuplicateUserError(`a user with e-mail ${user.email} or id ${user.userId} already exists`);
+    throw error;
+  }
+}
+
+export async function findUser(db: Db, userId: string): Promise<UserProfile | undefined> {
+  const row = await db.selectFrom('users').select(PROFILE_COLUMNS).where('id', '=', userId).executeTakeFirst();
+  return row && toProfile(row);
+}
+
+export async function findUserIdByEmail(db: Db, email: string): Promise<string | undefined> {
+  const row = await db.selectFrom('users').select('id').where('normalized_email', '=', normalize(email)).executeTakeFirst();
+  return row?.id;
+}
+
+/** Applies what downstream apps assigned during a transaction. */
+export async function updateUserAttributes(
+  db: Db,
+  userId: string,
+  changes: { organizationId: string | null; customAttributes: Record<string, string> },
+): Promise<UserProfile | undefined> {
+  const row = await db
+    .updateTable('users')
+    .set({
+      organization_id: changes.organizationId,
+      custom_attributes: JSON.stringify(changes.customAttributes),
+      updated_at: new Date(),
+    })
+    .where('id', '=', userId)
+    .returning(PROFILE_COLUMNS)
+    .executeTakeFirst();
+  return row && toProfile(row);
+}
+
+/** Deletes the user and its provision records together; returns the apps it had been provisioned into. */
+export async function deleteUserReturningApps(db: Db, userId: string): Promise<{ deleted: boolean; appIds: string[] }> {
+  return db.transaction().execute(async (trx) => {
+    const provisions = await trx.selectFrom('user_provisions').select('app_id').where('user_id', '=', userId).orderBy('provisioned_at').execute();
+    const result = await trx.deleteFrom('users').where('id', '=', userId).executeTakeFirst();
+    return { deleted: result.numDeletedRows > 0n, appIds: provisions.map((p) => p.app_id) };
+  });
+}

@@ -1,0 +1,128 @@
+import { randomUUID } from 'node:crypto';
+import type { LookupFunction } from 'node:net';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import { startApi, type RunningApi } from '../../api/server';
+import { parseConfig } from '../../config/load';
+import type { AppConfig } from '../../config/schema';
+import { startDownstreamApp, type Behaviour, type RunningDownstreamApp } from '../../examples/downstream-app/app';
+import { createServiceContext, type ServiceContext } from '../../infra/service-context';
+import { createProvisioningWorker } from '../../workers/create-worker';
+
+export const ADMIN_KEY = 'test-admin-key';
+
+export interface AppSpec {
+  behaviour?: Behaviour;
+  tryTimeoutSeconds?: number;
+  /** Where the app listens; 127.0.0.1 unless a test needs another loopback address. */
+  listenHost?: string;
+  /** How the service addresses the app, when not by the listening address. */
+  callbackHost?: string;
+}
+
+export interface HarnessOptions {
+  apps: Record<string, AppSpec>;
+  allowedInternalTargets?: string[];
+  dnsLookup?: LookupFunction;
+}
+
+export interface HttpResult {
+  status: number;
+  headers: Headers;
+  body: any;
+}
+
+export interface Harness {
+  config: AppConfig;
+  apps: Record<string, RunningDownstreamApp>;
+  context: ServiceContext;
+  env: TestWorkflowEnvironment;
+  api: RunningApi;
+  worker: Worker;
+  request(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<HttpResult>;
+  admin(method: string, path: string, body?: unknown): Promise<HttpResult>;
+  stop(): Promise<void>;
+}
+
+/** Every test talks only to loopback; a harness is one API, one worker (own task queue) and real downstream apps. */
+export async function startHarness(options: HarnessOptions): Promise<Harness> {
+  const apps: Record<string, RunningDownstreamApp> = {};
+  const appConfig: Record<string, unknown> = {};
+  for (const [appId, spec] of Object.entries(options.apps)) {
+    const apiKey = `app-key-${appId}-${randomUUID()}`;
+    const app = await startDownstreamApp({ apiKey, behaviour: spec.behaviour, host: spec.listenHost });
+    apps[appId] = app;
+    const url = new URL(app.url);
+    if (spec.callbackHost) url.hostname = spec.callbackHost;
+    appConfig[appId] = { CallbackUrl: url.toString(), ApiKey: apiKey, TryTimeoutSeconds: spec.tryTimeoutSeconds ?? 60 };
+  }
+  const config = parseConfig({
+    ProvisioningApps: appConfig,
+    Auth: { AllowedInternalTargets: options.allowedInternalTargets ?? ['127.0.0.1'], AdminApiKeys: [ADMIN_KEY] },
+    Api: { Port: 0, ResultTimeoutSeconds: 60 },
+    Temporal: { Address: process.env.TEST_TEMPORAL_ADDRESS, TaskQueue: `test-${randomUUID()}` },
+    Database: { Url: process.env.TEST_DATABASE_URL },
+  });
+
+  const context = await createServiceContext(config, process.env.TEST_DATABASE_URL!, { dnsLookup: options.dnsLookup });
+  const env = await TestWorkflowEnvironment.createFromExistingServer({ address: process.env.TEST_TEMPORAL_ADDRESS! });
+  const worker = await createProvisioningWorker({
+    connection: env.nativeConnection,
+    namespace: config.Temporal.Namespace,
+    taskQueue: config.Temporal.TaskQueue,
+    dependencies: context,
+    workflowBundle: { codePath: process.env.TEST_WORKFLOW_BUNDLE! },
+  });
+  const running = worker.run();
+  const api = await startApi(config, context.db, env.client);
+
+  async function request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResult> {
+    const response = await fetch(`${api.url}${path}`, {
+      method,
+      headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = await response.text();
+    let parsed: unknown = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      parsed = text;
+    }
+    return { status: response.status, headers: response.headers, body: parsed };
+  }
+
+  return {
+    config,
+    apps,
+    context,
+    env,
+    api,
+    worker,
+    request,
+    admin: (method, path, body) => request(method, path, body, { authorization: `Bearer ${ADMIN_KEY}` }),
+    async stop() {
+      await api.close();
+      worker.shutdown();
+      await running;
+      await env.teardown();
+      await context.close();
+      await Promise.all(Object.values(apps).map((a) => a.close()));
+    },
+  };
+}
+
+/** Polls until the check passes; for effects that happen after the API has answered (background deprovisioning). */
+export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await check();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+export const uniqueEmail = (label: string) => `${label}-${randomUUID().slice(0, 8)}@example.test`;

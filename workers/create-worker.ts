@@ -1,0 +1,30 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
+import { createProvisioningActivities, type ProvisioningDependencies } from '../activities/provisioning';
+
+export const WORKFLOWS_PATH = require.resolve('../workflows');
+/** Written by `npm run build:workflows`; a worker started without it bundles the workflow code itself. */
+export const PREBUILT_BUNDLE_PATH = join(__dirname, '..', 'dist', 'workflow-bundle.js');
+
+export interface WorkerOptions {
+  connection: NativeConnection;
+  namespace: string;
+  taskQueue: string;
+  dependencies: ProvisioningDependencies;
+  /** Tests bundle once per run and share the bundle between workers. */
+  workflowBundle?: WorkflowBundleOption;
+}
+
+export async function createProvisioningWorker({ connection, namespace, taskQueue, dependencies, workflowBundle }: WorkerOptions): Promise<Worker> {
+  const bundle = workflowBundle ?? (existsSync(PREBUILT_BUNDLE_PATH) ? { codePath: PREBUILT_BUNDLE_PATH } : undefined);
+  return Worker.create({
+    connection,
+    namespace,
+    taskQueue,
+    activities: createProvisioningActivities(dependencies),
+    ...(bundle ? { workflowBundle: bundle } : { workflowsPath: WORKFLOWS_PATH }),
+    maxConcurrentWorkflowTaskExecutions: 100,
+    maxConcurrentLocalActivityExecutions: 200,
+  });
+}

@@ -1,0 +1,1 @@
+export { cancelInBackground, createUserAndProvision, deleteUserAndDeprovision, deprovisionApps, provisionExistingUser } from './provisioning';

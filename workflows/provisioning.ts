@@ -1,0 +1,95 @@
+import { ParentClosePolicy, proxyActivities, proxyLocalActivities, startChild, workflowInfo, log } from '@temporalio/workflow';
+import type { ProvisioningActivities } from '../activities/provisioning';
+import type { NewUser, UserProfile } from '../store/users';
+import { appDeprovisioningWorkflowId, type Trigger } from './ids';
+import { runTransaction, type TransactionResult } from './transaction';
+
+const store = proxyLocalActivities<ProvisioningActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { maximumAttempts: 5, initialInterval: '200 milliseconds' },
+});
+
+/** Background retries stop after the app-side pending-record TTL the spec recommends (about one hour). */
+const background = proxyActivities<ProvisioningActivities>({
+  startToCloseTimeout: '10 seconds',
+  scheduleToCloseTimeout: '1 hour',
+  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '5 minutes' },
+});
+
+export interface ProvisionScope {
+  trigger: Trigger;
+  /** A client's `provisioningApps`; absent means every configured app. */
+  appIds?: string[];
+}
+
+export type ProvisioningOutcome =
+  | (TransactionResult & { provisionedApps: string[] })
+  | { status: 'not-found'; userId: string }
+  | { status: 'unknown-apps'; appIds: string[]; user: UserProfile };
+
+export type CreationOutcome =
+  | (ProvisioningOutcome & { userDeleted?: boolean })
+  | { status: 'duplicate'; detail: string };
+
+/** The spec asks only for a string shared by Try, Confirm and Cancel; the run id keeps re-runs of one id apart. */
+function transactionId(): string {
+  const info = workflowInfo();
+  return `${info.workflowId}@${info.runId}`;
+}
+
+async function provision(user: UserProfile, scope: ProvisionScope): Promise<ProvisioningOutcome> {
+  const { apps, unknownAppIds } = await store.resolveApps({ userId: user.userId, appIds: scope.appIds });
+  if (unknownAppIds.length > 0) return { status: 'unknown-apps', appIds: unknownAppIds, user };
+  const result = apps.length === 0 ? { status: 'provisioned' as const, user, confirmedApps: [] } : await runTransaction(apps, transactionId(), user);
+  return { ...result, provisionedApps: await store.listProvisionedApps(user.userId) };
+}
+
+/** Every user-creation path: create the user, provision it, and delete it again when provisioning is refused. */
+export async function createUserAndProvision(input: ProvisionScope & { user: NewUser; credentialRef?: string }): Promise<CreationOutcome> {
+  const created = await store.createUser({ user: input.user, credentialRef: input.credentialRef });
+  if (created.status === 'duplicate') return created;
+  const outcome = await provision(created.user, input);
+  if (outcome.status === 'rejected' || outcome.status === 'unknown-apps') {
+    await store.deleteUser(created.user.userId);
+    return { ...outcome, userDeleted: true };
+  }
+  return outcome;
+}
+
+/** Provisioning for an existing user (retry after a partial confirm, first authorization): the user is never deleted. */
+export async function provisionExistingUser(input: ProvisionScope & { userId: string }): Promise<ProvisioningOutcome> {
+  const user = await store.loadUser(input.userId);
+  if (!user) return { status: 'not-found', userId: input.userId };
+  return provision(user, input);
+}
+
+/** Deletion answers as soon as the user is gone; apps are told by a detached workflow that keeps retrying for a while. */
+export async function deleteUserAndDeprovision(input: { userId: string }): Promise<{ deleted: boolean; appIds: string[] }> {
+  const { deleted, appIds } = await store.deleteUser(input.userId);
+  if (deleted && appIds.length > 0) {
+    await startChild(deprovisionApps, {
+      workflowId: appDeprovisioningWorkflowId(input.userId),
+      args: [{ userId: input.userId, appIds }],
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+    });
+  }
+  return { deleted, appIds };
+}
+
+/** Best effort per the spec: a failure is logged and never blocks the other apps. */
+export async function deprovisionApps(input: { userId: string; appIds: string[] }): Promise<{ notified: string[]; failed: string[] }> {
+  const results = await Promise.allSettled(input.appIds.map((appId) => background.deprovisionApp({ appId, userId: input.userId })));
+  const failed = input.appIds.filter((_, i) => results[i].status === 'rejected');
+  for (const appId of failed) log.error('Deprovisioning DELETE gave up', { appId, userId: input.userId });
+  return { notified: input.appIds.filter((id) => !failed.includes(id)), failed };
+}
+
+export async function cancelInBackground(input: { appId: string; transactionId: string }): Promise<{ cancelled: boolean }> {
+  try {
+    await background.cancelApp(input);
+    return { cancelled: true };
+  } catch {
+    log.error('Cancel gave up; the app must expire its pending record', input);
+    return { cancelled: false };
+  }
+}

@@ -1,7 +1,7 @@
 import { got, type Response } from 'got';
 import type { LookupFunction } from 'node:net';
 import { z } from 'zod';
-import { assertCallableUrl, createGuardedAgents, type AllowList } from '../../net/callback-address';
+import { assertCallableUrl, createGuardedAgents, RefusedAddressError, type AllowList } from '../../net/callback-address';
 import type { ProvisioningApp } from './apps';
 
 /** Fixed by the spec, not tunable. */
@@ -42,10 +42,12 @@ export interface TccClient {
 }
 
 
+/** Error messages name what went wrong, never the request's headers (the key travels there). */
 function describe(error: unknown): string {
   const e = error as { code?: string; message?: string; name?: string };
   if (e.name === 'TimeoutError' || e.code === 'ETIMEDOUT') return 'timed out';
-  return e.message ?? String(error);
+  if (error instanceof RefusedAddressError) return `refused: ${e.message}`;
+  return `failed: ${e.message ?? String(error)}`;
 }
 
 /**
@@ -62,9 +64,9 @@ export function createTccClient(allow: AllowList, options: TccClientOptions = {}
   const agents = createGuardedAgents(allow);
 
   async function send(app: ProvisioningApp, method: 'POST' | 'DELETE', path: string, json: unknown, timeoutMs: number): Promise<Response<string>> {
-    const base = assertCallableUrl(app.callbackUrl, allow).href.replace(/\/+$/, '');
-    const url = new URL(`${base}${path}`);
     try {
+      const base = assertCallableUrl(app.callbackUrl, allow).href.replace(/\/+$/, '');
+      const url = new URL(`${base}${path}`);
       return await got(url, {
         method,
         json,
@@ -78,14 +80,12 @@ export function createTccClient(allow: AllowList, options: TccClientOptions = {}
         responseType: 'text',
       });
     } catch (error) {
-      throw new AppCallError(`${method} ${path} to app ${app.appId} failed: ${describe(error)}`);
+      throw new AppCallError(describe(error));
     }
   }
 
-  function expectOk(app: ProvisioningApp, path: string, response: Response<string>): void {
-    if (response.statusCode < 200 || response.statusCode >= 300) {
-      throw new AppCallError(`${path} to app ${app.appId} answered HTTP ${response.statusCode}`);
-    }
+  function expectOk(response: Response<string>): void {
+    if (response.statusCode < 200 || response.statusCode >= 300) throw new AppCallError(`answered HTTP ${response.statusCode}`);
   }
 
   return {
@@ -94,7 +94,7 @@ export function createTccClient(allow: AllowList, options: TccClientOptions = {}
       try {
         response = await send(app, 'POST', '/try', body, app.tryTimeoutSeconds * 1000);
       } catch (error) {
-        return { approved: false, reason: (error as Error).message };
+        return { approved: false, reason: `Try to app ${app.appId} ${(error as Error).message}` };
       }
       if (response.statusCode < 200 || response.statusCode >= 300) {
         return { approved: false, reason: `Try to app ${app.appId} answered HTTP ${response.statusCode}` };
@@ -111,14 +111,14 @@ export function createTccClient(allow: AllowList, options: TccClientOptions = {}
       return { approved: true, organizationId, customAttributes };
     },
     async confirm(app, transactionId) {
-      expectOk(app, '/confirm', await send(app, 'POST', '/confirm', { transactionId }, CONFIRM_CANCEL_TIMEOUT_MS));
+      expectOk(await send(app, 'POST', '/confirm', { transactionId }, CONFIRM_CANCEL_TIMEOUT_MS));
     },
     async cancel(app, transactionId) {
-      expectOk(app, '/cancel', await send(app, 'POST', '/cancel', { transactionId }, CONFIRM_CANCEL_TIMEOUT_MS));
+      expectOk(await send(app, 'POST', '/cancel', { transactionId }, CONFIRM_CANCEL_TIMEOUT_MS));
     },
     async deleteUser(app, userId) {
       const path = `/users/${encodeURIComponent(userId)}`;
-      expectOk(app, path, await send(app, 'DELETE', path, undefined, DEPROVISION_TIMEOUT_MS));
+      expectOk(await send(app, 'DELETE', path, undefined, DEPROVISION_TIMEOUT_MS));
     },
     close: () => agents.destroy(),
   };

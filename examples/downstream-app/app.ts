@@ -13,7 +13,10 @@ export interface Behaviour {
   tryStatus?: number;
   /** Wait this long before answering Try. */
   tryDelayMs?: number;
+  /** Answer Try with a redirect to this URL (the service must not follow it). */
+  tryRedirectTo?: string;
   confirmStatus?: number;
+  confirmDelayMs?: number;
   cancelStatus?: number;
   deleteStatus?: number;
   /** Returned on approval; the service applies it only when the user has no organization yet. */
@@ -83,6 +86,7 @@ export function createDownstreamApp(options: DownstreamAppOptions): { app: expre
   app.post('/try', async (req, res) => {
     const b = state.behaviour;
     if (b.tryDelayMs) await new Promise((r) => setTimeout(r, b.tryDelayMs));
+    if (b.tryRedirectTo) return res.redirect(307, b.tryRedirectTo);
     if (b.tryStatus && b.tryStatus !== 200) return res.status(b.tryStatus).json({ error: 'try failed' });
     const { transactionId, userId, email } = req.body ?? {};
     if (typeof transactionId !== 'string' || typeof userId !== 'string') return res.status(400).json({ error: 'transactionId and userId are required' });
@@ -94,7 +98,8 @@ export function createDownstreamApp(options: DownstreamAppOptions): { app: expre
     res.json({ approved: true, organizationId: b.assignOrganization, customAttributes: b.assignAttributes });
   });
 
-  app.post('/confirm', (req, res) => {
+  app.post('/confirm', async (req, res) => {
+    if (state.behaviour.confirmDelayMs) await new Promise((r) => setTimeout(r, state.behaviour.confirmDelayMs));
     if (state.behaviour.confirmStatus && state.behaviour.confirmStatus !== 200) return res.status(state.behaviour.confirmStatus).json({ error: 'confirm failed' });
     const record = state.records.get(req.body?.transactionId);
     if (!record) return res.status(404).json({ error: 'no pending record for this transaction (expired or cancelled)' });

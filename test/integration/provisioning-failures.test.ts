@@ -1,0 +1,142 @@
+import { listProvisionedApps } from '../../store/provisions';
+import { findUserIdByEmail } from '../../store/users';
+import { logEntries } from '../support/captured-log';
+import { eventually, startHarness, uniqueEmail, type Harness } from '../support/harness';
+
+let h: Harness;
+
+// crm, billing and wiki are tried and confirmed in this order; wiki gives up on Try after one second.
+beforeAll(async () => {
+  h = await startHarness({ apps: { crm: {}, billing: {}, wiki: { tryTimeoutSeconds: 1 } } });
+});
+afterAll(async () => {
+  await h?.stop();
+});
+beforeEach(() => {
+  for (const app of Object.values(h.apps)) app.state.behaviour = {};
+});
+
+const transactionOf = (appId: string, email: string) =>
+  (h.apps[appId].state.calls.find((c) => c.path === '/try' && (c.body as { email?: string }).email === email)?.body as { transactionId?: string } | undefined)
+    ?.transactionId;
+const pathsFor = (appId: string, transactionId: string | undefined) =>
+  h.apps[appId].state.calls.filter((c) => transactionId && (c.body as { transactionId?: string })?.transactionId === transactionId).map((c) => c.path);
+
+async function expectRejectedCreation(email: string, appId: string, reason: RegExp) {
+  const res = await h.admin('POST', '/api/v1/profile/', { email, firstName: 'Rita' });
+  expect(res.status).toBe(422);
+  expect(res.headers.get('content-type')).toContain('application/problem+json');
+  expect(res.body).toMatchObject({ status: 422, appId, userDeleted: true });
+  expect(res.body.detail).toContain(appId);
+  expect(res.body.detail).toMatch(reason);
+  expect(await findUserIdByEmail(h.context.db, email)).toBeUndefined();
+  return res;
+}
+
+describe('Try refusals end the transaction', () => {
+  test('Try rejection deletes the newly created user and returns 422 with the reason', async () => {
+    h.apps.billing.state.behaviour = { rejectWith: 'no seat left in billing' };
+    const email = uniqueEmail('reject');
+    await expectRejectedCreation(email, 'billing', /no seat left in billing/);
+    const tx = transactionOf('crm', email);
+    expect(pathsFor('crm', tx)).toEqual(['/try', '/cancel']);
+    expect(pathsFor('billing', tx)).toEqual(['/try']);
+    expect(transactionOf('wiki', email)).toBeUndefined();
+    expect([...h.apps.crm.state.records.values()].some((r) => r.transactionId === tx)).toBe(false);
+  });
+
+  test('Try answering non-2xx counts as failure: Cancel to the apps whose Try succeeded, user deleted, 422', async () => {
+    h.apps.billing.state.behaviour = { tryStatus: 503 };
+    const email = uniqueEmail('non2xx');
+    await expectRejectedCreation(email, 'billing', /HTTP 503/);
+    expect(pathsFor('crm', transactionOf('crm', email))).toEqual(['/try', '/cancel']);
+  });
+
+  test('Try timing out after TryTimeoutSeconds counts as failure and cancels the apps that approved', async () => {
+    h.apps.wiki.state.behaviour = { tryDelayMs: 3000 };
+    const email = uniqueEmail('timeout');
+    const started = Date.now();
+    await expectRejectedCreation(email, 'wiki', /timed out/);
+    expect(Date.now() - started).toBeLessThan(2900);
+    const tx = transactionOf('crm', email);
+    expect(pathsFor('crm', tx)).toEqual(['/try', '/cancel']);
+    expect(pathsFor('billing', tx)).toEqual(['/try', '/cancel']);
+  });
+
+  test('a redirect from Try is not followed and counts as failure', async () => {
+    h.apps.billing.state.behaviour = { tryRedirectTo: `${h.apps.wiki.url}/try` };
+    const email = uniqueEmail('redirect');
+    await expectRejectedCreation(email, 'billing', /HTTP 307/);
+    expect(transactionOf('wiki', email)).toBeUndefined();
+  });
+
+  test('a failing Cancel is logged, the flow still ends with 422, and Cancel is retried in the background', async () => {
+    h.apps.crm.state.behaviour = { cancelStatus: 500 };
+    h.apps.billing.state.behaviour = { rejectWith: 'billing says no' };
+    const email = uniqueEmail('cancel-fails');
+    await expectRejectedCreation(email, 'billing', /billing says no/);
+    const tx = transactionOf('crm', email)!;
+    expect(logEntries.some((e) => e.message.startsWith('Cancel failed') && e.meta?.appId === 'crm' && e.meta?.transactionId === tx)).toBe(true);
+    h.apps.crm.state.behaviour = {};
+    await eventually(() => expect(pathsFor('crm', tx).filter((p) => p === '/cancel').length).toBeGreaterThanOrEqual(2), 20_000);
+    await eventually(() => expect([...h.apps.crm.state.records.values()].some((r) => r.transactionId === tx)).toBe(false));
+  });
+});
+
+describe('Confirm failures', () => {
+  test('Confirm failing partway keeps records for confirmed apps, cancels the apps still waiting, answers 502, and a retry provisions only the unconfirmed apps', async () => {
+    h.apps.billing.state.behaviour = { confirmStatus: 500 };
+    const email = uniqueEmail('partial');
+    const res = await h.admin('POST', '/api/v1/profile/', { email });
+    expect(res.status).toBe(502);
+    expect(res.body).toMatchObject({ confirmedApps: ['crm'], unconfirmedApps: ['billing', 'wiki'] });
+    expect(res.body.detail).toMatch(/confirmed by crm; not confirmed by billing, wiki/);
+    const userId = res.body.userId;
+    expect(await listProvisionedApps(h.context.db, userId)).toEqual(['crm']);
+    const tx = transactionOf('crm', email);
+    expect(pathsFor('crm', tx)).toEqual(['/try', '/confirm']);
+    expect(pathsFor('billing', tx)).toEqual(['/try', '/confirm', '/cancel']);
+    expect(pathsFor('wiki', tx)).toEqual(['/try', '/cancel']);
+
+    h.apps.billing.state.behaviour = {};
+    const retry = await h.admin('POST', `/api/v1/profile/${userId}/provisioning`);
+    expect(retry.status).toBe(200);
+    expect(retry.body.provisionedApps).toEqual(['billing', 'crm', 'wiki']);
+    const tries = (appId: string) => h.apps[appId].state.calls.filter((c) => c.path === '/try' && (c.body as { userId?: string }).userId === userId).length;
+    expect([tries('crm'), tries('billing'), tries('wiki')]).toEqual([1, 2, 2]);
+  });
+
+  test('a retry that is rejected keeps the existing user', async () => {
+    h.apps.wiki.state.behaviour = { confirmStatus: 500 };
+    const res = await h.admin('POST', '/api/v1/profile/', { email: uniqueEmail('retry-reject') });
+    expect(res.status).toBe(502);
+    h.apps.wiki.state.behaviour = { rejectWith: 'wiki is full' };
+    const retry = await h.admin('POST', `/api/v1/profile/${res.body.userId}/provisioning`);
+    expect(retry.status).toBe(422);
+    expect(retry.body).toMatchObject({ appId: 'wiki', userDeleted: false });
+    expect((await h.admin('GET', `/api/v1/profile/${res.body.userId}`)).body.provisionedApps).toEqual(['billing', 'crm']);
+  });
+
+  test('Confirm failing at the first app leaves no app holding the user: all are cancelled, the user is deleted, 422', async () => {
+    h.apps.crm.state.behaviour = { confirmStatus: 500 };
+    const email = uniqueEmail('first-confirm');
+    await expectRejectedCreation(email, 'crm', /Confirm to app crm answered HTTP 500/);
+    const tx = transactionOf('crm', email);
+    expect(pathsFor('billing', tx)).toEqual(['/try', '/cancel']);
+  });
+
+  test('Confirm times out after 10 seconds', async () => {
+    h.apps.billing.state.behaviour = { confirmDelayMs: 13_000 };
+    const started = Date.now();
+    const res = await h.admin('POST', '/api/v1/profile/', { email: uniqueEmail('confirm-timeout') });
+    const elapsed = Date.now() - started;
+    expect(res.status).toBe(502);
+    expect(res.body.reason).toMatch(/Confirm to app billing timed out/);
+    expect(elapsed).toBeGreaterThanOrEqual(10_000);
+    expect(elapsed).toBeLessThan(12_500);
+  }, 30_000);
+
+  test('retrying provisioning for an unknown user answers 404', async () => {
+    expect((await h.admin('POST', '/api/v1/profile/nobody/provisioning')).status).toBe(404);
+  });
+});

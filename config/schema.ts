@@ -41,6 +41,14 @@ export const configSchema = z
       })
       .prefault({}),
     Database: z.object({ Url: z.string().optional() }).prefault({}),
+    /** What `npm start` runs itself when Database:Url or Temporal:Address is not set. */
+    Embedded: z
+      .object({
+        DataDir: z.string().default('.data'),
+        PostgresPort: z.coerce.number().int().positive().max(65535).default(54329),
+        TemporalPort: z.coerce.number().int().positive().max(65535).default(7233),
+      })
+      .prefault({}),
   })
   .superRefine((config, ctx) => {
     config.Auth.AllowedInternalTargets.forEach((entry, index) => {

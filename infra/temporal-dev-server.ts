@@ -53,6 +53,9 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     args.push('--db-filename', options.dbFile);
   }
   const child = spawn(cli, args, { stdio: ['ignore', 'ignore', 'inherit'] });
+  // Never leave an orphaned server holding the port when this process dies without a clean shutdown.
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
   try {
     await waitUntilReady(address, child, options.readyTimeoutMs ?? 60_000);
   } catch (error) {
@@ -68,6 +71,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
         const killer = setTimeout(() => child.kill('SIGKILL'), 10_000);
         child.once('exit', () => {
           clearTimeout(killer);
+          process.removeListener('exit', killOnExit);
           resolve();
         });
         child.kill('SIGTERM');

@@ -6,9 +6,10 @@ import type { Database } from './schema';
 export type Db = Kysely<Database>;
 
 export function createDb(connectionString: string, poolSize = 10): Db {
-  return new Kysely<Database>({
-    dialect: new PostgresDialect({ pool: new Pool({ connectionString, max: poolSize }) }),
-  });
+  const pool = new Pool({ connectionString, max: poolSize });
+  // An idle connection closed by the server (restart, shutdown) is replaced on next use; it must not crash the process.
+  pool.on('error', (error) => console.warn(`store: idle database connection lost: ${error.message}`));
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
 }
 
 /** Migrations are compiled in, so a bundled or containerised service needs no migration folder on disk. */

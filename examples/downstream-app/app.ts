@@ -1,5 +1,9 @@
 import type { Server } from 'node:http';
+import { setTimeout as delay } from 'node:timers/promises';
 import express from 'express';
+
+/** Simulated slowness must not keep a stopping process alive. */
+const sleep = (ms: number) => delay(ms, undefined, { ref: false });
 
 /**
  * A reference downstream app: the other side of the provisioning protocol.
@@ -85,7 +89,7 @@ export function createDownstreamApp(options: DownstreamAppOptions): { app: expre
 
   app.post('/try', async (req, res) => {
     const b = state.behaviour;
-    if (b.tryDelayMs) await new Promise((r) => setTimeout(r, b.tryDelayMs));
+    if (b.tryDelayMs) await sleep(b.tryDelayMs);
     if (b.tryRedirectTo) return res.redirect(307, b.tryRedirectTo);
     if (b.tryStatus && b.tryStatus !== 200) return res.status(b.tryStatus).json({ error: 'try failed' });
     const { transactionId, userId, email } = req.body ?? {};
@@ -99,7 +103,7 @@ export function createDownstreamApp(options: DownstreamAppOptions): { app: expre
   });
 
   app.post('/confirm', async (req, res) => {
-    if (state.behaviour.confirmDelayMs) await new Promise((r) => setTimeout(r, state.behaviour.confirmDelayMs));
+    if (state.behaviour.confirmDelayMs) await sleep(state.behaviour.confirmDelayMs);
     if (state.behaviour.confirmStatus && state.behaviour.confirmStatus !== 200) return res.status(state.behaviour.confirmStatus).json({ error: 'confirm failed' });
     const record = state.records.get(req.body?.transactionId);
     if (!record) return res.status(404).json({ error: 'no pending record for this transaction (expired or cancelled)' });

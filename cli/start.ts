@@ -1,0 +1,55 @@
+import { resolve } from 'node:path';
+import { connectTemporal, startApi } from '../api/server';
+import { loadConfig } from '../config/load';
+import { startEmbeddedPostgres } from '../infra/embedded-postgres';
+import { runMain } from '../infra/process';
+import { startDevServer } from '../infra/temporal-dev-server';
+import { startWorker } from '../workers/worker';
+
+/**
+ * `npm start`: the whole service in one process tree. Whatever is not configured runs embedded
+ * (PostgreSQL and the Temporal dev server with its UI, both keeping their data under Embedded:DataDir).
+ */
+runMain('start', async () => {
+  const config = loadConfig();
+  const log = (line: string) => console.log(line);
+  const stops: Array<() => Promise<void>> = [];
+  const stopAll = async () => {
+    for (const stop of stops.reverse()) await stop().catch((error) => console.error('start: shutdown step failed:', error));
+  };
+  try {
+    const dataDir = resolve(config.Embedded.DataDir);
+    let databaseUrl = config.Database.Url;
+    if (!databaseUrl) {
+      const pg = await startEmbeddedPostgres(resolve(dataDir, 'postgres'), config.Embedded.PostgresPort, log);
+      stops.push(pg.stop);
+      databaseUrl = pg.url;
+      log(`postgres: embedded server on 127.0.0.1:${config.Embedded.PostgresPort} (data in ${resolve(dataDir, 'postgres')})`);
+    }
+    let temporalAddress = config.Temporal.Address;
+    if (!temporalAddress) {
+      const server = await startDevServer({
+        port: config.Embedded.TemporalPort,
+        uiPort: config.Temporal.UiPort,
+        dbFile: resolve(dataDir, 'temporal.db'),
+        namespace: config.Temporal.Namespace,
+      });
+      stops.push(server.stop);
+      temporalAddress = server.address;
+      log(`temporal: dev server on ${server.address}, UI on ${server.uiUrl}`);
+    }
+    const worker = await startWorker(config, temporalAddress, databaseUrl);
+    stops.push(worker.stop);
+    log(`worker: polling task queue ${config.Temporal.TaskQueue}`);
+    const temporal = await connectTemporal(config, temporalAddress);
+    stops.push(() => temporal.connection.close());
+    const api = await startApi(config, worker.context.db, temporal);
+    stops.push(api.close);
+    log(`api: listening on ${api.url} (health: ${api.url}/healthz)`);
+    log('start: ready; Ctrl-C stops everything');
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+  return stopAll;
+});

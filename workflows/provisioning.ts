@@ -23,7 +23,7 @@ export interface ProvisionScope {
 }
 
 export type ProvisioningOutcome =
-  | (TransactionResult & { provisionedApps: string[] })
+  | TransactionResult
   | { status: 'not-found'; userId: string }
   | { status: 'unknown-apps'; appIds: string[]; user: UserProfile };
 
@@ -40,8 +40,8 @@ function transactionId(): string {
 async function provision(user: UserProfile, scope: ProvisionScope): Promise<ProvisioningOutcome> {
   const { apps, unknownAppIds } = await store.resolveApps({ userId: user.userId, appIds: scope.appIds });
   if (unknownAppIds.length > 0) return { status: 'unknown-apps', appIds: unknownAppIds, user };
-  const result = apps.length === 0 ? { status: 'provisioned' as const, user, confirmedApps: [] } : await runTransaction(apps, transactionId(), user);
-  return { ...result, provisionedApps: await store.listProvisionedApps(user.userId) };
+  if (apps.length > 0) return runTransaction(apps, transactionId(), user);
+  return { status: 'provisioned', confirmedApps: [], ...(await store.finishProvisioning({ user })) };
 }
 
 /** Every user-creation path: create the user, provision it, and delete it again when provisioning is refused. */

@@ -14,10 +14,13 @@ const store = proxyLocalActivities<ProvisioningActivities>({
 });
 const tccCalls = proxyLocalActivities<ProvisioningActivities>({ startToCloseTimeout: CONFIRM_CANCEL_TIMEOUT, retry: ONCE });
 
-export type TransactionResult =
-  | { status: 'provisioned'; user: UserProfile; confirmedApps: string[] }
-  | { status: 'rejected'; appId: string; reason: string; user: UserProfile }
-  | { status: 'partially-confirmed'; appId: string; reason: string; confirmedApps: string[]; unconfirmedApps: string[]; user: UserProfile };
+type Ending =
+  | { status: 'provisioned'; confirmedApps: string[] }
+  | { status: 'rejected'; appId: string; reason: string }
+  | { status: 'partially-confirmed'; appId: string; reason: string; confirmedApps: string[]; unconfirmedApps: string[] };
+
+/** Every ending carries the user as stored afterwards and all apps it is provisioned into (earlier attempts included). */
+export type TransactionResult = Ending & { user: UserProfile; provisionedApps: string[] };
 
 interface Approval {
   appId: string;
@@ -73,6 +76,12 @@ async function cancel(appIds: string[], transactionId: string): Promise<void> {
 
 /** The spec's provisioning state table, Start → Trying → Confirming → Provisioned / Partially confirmed / Cancelling → Ended. */
 export async function runTransaction(apps: AppRef[], transactionId: string, initialUser: UserProfile): Promise<TransactionResult> {
+  const { ending, confirmedUser } = await tryThenConfirm(apps, transactionId, initialUser);
+  const { user, provisionedApps } = await store.finishProvisioning({ user: initialUser, assigned: assignedChanges(initialUser, confirmedUser) });
+  return { ...ending, user, provisionedApps };
+}
+
+async function tryThenConfirm(apps: AppRef[], transactionId: string, initialUser: UserProfile): Promise<{ ending: Ending; confirmedUser: UserProfile }> {
   // Trying: one app after another, so a later app sees what an earlier one assigned.
   let user = initialUser;
   const approvals: Approval[] = [];
@@ -80,39 +89,38 @@ export async function runTransaction(apps: AppRef[], transactionId: string, init
     const verdict = await tryApp(app, transactionId, user);
     if (!verdict.approved) {
       await cancel(approvals.map((a) => a.appId), transactionId);
-      return { status: 'rejected', appId: app.appId, reason: verdict.reason, user: initialUser };
+      return { ending: { status: 'rejected', appId: app.appId, reason: verdict.reason }, confirmedUser: initialUser };
     }
     const approval = { appId: app.appId, organizationId: verdict.organizationId, customAttributes: verdict.customAttributes };
     approvals.push(approval);
     user = applyApproval(user, approval);
   }
 
-  // Confirming, in the same order; a provision record is kept for every app that confirmed.
+  // Confirming, in the same order; each app's provision record is written as soon as it confirmed.
   let confirmedUser = initialUser;
   const confirmed: string[] = [];
   for (const [index, approval] of approvals.entries()) {
     try {
-      await tccCalls.confirmApp({ appId: approval.appId, transactionId });
+      await tccCalls.confirmApp({ appId: approval.appId, transactionId, userId: initialUser.userId });
     } catch (error) {
       const reason = `Confirm to app ${approval.appId} ${failureReason(error)}`;
       const unconfirmed = approvals.slice(index).map((a) => a.appId);
       await cancel(unconfirmed, transactionId);
-      const userNow = await saveAttributes(initialUser, confirmedUser);
-      if (confirmed.length === 0) return { status: 'rejected', appId: approval.appId, reason, user: userNow };
-      return { status: 'partially-confirmed', appId: approval.appId, reason, confirmedApps: confirmed, unconfirmedApps: unconfirmed, user: userNow };
+      const ending: Ending =
+        confirmed.length === 0
+          ? { status: 'rejected', appId: approval.appId, reason }
+          : { status: 'partially-confirmed', appId: approval.appId, reason, confirmedApps: confirmed, unconfirmedApps: unconfirmed };
+      return { ending, confirmedUser };
     }
-    await store.recordProvision({ userId: initialUser.userId, appId: approval.appId, transactionId });
     confirmed.push(approval.appId);
     confirmedUser = applyApproval(confirmedUser, approval);
   }
-  return { status: 'provisioned', user: await saveAttributes(initialUser, confirmedUser), confirmedApps: confirmed };
+  return { ending: { status: 'provisioned', confirmedApps: confirmed }, confirmedUser };
 }
 
-/** Only what confirmed apps assigned reaches the store. */
-async function saveAttributes(before: UserProfile, after: UserProfile): Promise<UserProfile> {
+/** Only what confirmed apps assigned reaches the store, and only when it changed anything. */
+function assignedChanges(before: UserProfile, after: UserProfile) {
   const unchanged =
     before.organizationId === after.organizationId && JSON.stringify(before.customAttributes) === JSON.stringify(after.customAttributes);
-  if (unchanged) return before;
-  const saved = await store.applyUserAttributes({ userId: after.userId, organizationId: after.organizationId, customAttributes: after.customAttributes });
-  return saved ?? after;
+  return unchanged ? undefined : { organizationId: after.organizationId, customAttributes: after.customAttributes };
 }

@@ -87,24 +87,23 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
       return verdict;
     },
 
-    async confirmApp(input: { appId: string; transactionId: string }): Promise<void> {
+    /** Confirming → Provisioned for one app: the provision record is written as soon as the app confirmed. */
+    async confirmApp(input: { appId: string; transactionId: string; userId: string }): Promise<void> {
       await http.confirm(await app(input.appId), input.transactionId);
+      await recordProvision(db, input);
     },
 
     async cancelApp(input: { appId: string; transactionId: string }): Promise<void> {
       await http.cancel(await app(input.appId), input.transactionId);
     },
 
-    async recordProvision(input: { userId: string; appId: string; transactionId: string }): Promise<void> {
-      await recordProvision(db, input);
-    },
-
-    async applyUserAttributes(input: { userId: string; organizationId: string | null; customAttributes: Record<string, string> }): Promise<UserProfile | null> {
-      return (await updateUserAttributes(db, input.userId, input)) ?? null;
-    },
-
-    async listProvisionedApps(userId: string): Promise<string[]> {
-      return listProvisionedApps(db, userId);
+    /** Ends an attempt: stores what confirmed apps assigned (when anything changed) and reports where the user is provisioned. */
+    async finishProvisioning(input: {
+      user: UserProfile;
+      assigned?: { organizationId: string | null; customAttributes: Record<string, string> };
+    }): Promise<{ user: UserProfile; provisionedApps: string[] }> {
+      const user = (input.assigned && (await updateUserAttributes(db, input.user.userId, input.assigned))) || input.user;
+      return { user, provisionedApps: await listProvisionedApps(db, input.user.userId) };
     },
 
     async deleteUser(userId: string): Promise<{ deleted: boolean; appIds: string[] }> {

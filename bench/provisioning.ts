@@ -1,0 +1,89 @@
+import { randomUUID } from 'node:crypto';
+import { Client as PgClient } from 'pg';
+import { connectTemporal, startApi } from '../api/server';
+import { parseConfig } from '../config/load';
+import { startDownstreamApp } from '../examples/downstream-app/app';
+import { startDevServer } from '../infra/temporal-dev-server';
+import { freePort } from '../test/support/ports';
+import { startWorker } from '../workers/worker';
+import { runLoad } from './stats';
+
+/**
+ * `npm run bench:provisioning [-- --users 500 --concurrency 16]`: user creations through the HTTP API
+ * (API + worker in this process, as `npm start` runs them) against three loopback apps that approve at once,
+ * and, in the same run, the same Try/Confirm calls made directly without Temporal. Prints JSON lines.
+ */
+function arg(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+}
+
+async function main(): Promise<void> {
+  const users = arg('users', 500);
+  const concurrency = arg('concurrency', 16);
+  const adminUrl = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const database = `ips_bench_${Date.now()}`;
+  const admin = new PgClient({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`create database ${database}`);
+  const dbUrl = new URL(adminUrl);
+  dbUrl.pathname = `/${database}`;
+
+  const temporalServer = await startDevServer({ port: await freePort(), readyTimeoutMs: 120_000 });
+  const apps = await Promise.all(['crm', 'billing', 'wiki'].map(async (id) => ({ id, key: `bench-${id}`, app: await startDownstreamApp({ apiKey: `bench-${id}` }) })));
+  const config = parseConfig({
+    ProvisioningApps: Object.fromEntries(apps.map(({ id, key, app }) => [id, { CallbackUrl: app.url, ApiKey: key }])),
+    Auth: { AllowedInternalTargets: ['127.0.0.1'], AdminApiKeys: ['bench-admin'] },
+    Api: { Port: 0 },
+  });
+  const worker = await startWorker(config, temporalServer.address, dbUrl.toString());
+  const temporal = await connectTemporal(config, temporalServer.address);
+  const api = await startApi(config, worker.context.db, temporal);
+
+  const create = async (i: number) => {
+    const res = await fetch(`${api.url}/api/v1/profile/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer bench-admin' },
+      body: JSON.stringify({ email: `bench-${i}-${randomUUID().slice(0, 8)}@example.test`, firstName: 'Bench' }),
+    });
+    await res.arrayBuffer();
+    return res.status === 201;
+  };
+
+  const appList = await worker.context.apps.listApps();
+  const direct = async () => {
+    const transactionId = randomUUID();
+    const user = { transactionId, userId: randomUUID(), email: `direct-${transactionId}@example.test`, firstName: 'Bench' };
+    for (const app of appList) if (!(await worker.context.http.try(app, user)).approved) return false;
+    for (const app of appList) await worker.context.http.confirm(app, transactionId);
+    return true;
+  };
+
+  await runLoad(Math.min(50, users), concurrency, create);
+  await runLoad(Math.min(50, users), concurrency, direct);
+  const service = await runLoad(users, concurrency, create);
+  const baseline = await runLoad(users, concurrency, direct);
+
+  console.log(JSON.stringify({ bench: 'provisioning', variant: 'http-api-temporal', users, concurrency, ...service }));
+  console.log(JSON.stringify({ bench: 'provisioning', variant: 'baseline-direct-tcc-calls', users, concurrency, ...baseline }));
+  console.log(
+    JSON.stringify({
+      bench: 'provisioning',
+      ratio: { p50: Math.round((service.p50 / baseline.p50) * 10) / 10, throughput: Math.round((baseline.perSecond / service.perSecond) * 10) / 10 },
+      targets: { p50Ms: 60, perSecond: 100, met: service.p50 <= 60 && service.perSecond >= 100 && service.failures === 0 },
+    }),
+  );
+
+  await api.close();
+  await temporal.connection.close();
+  await worker.stop();
+  await Promise.all(apps.map(({ app }) => app.close()));
+  await temporalServer.stop();
+  await admin.query(`drop database ${database} with (force)`);
+  await admin.end();
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Client as PgClient } from 'pg';
-import { connectTemporal, startApi } from '../api/server';
+import { startApi } from '../api/server';
 import { parseConfig } from '../config/load';
 import { startDownstreamApp } from '../examples/downstream-app/app';
 import { startDevServer } from '../infra/temporal-dev-server';
@@ -37,8 +37,7 @@ async function main(): Promise<void> {
     Api: { Port: 0 },
   });
   const worker = await startWorker(config, temporalServer.address, dbUrl.toString());
-  const temporal = await connectTemporal(config, temporalServer.address);
-  const api = await startApi(config, worker.context.db, temporal);
+  const api = await startApi(config, worker.context.db, worker.client);
 
   const create = async (i: number) => {
     const res = await fetch(`${api.url}/api/v1/profile/`, {
@@ -75,7 +74,6 @@ async function main(): Promise<void> {
   );
 
   await api.close();
-  await temporal.connection.close();
   await worker.stop();
   await Promise.all(apps.map(({ app }) => app.close()));
   await temporalServer.stop();

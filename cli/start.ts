@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { connectTemporal, startApi } from '../api/server';
+import { startApi } from '../api/server';
 import { loadConfig } from '../config/load';
 import { startEmbeddedPostgres } from '../infra/embedded-postgres';
 import { runMain } from '../infra/process';
@@ -41,9 +41,7 @@ runMain('start', async () => {
     const worker = await startWorker(config, temporalAddress, databaseUrl);
     stops.push(worker.stop);
     log(`worker: polling task queue ${config.Temporal.TaskQueue}`);
-    const temporal = await connectTemporal(config, temporalAddress);
-    stops.push(() => temporal.connection.close());
-    const api = await startApi(config, worker.context.db, temporal);
+    const api = await startApi(config, worker.context.db, worker.client);
     stops.push(api.close);
     log(`api: listening on ${api.url} (health: ${api.url}/healthz)`);
     log('start: ready; Ctrl-C stops everything');

@@ -1,3 +1,4 @@
+import { Client } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { loadConfig } from '../config/load';
 import type { AppConfig } from '../config/schema';
@@ -7,6 +8,8 @@ import { createProvisioningWorker } from './create-worker';
 
 export interface RunningWorker {
   worker: Worker;
+  /** A client on the worker's own connection, so the server can hand new workflows straight to this worker (eager start). */
+  client: Client;
   context: ServiceContext;
   /** Resolves when the worker has drained and its connections are closed. */
   stop(): Promise<void>;
@@ -19,6 +22,7 @@ export async function startWorker(config: AppConfig, temporalAddress: string, da
   const running = worker.run();
   return {
     worker,
+    client: new Client({ connection, namespace: config.Temporal.Namespace }),
     context,
     async stop() {
       if (worker.getState() === 'RUNNING') worker.shutdown();

@@ -30,8 +30,6 @@ export function createWorkflowRunner(client: Client, taskQueue: string, deadline
         workflowId: options.workflowId,
         args: options.args,
         workflowIdConflictPolicy: options.onRunning === 'attach' ? 'USE_EXISTING' : 'FAIL',
-        // Honoured only when this client shares its connection with a worker of the queue (`npm start`); ignored otherwise.
-        requestEagerStart: true,
       } as unknown as WorkflowStartOptions<W>; // the SDK types args through a conditional type that generic callers cannot satisfy
       handle = await client.workflow.start(workflow, startOptions);
     } catch (error) {

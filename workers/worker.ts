@@ -8,7 +8,7 @@ import { createProvisioningWorker } from './create-worker';
 
 export interface RunningWorker {
   worker: Worker;
-  /** A client on the worker's own connection, so the server can hand new workflows straight to this worker (eager start). */
+  /** A client on the worker's connection, for an API running in the same process. */
   client: Client;
   context: ServiceContext;
   /** Resolves when the worker has drained and its connections are closed. */

@@ -22,6 +22,7 @@ export interface Behaviour {
   confirmStatus?: number;
   confirmDelayMs?: number;
   cancelStatus?: number;
+  cancelDelayMs?: number;
   deleteStatus?: number;
   /** Returned on approval; the service applies it only when the user has no organization yet. */
   assignOrganization?: string;
@@ -111,7 +112,8 @@ export function createDownstreamApp(options: DownstreamAppOptions): { app: expre
     res.json({ confirmed: true });
   });
 
-  app.post('/cancel', (req, res) => {
+  app.post('/cancel', async (req, res) => {
+    if (state.behaviour.cancelDelayMs) await sleep(state.behaviour.cancelDelayMs);
     if (state.behaviour.cancelStatus && state.behaviour.cancelStatus !== 200) return res.status(state.behaviour.cancelStatus).json({ error: 'cancel failed' });
     const record = state.records.get(req.body?.transactionId);
     // Cancel only ever removes a pending record; a confirmed user is removed by DELETE /users/{id}.

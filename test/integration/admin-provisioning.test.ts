@@ -1,3 +1,7 @@
+import type { AddressInfo } from 'node:net';
+import { Client, Connection } from '@temporalio/client';
+import { createApiApp } from '../../api/app';
+import { createDb } from '../../store/database';
 import { listProvisionedApps } from '../../store/provisions';
 import { findUserIdByEmail } from '../../store/users';
 import { creationWorkflowId } from '../../workflows/ids';
@@ -196,6 +200,26 @@ describe('admin API input and policy', () => {
     const res = await h.request('GET', '/healthz');
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ status: 'ok', store: 'ok', temporal: 'ok' });
+  });
+
+  test('GET /healthz answers 503 naming what is unreachable', async () => {
+    // Port 1 on loopback: nothing listens there, so both checks fail without leaving the machine.
+    const db = createDb('postgres://postgres@127.0.0.1:1/none');
+    const connection = Connection.lazy({ address: '127.0.0.1:1', connectTimeout: 500, interceptors: [] }); // no retry timers outliving the test
+    const server = createApiApp({ config: h.config, db, temporal: new Client({ connection }) }).listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    try {
+      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/healthz`);
+      expect(res.status).toBe(503);
+      const body = (await res.json()) as Record<string, string>;
+      expect(body.status).toBe('unavailable');
+      expect(body.store).toMatch(/^unreachable/);
+      expect(body.temporal).toMatch(/^unreachable/);
+    } finally {
+      server.close();
+      await db.destroy();
+      await connection.close();
+    }
   });
 });
 

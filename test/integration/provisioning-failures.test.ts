@@ -136,6 +136,19 @@ describe('Confirm failures', () => {
     expect(elapsed).toBeLessThan(12_500);
   }, 30_000);
 
+  test('Cancel times out after 10 seconds, is logged, and the flow ends', async () => {
+    h.apps.crm.state.behaviour = { cancelDelayMs: 13_000 };
+    h.apps.billing.state.behaviour = { rejectWith: 'billing is closed' };
+    const email = uniqueEmail('cancel-timeout');
+    const started = Date.now();
+    await expectRejectedCreation(email, 'billing', /billing is closed/);
+    const elapsed = Date.now() - started;
+    expect(elapsed).toBeGreaterThanOrEqual(10_000);
+    expect(elapsed).toBeLessThan(12_500);
+    const tx = transactionOf('crm', email);
+    expect(logEntries.some((e) => e.message.startsWith('Cancel failed') && e.meta?.transactionId === tx && /timed out/.test(String(e.meta?.reason)))).toBe(true);
+  }, 30_000);
+
   test('retrying provisioning for an unknown user answers 404', async () => {
     expect((await h.admin('POST', '/api/v1/profile/nobody/provisioning')).status).toBe(404);
   });

@@ -1,21 +1,30 @@
 import type { Client } from '@temporalio/client';
 import express, { type ErrorRequestHandler } from 'express';
+import type { TccClient } from '../activities/provisioning/tcc-client';
 import type { AppConfig } from '../config/schema';
+import { parseAllowList } from '../net/callback-address';
 import type { Db } from '../store/database';
 import { requireIdentityAdmin } from './auth/identity-admin';
 import { sendProblem } from './problem';
 import { healthRouter } from './routes/health';
 import { profileRouter } from './routes/profile';
+import { provisioningAppsRouter } from './routes/provisioning-apps';
+import { registerRouter } from './routes/register';
+import { scimTokensRouter } from './routes/scim-tokens';
+import { sendScimError } from './scim/errors';
+import { scimRouter } from './scim/router';
 import { AttemptInProgressError, createWorkflowRunner, ResultDeadlineError } from './workflow-runner';
 
 export interface ApiDependencies {
   config: AppConfig;
   db: Db;
   temporal: Client;
+  /** Used by the app probe (POST /api/v1/provisioning/apps/{appId}/test). */
+  http: TccClient;
   log?: Pick<Console, 'error'>;
 }
 
-export function createApiApp({ config, db, temporal, log = console }: ApiDependencies): express.Express {
+export function createApiApp({ config, db, temporal, http, log = console }: ApiDependencies): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.use(express.json({ limit: '100kb', type: ['application/json', 'application/*+json'] }));
@@ -25,6 +34,13 @@ export function createApiApp({ config, db, temporal, log = console }: ApiDepende
 
   app.use(healthRouter({ db, temporal }));
   app.use('/api/v1/profile', identityAdmin, profileRouter({ db, run }));
+  app.use('/api/auth/register', registerRouter({ config, db, run }));
+  app.use('/api/v1/scim/tokens', identityAdmin, scimTokensRouter({ db }));
+  // The management routes exist only with the store-backed provider; otherwise they fall through to 404.
+  if (config.Provisioning.AppProvider === 'Store') {
+    app.use('/api/v1/provisioning/apps', identityAdmin, provisioningAppsRouter({ db, http, allow: parseAllowList(config.Auth.AllowedInternalTargets) }));
+  }
+  app.use('/scim/v2', scimRouter({ db, run, passwordPolicy: config.Auth.PasswordPolicy, log }));
 
   app.use((req, res) => sendProblem(res, { status: 404, title: 'Not found', detail: `no route for ${req.method} ${req.path}` }));
 
@@ -36,6 +52,7 @@ export function createApiApp({ config, db, temporal, log = console }: ApiDepende
       return sendProblem(res, { status: 504, title: 'Still running', detail: error.message, workflowId: error.workflowId });
     }
     if (error?.type === 'entity.parse.failed') {
+      if (req.originalUrl.startsWith('/scim/')) return sendScimError(res, 400, 'the body is not valid JSON', 'invalidSyntax');
       return sendProblem(res, { status: 400, title: 'Invalid request', detail: 'the body is not valid JSON' });
     }
     if (error?.name === 'ZodError') {

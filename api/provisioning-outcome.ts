@@ -1,6 +1,7 @@
 import type { UserProfile } from '../store/users';
 import type { CreationOutcome } from '../workflows/provisioning';
-import type { Problem } from './problem';
+import type { Response } from 'express';
+import { sendProblem, type Problem } from './problem';
 
 export type UserView = UserProfile & { provisionedApps: string[] };
 
@@ -46,4 +47,9 @@ export function toHttpOutcome(outcome: CreationOutcome, successStatus: number): 
         },
       };
   }
+}
+
+export function answer(res: Response, outcome: HttpOutcome): void {
+  if ('problem' in outcome) sendProblem(res, outcome.problem);
+  else res.status(outcome.status).json(outcome.user);
 }

@@ -2,7 +2,9 @@ import type { Server } from 'node:http';
 import { Client, Connection } from '@temporalio/client';
 import { loadConfig } from '../config/load';
 import type { AppConfig } from '../config/schema';
-import { createDb, migrateToLatest, type Db } from '../store/database';
+import type { TccClient } from '../activities/provisioning/tcc-client';
+import { createServiceContext } from '../infra/service-context';
+import type { Db } from '../store/database';
 import { required, runMain } from '../infra/process';
 import { purgeAbandonedCredentials } from '../store/pending-credentials';
 import { createApiApp } from './app';
@@ -13,10 +15,10 @@ export interface RunningApi {
   close(): Promise<void>;
 }
 
-export async function startApi(config: AppConfig, db: Db, temporal: Client): Promise<RunningApi> {
+export async function startApi(config: AppConfig, { db, http }: { db: Db; http: TccClient }, temporal: Client): Promise<RunningApi> {
   if (config.Auth.AdminApiKeys.length === 0) console.warn('api: Auth:AdminApiKeys is empty, so every admin request is refused');
   await purgeAbandonedCredentials(db);
-  const app = createApiApp({ config, db, temporal });
+  const app = createApiApp({ config, db, temporal, http });
   const server = await new Promise<Server>((resolve, reject) => {
     const s = app.listen(config.Api.Port, config.Api.Host, () => resolve(s)).on('error', reject);
   });
@@ -42,15 +44,14 @@ if (require.main === module) {
     const config = loadConfig();
     const databaseUrl = required(config.Database.Url, 'the API alone needs DATABASE_URL (or Database:Url); `npm start` runs everything embedded');
     const address = required(config.Temporal.Address, 'the API alone needs TEMPORAL_ADDRESS (or Temporal:Address); `npm start` runs everything embedded');
-    const db = createDb(databaseUrl);
-    await migrateToLatest(db);
+    const context = await createServiceContext(config, databaseUrl);
     const temporal = await connectTemporal(config, address);
-    const api = await startApi(config, db, temporal);
+    const api = await startApi(config, context, temporal);
     console.log(`api: listening on ${api.url}`);
     return async () => {
       await api.close();
       await temporal.connection.close();
-      await db.destroy();
+      await context.close();
     };
   });
 }

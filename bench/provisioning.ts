@@ -37,7 +37,7 @@ async function main(): Promise<void> {
     Api: { Port: 0 },
   });
   const worker = await startWorker(config, temporalServer.address, dbUrl.toString());
-  const api = await startApi(config, worker.context.db, worker.client);
+  const api = await startApi(config, worker.context, worker.client);
 
   const create = async (i: number) => {
     const res = await fetch(`${api.url}/api/v1/profile/`, {
@@ -49,7 +49,7 @@ async function main(): Promise<void> {
     return res.status === 201;
   };
 
-  const appList = await worker.context.apps.listApps();
+  const appList = await worker.context.apps.listApps({ userId: 'bench', organizationId: null });
   const direct = async () => {
     const transactionId = randomUUID();
     const user = { transactionId, userId: randomUUID(), email: `direct-${transactionId}@example.test`, firstName: 'Bench' };

@@ -41,7 +41,7 @@ runMain('start', async () => {
     const worker = await startWorker(config, temporalAddress, databaseUrl);
     stops.push(worker.stop);
     log(`worker: polling task queue ${config.Temporal.TaskQueue}`);
-    const api = await startApi(config, worker.context.db, worker.client);
+    const api = await startApi(config, worker.context, worker.client);
     stops.push(api.close);
     log(`api: listening on ${api.url} (health: ${api.url}/healthz)`);
     log('start: ready; Ctrl-C stops everything');

@@ -1,6 +1,9 @@
 import { z } from 'zod';
 import { callbackUrlProblem, describeAllowListEntryProblem, parseAllowList } from '../net/callback-address';
 
+/** Booleans arrive as strings from environment variables and flags; "false" must stay false. */
+const flag = z.union([z.boolean(), z.enum(['true', 'false', 'True', 'False']).transform((v) => v.toLowerCase() === 'true')]);
+
 /** ASP.NET-style configuration lists arrive as a string (one value) or an index-keyed object from env/flags. */
 const stringList = z.preprocess((value) => {
   if (typeof value === 'string') return value.split(',').map((s) => s.trim()).filter(Boolean);
@@ -23,6 +26,22 @@ export const configSchema = z
       .object({
         AllowedInternalTargets: stringList.default([]),
         AdminApiKeys: stringList.default([]),
+        PasswordPolicy: z
+          .object({
+            MinLength: z.coerce.number().int().min(1).max(1024).default(8),
+            RequireDigit: flag.default(false),
+            RequireUppercase: flag.default(false),
+            RequireLowercase: flag.default(false),
+            RequireNonAlphanumeric: flag.default(false),
+          })
+          .prefault({}),
+        /** Self-registration budget per client IP: PermitLimit requests per WindowSeconds. */
+        RegistrationRateLimit: z
+          .object({
+            PermitLimit: z.coerce.number().int().positive().default(10),
+            WindowSeconds: z.coerce.number().int().positive().default(60),
+          })
+          .prefault({}),
       })
       .prefault({}),
     Api: z
@@ -41,6 +60,12 @@ export const configSchema = z
       })
       .prefault({}),
     Database: z.object({ Url: z.string().optional() }).prefault({}),
+    Provisioning: z
+      .object({
+        /** Store: apps are managed at run time through /api/v1/provisioning/apps instead of ProvisioningApps. */
+        AppProvider: z.enum(['Configuration', 'Store']).default('Configuration'),
+      })
+      .prefault({}),
     /** What `npm start` runs itself when Database:Url or Temporal:Address is not set. */
     Embedded: z
       .object({
@@ -69,3 +94,4 @@ export const configSchema = z
 
 export type AppConfig = z.infer<typeof configSchema>;
 export type ProvisioningAppConfig = z.infer<typeof provisioningAppSchema>;
+export type PasswordPolicy = AppConfig['Auth']['PasswordPolicy'];

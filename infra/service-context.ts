@@ -1,4 +1,4 @@
-import { createConfigAppProvider, type AppProvider } from '../activities/provisioning/apps';
+import { createConfigAppProvider, createStoreAppProvider, type AppProvider } from '../activities/provisioning/apps';
 import { createTccClient, type TccClient, type TccClientOptions } from '../activities/provisioning/tcc-client';
 import type { AppConfig } from '../config/schema';
 import { parseAllowList } from '../net/callback-address';
@@ -12,14 +12,22 @@ export interface ServiceContext {
 }
 
 /** The store (migrated to the latest schema), the downstream-app client and the app provider, built once from configuration. */
-export async function createServiceContext(config: AppConfig, databaseUrl: string, httpOptions?: TccClientOptions): Promise<ServiceContext> {
+export interface ServiceContextOptions {
+  http?: TccClientOptions;
+  /** A custom provider (per tenant, another database, …) replaces the one chosen by Provisioning:AppProvider. */
+  appProvider?: (db: Db) => AppProvider;
+}
+
+export async function createServiceContext(config: AppConfig, databaseUrl: string, options: ServiceContextOptions = {}): Promise<ServiceContext> {
   const db = createDb(databaseUrl);
   await migrateToLatest(db);
-  const http = createTccClient(parseAllowList(config.Auth.AllowedInternalTargets), httpOptions);
+  const http = createTccClient(parseAllowList(config.Auth.AllowedInternalTargets), options.http);
+  const apps =
+    options.appProvider?.(db) ?? (config.Provisioning.AppProvider === 'Store' ? createStoreAppProvider(db) : createConfigAppProvider(config.ProvisioningApps));
   return {
     db,
     http,
-    apps: createConfigAppProvider(config.ProvisioningApps),
+    apps,
     async close() {
       http.close();
       await db.destroy();

@@ -13,7 +13,11 @@ export interface UserProfile {
   active: boolean;
 }
 
-export type NewUser = Omit<UserProfile, 'active'>;
+export type NewUser = Omit<UserProfile, 'active'> & {
+  /** Defaults to the e-mail; SCIM clients choose their own. */
+  userName?: string;
+  externalId?: string | null;
+};
 
 export class DuplicateUserError extends Error {
   readonly code = 'DUPLICATE_USER';
@@ -49,8 +53,9 @@ export async function insertUser(db: Kysely<Database>, user: NewUser, passwordHa
         id: user.userId,
         email: user.email,
         normalized_email: normalize(user.email),
-        user_name: user.email,
-        normalized_user_name: normalize(user.email),
+        user_name: user.userName ?? user.email,
+        normalized_user_name: normalize(user.userName ?? user.email),
+        external_id: user.externalId ?? null,
         first_name: user.firstName,
         last_name: user.lastName,
         organization_id: user.organizationId,
@@ -61,7 +66,7 @@ export async function insertUser(db: Kysely<Database>, user: NewUser, passwordHa
       .executeTakeFirstOrThrow();
     return toProfile(row);
   } catch (error) {
-    if (isUniqueViolation(error)) throw new DuplicateUserError(`a user with e-mail ${user.email} or id ${user.userId} already exists`);
+    if (isUniqueViolation(error)) throw new DuplicateUserError(`a user with e-mail ${user.email}, user name ${user.userName ?? user.email} or id ${user.userId} already exists`);
     throw error;
   }
 }

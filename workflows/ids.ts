@@ -6,6 +6,9 @@ export type Trigger = 'admin-api' | 'register' | 'saml' | 'oidc' | 'scim' | 'aut
 
 export const creationWorkflowId = (trigger: Trigger, email: string) => `provisioning:${trigger}:${email.trim().toLowerCase()}`;
 export const retryWorkflowId = (userId: string) => `provisioning:retry:${userId}`;
+export const reactivationWorkflowId = (userId: string) => `provisioning:reactivate:${userId}`;
 export const deletionWorkflowId = (userId: string) => `deprovisioning:${userId}`;
-export const appDeprovisioningWorkflowId = (userId: string) => `deprovisioning:${userId}:apps`;
+export const deactivationWorkflowId = (userId: string) => `deprovisioning:deactivate:${userId}`;
+/** A user can be deactivated, reactivated and deactivated again while an earlier round still retries. */
+export const appDeprovisioningWorkflowId = (userId: string, parentRunId: string) => `deprovisioning:${userId}:apps@${parentRunId}`;
 export const backgroundCancelWorkflowId = (transactionId: string, appId: string) => `cancel:${appId}:${transactionId}`;

@@ -1,1 +1,9 @@
-export { cancelInBackground, createUserAndProvision, deleteUserAndDeprovision, deprovisionApps, provisionExistingUser } from './provisioning';
+export {
+  cancelInBackground,
+  createUserAndProvision,
+  deactivateAndDeprovision,
+  deleteUserAndDeprovision,
+  deprovisionApps,
+  provisionExistingUser,
+  reactivateAndProvision,
+} from './provisioning';

@@ -38,7 +38,7 @@ function transactionId(): string {
 }
 
 async function provision(user: UserProfile, scope: ProvisionScope): Promise<ProvisioningOutcome> {
-  const { apps, unknownAppIds } = await store.resolveApps({ userId: user.userId, appIds: scope.appIds });
+  const { apps, unknownAppIds } = await store.resolveApps({ user, appIds: scope.appIds });
   if (unknownAppIds.length > 0) return { status: 'unknown-apps', appIds: unknownAppIds, user };
   if (apps.length > 0) return runTransaction(apps, transactionId(), user);
   return { status: 'provisioned', confirmedApps: [], ...(await store.finishProvisioning({ user })) };
@@ -63,17 +63,36 @@ export async function provisionExistingUser(input: ProvisionScope & { userId: st
   return provision(user, input);
 }
 
-/** Deletion answers as soon as the user is gone; apps are told by a detached workflow that keeps retrying for a while. */
+/** SCIM reactivation: provisioning runs while the user is still inactive; only a fully provisioned user becomes active. */
+export async function reactivateAndProvision(input: { userId: string }): Promise<ProvisioningOutcome> {
+  const outcome = await provisionExistingUser({ trigger: 'scim', userId: input.userId });
+  if (outcome.status !== 'provisioned') return outcome;
+  await store.activateUser(input.userId);
+  return { ...outcome, user: { ...outcome.user, active: true } };
+}
+
+/** Apps are told by a detached workflow that keeps retrying for a while, so the caller's answer never waits on them. */
+async function deprovisionInBackground(userId: string, appIds: string[]): Promise<void> {
+  if (appIds.length === 0) return;
+  await startChild(deprovisionApps, {
+    workflowId: appDeprovisioningWorkflowId(userId, workflowInfo().runId),
+    args: [{ userId, appIds }],
+    parentClosePolicy: ParentClosePolicy.ABANDON,
+  });
+}
+
+/** Deletion answers as soon as the user is gone. */
 export async function deleteUserAndDeprovision(input: { userId: string }): Promise<{ deleted: boolean; appIds: string[] }> {
   const { deleted, appIds } = await store.deleteUser(input.userId);
-  if (deleted && appIds.length > 0) {
-    await startChild(deprovisionApps, {
-      workflowId: appDeprovisioningWorkflowId(input.userId),
-      args: [{ userId: input.userId, appIds }],
-      parentClosePolicy: ParentClosePolicy.ABANDON,
-    });
-  }
+  if (deleted) await deprovisionInBackground(input.userId, appIds);
   return { deleted, appIds };
+}
+
+/** The SCIM soft-delete: the user is kept but inactive, its provision records are gone, and each app is told. */
+export async function deactivateAndDeprovision(input: { userId: string }): Promise<{ found: boolean; appIds: string[] }> {
+  const { found, appIds } = await store.deactivateUser(input.userId);
+  if (found) await deprovisionInBackground(input.userId, appIds);
+  return { found, appIds };
 }
 
 /** Best effort per the spec: a failure is logged and never blocks the other apps. */

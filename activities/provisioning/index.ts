@@ -1,6 +1,7 @@
 import { ApplicationFailure, log } from '@temporalio/activity';
 import type { Db } from '../../store/database';
 import { takePasswordHash } from '../../store/pending-credentials';
+import { activateUser, deactivateUserReturningApps } from '../../store/scim-users';
 import { listProvisionedApps, recordProvision } from '../../store/provisions';
 import {
   deleteUserReturningApps,
@@ -40,7 +41,7 @@ export function buildTryBody(transactionId: string, user: UserProfile): TryReque
 
 export function createProvisioningActivities({ db, http, apps }: ProvisioningDependencies) {
   async function app(appId: string): Promise<ProvisioningApp> {
-    const found = (await apps.listApps()).find((a) => a.appId === appId);
+    const found = await apps.getApp(appId);
     if (!found) throw ApplicationFailure.nonRetryable(`provisioning app ${appId} is not configured`, 'UnknownApp');
     return found;
   }
@@ -61,7 +62,7 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
         if (!(error instanceof DuplicateUserError)) throw error;
         const existing = await findUser(db, input.user.userId);
         if (existing && existing.email === input.user.email) return { status: 'created', user: existing };
-        return { status: 'duplicate', detail: `a user with e-mail ${input.user.email} already exists` };
+        return { status: 'duplicate', detail: `a user with e-mail ${input.user.email}${input.user.userName ? ` or user name ${input.user.userName}` : ''} already exists` };
       }
     },
 
@@ -70,11 +71,11 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
     },
 
     /** The apps this attempt must provision, in the provider's order, minus those the user already has. */
-    async resolveApps(input: { userId: string; appIds?: string[] }): Promise<{ apps: AppRef[]; unknownAppIds: string[] }> {
-      const configured = await apps.listApps();
+    async resolveApps(input: { user: UserProfile; appIds?: string[] }): Promise<{ apps: AppRef[]; unknownAppIds: string[] }> {
+      const configured = await apps.listApps({ userId: input.user.userId, organizationId: input.user.organizationId });
       const wanted = input.appIds ?? configured.map((a) => a.appId);
       const unknownAppIds = wanted.filter((id) => !configured.some((a) => a.appId === id));
-      const already = new Set(await listProvisionedApps(db, input.userId));
+      const already = new Set(await listProvisionedApps(db, input.user.userId));
       const needed = configured
         .filter((a) => wanted.includes(a.appId) && !already.has(a.appId))
         .map((a) => ({ appId: a.appId, tryTimeoutSeconds: a.tryTimeoutSeconds }));
@@ -108,6 +109,14 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
 
     async deleteUser(userId: string): Promise<{ deleted: boolean; appIds: string[] }> {
       return deleteUserReturningApps(db, userId);
+    },
+
+    async deactivateUser(userId: string): Promise<{ found: boolean; appIds: string[] }> {
+      return deactivateUserReturningApps(db, userId);
+    },
+
+    async activateUser(userId: string): Promise<void> {
+      await activateUser(db, userId);
     },
 
     async deprovisionApp(input: { appId: string; userId: string }): Promise<void> {

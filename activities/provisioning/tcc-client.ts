@@ -33,8 +33,17 @@ export class AppCallError extends Error {
   readonly code = 'APP_CALL_FAILED';
 }
 
+/** What an operator's probe of an app's Try endpoint reports. */
+export interface TryProbe {
+  verdict: TryVerdict;
+  /** Absent when no HTTP answer came back (refused, unreachable, timed out). */
+  status?: number;
+  latencyMs: number;
+}
+
 export interface TccClient {
   try(app: ProvisioningApp, body: TryRequestBody): Promise<TryVerdict>;
+  probe(app: ProvisioningApp, body: TryRequestBody): Promise<TryProbe>;
   confirm(app: ProvisioningApp, transactionId: string): Promise<void>;
   cancel(app: ProvisioningApp, transactionId: string): Promise<void>;
   deleteUser(app: ProvisioningApp, userId: string): Promise<void>;
@@ -88,28 +97,36 @@ export function createTccClient(allow: AllowList, options: TccClientOptions = {}
     if (response.statusCode < 200 || response.statusCode >= 300) throw new AppCallError(`answered HTTP ${response.statusCode}`);
   }
 
+  function interpretTry(app: ProvisioningApp, response: Response<string>): TryVerdict {
+    if (response.statusCode < 200 || response.statusCode >= 300) {
+      return { approved: false, reason: `Try to app ${app.appId} answered HTTP ${response.statusCode}` };
+    }
+    let parsed;
+    try {
+      parsed = tryResponseSchema.safeParse(JSON.parse(response.body));
+    } catch {
+      parsed = undefined;
+    }
+    if (!parsed?.success) return { approved: false, reason: `Try to app ${app.appId} answered a body that is not a Try response` };
+    const { approved, reason, organizationId, customAttributes } = parsed.data;
+    if (!approved) return { approved: false, reason: reason ?? `app ${app.appId} rejected the user without a reason` };
+    return { approved: true, organizationId, customAttributes };
+  }
+
+  async function probe(app: ProvisioningApp, body: TryRequestBody): Promise<TryProbe> {
+    const started = performance.now();
+    const latency = () => Math.round((performance.now() - started) * 10) / 10;
+    try {
+      const response = await send(app, 'POST', '/try', body, app.tryTimeoutSeconds * 1000);
+      return { verdict: interpretTry(app, response), status: response.statusCode, latencyMs: latency() };
+    } catch (error) {
+      return { verdict: { approved: false, reason: `Try to app ${app.appId} ${(error as Error).message}` }, latencyMs: latency() };
+    }
+  }
+
   return {
-    async try(app, body) {
-      let response: Response<string>;
-      try {
-        response = await send(app, 'POST', '/try', body, app.tryTimeoutSeconds * 1000);
-      } catch (error) {
-        return { approved: false, reason: `Try to app ${app.appId} ${(error as Error).message}` };
-      }
-      if (response.statusCode < 200 || response.statusCode >= 300) {
-        return { approved: false, reason: `Try to app ${app.appId} answered HTTP ${response.statusCode}` };
-      }
-      let parsed;
-      try {
-        parsed = tryResponseSchema.safeParse(JSON.parse(response.body));
-      } catch {
-        parsed = undefined;
-      }
-      if (!parsed?.success) return { approved: false, reason: `Try to app ${app.appId} answered a body that is not a Try response` };
-      const { approved, reason, organizationId, customAttributes } = parsed.data;
-      if (!approved) return { approved: false, reason: reason ?? `app ${app.appId} rejected the user without a reason` };
-      return { approved: true, organizationId, customAttributes };
-    },
+    try: async (app, body) => (await probe(app, body)).verdict,
+    probe,
     async confirm(app, transactionId) {
       expectOk(await send(app, 'POST', '/confirm', { transactionId }, CONFIRM_CANCEL_TIMEOUT_MS));
     },

@@ -1,16 +1,14 @@
-import { randomUUID } from 'node:crypto';
-import { Router, type Response } from 'express';
+import { Router } from 'express';
 import { z } from 'zod';
-import { hashPassword } from '../../passwords/native';
 import type { Db } from '../../store/database';
-import { discardPasswordHash, stashPasswordHash } from '../../store/pending-credentials';
 import { listProvisionedApps } from '../../store/provisions';
 import { findUser } from '../../store/users';
-import { creationWorkflowId, deletionWorkflowId, retryWorkflowId } from '../../workflows/ids';
-import { createUserAndProvision, deleteUserAndDeprovision, provisionExistingUser } from '../../workflows/provisioning';
+import { deletionWorkflowId, retryWorkflowId } from '../../workflows/ids';
+import { deleteUserAndDeprovision, provisionExistingUser } from '../../workflows/provisioning';
 import { sendProblem, validationProblem } from '../problem';
-import { toHttpOutcome, type HttpOutcome } from '../provisioning-outcome';
-import { ResultDeadlineError, type WorkflowRunner } from '../workflow-runner';
+import { answer, toHttpOutcome } from '../provisioning-outcome';
+import { createUserThroughWorkflow } from '../user-creation';
+import type { WorkflowRunner } from '../workflow-runner';
 
 const name = z.string().trim().min(1).max(256);
 
@@ -27,10 +25,6 @@ export const createProfileSchema = z
 
 const userIdParam = z.string().min(1).max(256);
 
-function answer(res: Response, outcome: HttpOutcome): void {
-  if ('problem' in outcome) sendProblem(res, outcome.problem);
-  else res.status(outcome.status).json(outcome.user);
-}
 
 export function profileRouter({ db, run }: { db: Db; run: WorkflowRunner }): Router {
   const router = Router();
@@ -39,33 +33,21 @@ export function profileRouter({ db, run }: { db: Db; run: WorkflowRunner }): Rou
     const parsed = createProfileSchema.safeParse(req.body);
     if (!parsed.success) return sendProblem(res, validationProblem(parsed.error));
     const { password, ...profile } = parsed.data;
-    // Hashed here, handed over through the store: the password and its hash never enter workflow history.
-    const credentialRef = password === undefined ? undefined : await stashPasswordHash(db, await hashPassword(password));
-    try {
-      const outcome = await run(createUserAndProvision, {
-        workflowId: creationWorkflowId('admin-api', profile.email),
-        onRunning: 'fail',
-        args: [
-          {
-            trigger: 'admin-api',
-            credentialRef,
-            user: {
-              userId: randomUUID(),
-              email: profile.email,
-              firstName: profile.firstName ?? null,
-              lastName: profile.lastName ?? null,
-              organizationId: profile.organizationId ?? null,
-              customAttributes: profile.customAttributes ?? {},
-            },
-          },
-        ],
-      });
-      answer(res, toHttpOutcome(outcome, 201));
-    } catch (error) {
-      // Past the deadline the workflow may still need the credential; otherwise nothing will consume it.
-      if (credentialRef && !(error instanceof ResultDeadlineError)) await discardPasswordHash(db, credentialRef);
-      throw error;
-    }
+    const outcome = await createUserThroughWorkflow(
+      { db, run },
+      {
+        trigger: 'admin-api',
+        password,
+        user: {
+          email: profile.email,
+          firstName: profile.firstName ?? null,
+          lastName: profile.lastName ?? null,
+          organizationId: profile.organizationId ?? null,
+          customAttributes: profile.customAttributes ?? {},
+        },
+      },
+    );
+    answer(res, toHttpOutcome(outcome, 201));
   });
 
   router.get('/:userId', async (req, res) => {

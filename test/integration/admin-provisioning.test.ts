@@ -206,7 +206,7 @@ describe('admin API input and policy', () => {
     // Port 1 on loopback: nothing listens there, so both checks fail without leaving the machine.
     const db = createDb('postgres://postgres@127.0.0.1:1/none');
     const connection = Connection.lazy({ address: '127.0.0.1:1', connectTimeout: 500, interceptors: [] }); // no retry timers outliving the test
-    const server = createApiApp({ config: h.config, db, temporal: new Client({ connection }) }).listen(0, '127.0.0.1');
+    const server = createApiApp({ config: h.config, db, temporal: new Client({ connection }), http: h.context.http }).listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
     try {
       const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/healthz`);

@@ -6,7 +6,7 @@ import { startApi, type RunningApi } from '../../api/server';
 import { parseConfig } from '../../config/load';
 import type { AppConfig } from '../../config/schema';
 import { startDownstreamApp, type Behaviour, type RunningDownstreamApp } from '../../examples/downstream-app/app';
-import { createServiceContext, type ServiceContext } from '../../infra/service-context';
+import { createServiceContext, type ServiceContext, type ServiceContextOptions } from '../../infra/service-context';
 import { createProvisioningWorker } from '../../workers/create-worker';
 import { captureRuntimeLogs } from './captured-log';
 
@@ -27,6 +27,9 @@ export interface HarnessOptions {
   apps: Record<string, AppSpec>;
   allowedInternalTargets?: string[];
   dnsLookup?: LookupFunction;
+  /** Extra configuration sections, merged over the harness's own. */
+  config?: Record<string, Record<string, unknown>>;
+  appProvider?: ServiceContextOptions['appProvider'];
 }
 
 export interface HttpResult {
@@ -63,15 +66,20 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     if (spec.callbackHost) url.hostname = spec.callbackHost;
     appConfig[appId] = { CallbackUrl: url.toString(), ApiKey: apiKey, TryTimeoutSeconds: spec.tryTimeoutSeconds ?? 60 };
   }
-  const config = parseConfig({
+  const sections: Record<string, Record<string, unknown>> = {
     ProvisioningApps: appConfig,
     Auth: { AllowedInternalTargets: options.allowedInternalTargets ?? ['127.0.0.1'], AdminApiKeys: [ADMIN_KEY] },
     Api: { Port: 0, ResultTimeoutSeconds: 60 },
     Temporal: { Address: process.env.TEST_TEMPORAL_ADDRESS, TaskQueue: `test-${randomUUID()}` },
     Database: { Url: process.env.TEST_DATABASE_URL },
-  });
+  };
+  for (const [section, values] of Object.entries(options.config ?? {})) sections[section] = { ...sections[section], ...values };
+  const config = parseConfig(sections);
 
-  const context = await createServiceContext(config, process.env.TEST_DATABASE_URL!, { dnsLookup: options.dnsLookup });
+  const context = await createServiceContext(config, process.env.TEST_DATABASE_URL!, {
+    http: { dnsLookup: options.dnsLookup },
+    appProvider: options.appProvider,
+  });
   const env = await TestWorkflowEnvironment.createFromExistingServer({ address: process.env.TEST_TEMPORAL_ADDRESS! });
   const worker = await createProvisioningWorker({
     connection: env.nativeConnection,
@@ -81,7 +89,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     workflowBundle: { codePath: process.env.TEST_WORKFLOW_BUNDLE! },
   });
   const running = worker.run();
-  const api = await startApi(config, context.db, env.client);
+  const api = await startApi(config, context, env.client);
 
   async function request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResult> {
     const response = await fetch(`${api.url}${path}`, {

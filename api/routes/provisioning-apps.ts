@@ -1,0 +1,106 @@
+import { randomUUID } from 'node:crypto';
+import { Router } from 'express';
+import { z } from 'zod';
+import type { TccClient } from '../../activities/provisioning/tcc-client';
+import { provisioningAppSchema } from '../../config/schema';
+import { callbackUrlProblem, type AllowList } from '../../net/callback-address';
+import type { Db } from '../../store/database';
+import { deleteStoredApp, findStoredApp, insertStoredApp, listStoredApps, replaceStoredApp, type StoredApp } from '../../store/provisioning-apps';
+import { sendProblem, validationProblem } from '../problem';
+
+const appIdSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'app ids use letters, digits, ".", "_" and "-" (at most 64)');
+
+/** The configuration's field names (`CallbackUrl`), with camelCase (`callbackUrl`) accepted too. */
+const appBodySchema = z.preprocess(
+  (body) =>
+    body && typeof body === 'object' && !Array.isArray(body)
+      ? Object.fromEntries(Object.entries(body).map(([k, v]) => [k === 'appId' ? k : k.charAt(0).toUpperCase() + k.slice(1), v]))
+      : body,
+  provisioningAppSchema.extend({ appId: appIdSchema.optional(), CallbackUrl: z.url() }).strict(),
+);
+
+/** ApiKey is write-only: it is never part of an answer. */
+const view = (app: StoredApp) => ({ appId: app.appId, CallbackUrl: app.callbackUrl, TryTimeoutSeconds: app.tryTimeoutSeconds });
+
+export function provisioningAppsRouter({ db, allow, http }: { db: Db; allow: AllowList; http: TccClient }): Router {
+  const router = Router();
+
+  function parseApp(body: unknown, pathAppId?: string): { app: StoredApp } | { problem: ReturnType<typeof validationProblem> } {
+    const parsed = appBodySchema.safeParse(body);
+    if (!parsed.success) return { problem: validationProblem(parsed.error) };
+    const appId = pathAppId ?? parsed.data.appId;
+    if (!appId) return { problem: { status: 400, title: 'Invalid request', detail: 'appId: required' } };
+    if (pathAppId && parsed.data.appId && parsed.data.appId !== pathAppId) {
+      return { problem: { status: 400, title: 'Invalid request', detail: `appId: the body says ${parsed.data.appId}, the path ${pathAppId}` } };
+    }
+    const refused = callbackUrlProblem(parsed.data.CallbackUrl, allow);
+    if (refused) return { problem: { status: 400, title: 'Refused callback address', detail: `CallbackUrl: refused: ${refused}` } };
+    return { app: { appId, callbackUrl: parsed.data.CallbackUrl, apiKey: parsed.data.ApiKey, tryTimeoutSeconds: parsed.data.TryTimeoutSeconds } };
+  }
+
+  const notFound = (appId: string) => ({ status: 404, title: 'App not found', detail: `no provisioning app ${appId}` });
+
+  router.get('/', async (_req, res) => {
+    res.json((await listStoredApps(db)).map(view));
+  });
+
+  router.get('/:appId', async (req, res) => {
+    const app = await findStoredApp(db, req.params.appId);
+    if (!app) return sendProblem(res, notFound(req.params.appId));
+    res.json(view(app));
+  });
+
+  router.post('/', async (req, res) => {
+    const parsed = parseApp(req.body);
+    if ('problem' in parsed) return sendProblem(res, parsed.problem);
+    if (!(await insertStoredApp(db, parsed.app))) {
+      return sendProblem(res, { status: 409, title: 'App exists', detail: `provisioning app ${parsed.app.appId} exists already; PUT replaces it` });
+    }
+    res.status(201).location(`${req.baseUrl}/${parsed.app.appId}`).json(view(parsed.app));
+  });
+
+  router.put('/:appId', async (req, res) => {
+    const appId = appIdSchema.safeParse(req.params.appId);
+    if (!appId.success) return sendProblem(res, validationProblem(appId.error));
+    const parsed = parseApp(req.body, appId.data);
+    if ('problem' in parsed) return sendProblem(res, parsed.problem);
+    if (!(await replaceStoredApp(db, parsed.app))) return sendProblem(res, notFound(appId.data));
+    res.json(view(parsed.app));
+  });
+
+  router.delete('/:appId', async (req, res) => {
+    if (!(await deleteStoredApp(db, req.params.appId))) return sendProblem(res, notFound(req.params.appId));
+    res.status(204).end();
+  });
+
+  /** Probes Try with a clearly marked transaction and a synthetic user, then cancels it. */
+  router.post('/:appId/test', async (req, res) => {
+    const app = await findStoredApp(db, req.params.appId);
+    if (!app) return sendProblem(res, notFound(req.params.appId));
+    const refused = callbackUrlProblem(app.callbackUrl, allow);
+    if (refused) return sendProblem(res, { status: 400, title: 'Refused callback address', detail: `CallbackUrl: refused: ${refused}` });
+    const id = randomUUID();
+    const transactionId = `probe:${id}`;
+    const probe = await http.probe(app, {
+      transactionId,
+      userId: `probe-${id}`,
+      email: `provisioning-probe-${id}@example.invalid`,
+      firstName: 'Provisioning',
+      lastName: 'Probe',
+    });
+    let cancelled = false;
+    if (probe.verdict.approved) cancelled = await http.cancel(app, transactionId).then(() => true, () => false);
+    res.json({
+      appId: app.appId,
+      transactionId,
+      reachable: probe.status !== undefined,
+      status: probe.status ?? null,
+      latencyMs: probe.latencyMs,
+      approved: probe.verdict.approved,
+      reason: probe.verdict.approved ? null : probe.verdict.reason,
+      cancelled,
+    });
+  });
+
+  return router;
+}

@@ -1,0 +1,85 @@
+import { Router, type Request } from 'express';
+import { SCIM_CONTENT_TYPE } from './errors';
+import { GROUP_SCHEMA, listResponse, USER_SCHEMA } from './resources';
+
+const root = (req: Request) => `${req.protocol}://${req.get('host')}${req.baseUrl}`;
+
+const attribute = (name: string, type: string, extra: Record<string, unknown> = {}) => ({
+  name,
+  type,
+  multiValued: false,
+  required: false,
+  caseExact: false,
+  mutability: 'readWrite',
+  returned: 'default',
+  uniqueness: 'none',
+  ...extra,
+});
+
+/** Only the attributes this service keeps are described; others are accepted and ignored. */
+const schemas = [
+  {
+    id: USER_SCHEMA,
+    name: 'User',
+    description: 'User account',
+    attributes: [
+      attribute('userName', 'string', { required: true, uniqueness: 'server' }),
+      attribute('externalId', 'string', { caseExact: true }),
+      attribute('name', 'complex', { subAttributes: [attribute('givenName', 'string'), attribute('familyName', 'string'), attribute('formatted', 'string', { mutability: 'readOnly' })] }),
+      attribute('emails', 'complex', { multiValued: true, subAttributes: [attribute('value', 'string'), attribute('type', 'string'), attribute('primary', 'boolean')] }),
+      attribute('active', 'boolean'),
+      attribute('password', 'string', { mutability: 'writeOnly', returned: 'never' }),
+    ],
+  },
+  {
+    id: GROUP_SCHEMA,
+    name: 'Group',
+    description: 'Group',
+    attributes: [
+      attribute('displayName', 'string', { required: true, uniqueness: 'server' }),
+      attribute('externalId', 'string', { caseExact: true }),
+      attribute('members', 'complex', { multiValued: true, subAttributes: [attribute('value', 'string', { mutability: 'immutable' }), attribute('display', 'string', { mutability: 'readOnly' })] }),
+    ],
+  },
+];
+
+export function scimDiscoveryRouter(): Router {
+  const router = Router();
+  const send = (res: import('express').Response, body: unknown) => res.type(SCIM_CONTENT_TYPE).json(body);
+
+  router.get('/ServiceProviderConfig', (req, res) =>
+    send(res, {
+      schemas: ['urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig'],
+      patch: { supported: true },
+      bulk: { supported: false, maxOperations: 0, maxPayloadSize: 0 },
+      filter: { supported: true, maxResults: 1000 },
+      changePassword: { supported: true },
+      sort: { supported: false },
+      etag: { supported: true },
+      authenticationSchemes: [
+        { type: 'oauthbearertoken', name: 'Bearer token', description: 'A token created with POST /api/v1/scim/tokens', primary: true },
+      ],
+      meta: { resourceType: 'ServiceProviderConfig', location: `${root(req)}/ServiceProviderConfig` },
+    }),
+  );
+
+  const resourceTypes = (req: Request) => [
+    { schemas: ['urn:ietf:params:scim:schemas:core:2.0:ResourceType'], id: 'User', name: 'User', endpoint: '/Users', schema: USER_SCHEMA, meta: { resourceType: 'ResourceType', location: `${root(req)}/ResourceTypes/User` } },
+    { schemas: ['urn:ietf:params:scim:schemas:core:2.0:ResourceType'], id: 'Group', name: 'Group', endpoint: '/Groups', schema: GROUP_SCHEMA, meta: { resourceType: 'ResourceType', location: `${root(req)}/ResourceTypes/Group` } },
+  ];
+  router.get('/ResourceTypes', (req, res) => send(res, listResponse(resourceTypes(req), 2, 1)));
+  router.get('/ResourceTypes/:id', (req, res, next) => {
+    const found = resourceTypes(req).find((r) => r.id === req.params.id);
+    if (found) send(res, found);
+    else next();
+  });
+
+  const withMeta = (req: Request) => schemas.map((s) => ({ ...s, schemas: ['urn:ietf:params:scim:schemas:core:2.0:Schema'], meta: { resourceType: 'Schema', location: `${root(req)}/Schemas/${s.id}` } }));
+  router.get('/Schemas', (req, res) => send(res, listResponse(withMeta(req), schemas.length, 1)));
+  router.get('/Schemas/:id', (req, res, next) => {
+    const found = withMeta(req).find((s) => s.id === req.params.id);
+    if (found) send(res, found);
+    else next();
+  });
+  return router;
+}

@@ -1,0 +1,92 @@
+import { Router, type Request, type Response } from 'express';
+import { z } from 'zod';
+import type { Db } from '../../store/database';
+import { deleteGroup, DuplicateGroupError, findGroup, listGroups, saveGroup, UnknownMembersError, type GroupFilter, type GroupRow } from '../../store/scim-groups';
+import type { Database } from '../../store/schema';
+import { normalize } from '../../store/users';
+import { ScimError, SCIM_CONTENT_TYPE } from './errors';
+import { scimFilterToSql, type AttributeMap } from './filter';
+import { applyPatch, baseUrl, checkIfMatch, GROUP_SCHEMA, issuesDetail, listResponse, meta, parseListQuery } from './resources';
+
+const groupAttributes: AttributeMap<Database, 'scim_groups'> = {
+  id: (eb, v) => eb('id', '=', String(v)),
+  displayname: (eb, v) => eb('normalized_display_name', '=', normalize(String(v))),
+  externalid: (eb, v) => eb('external_id', '=', String(v)),
+};
+
+const groupInputSchema = z.looseObject({
+  displayName: z.string().trim().min(1).max(256),
+  externalId: z.string().trim().max(256).nullish(),
+  members: z.array(z.looseObject({ value: z.string().min(1) })).nullish(),
+});
+
+function groupResource(row: GroupRow, groupsUrl: string, usersUrl: string) {
+  return {
+    schemas: [GROUP_SCHEMA],
+    id: row.id,
+    ...(row.external_id ? { externalId: row.external_id } : {}),
+    displayName: row.display_name,
+    members: row.members.map((m) => ({ value: m.id, display: m.userName, type: 'User', $ref: `${usersUrl}/${m.id}` })),
+    meta: meta('Group', `${groupsUrl}/${row.id}`, row.created_at, row.updated_at),
+  };
+}
+
+export function scimGroupsRouter({ db }: { db: Db }): Router {
+  const router = Router();
+  const usersUrl = (req: Request) => baseUrl(req).replace(/\/Groups$/, '/Users');
+
+  async function load(id: string): Promise<GroupRow> {
+    const row = await findGroup(db, id);
+    if (!row) throw new ScimError(404, `no group ${id}`);
+    return row;
+  }
+
+  function send(req: Request, res: Response, row: GroupRow, status = 200): void {
+    const resource = groupResource(row, baseUrl(req), usersUrl(req));
+    if (status === 201) res.location(resource.meta.location);
+    res.status(status).type(SCIM_CONTENT_TYPE).set('ETag', resource.meta.version).json(resource);
+  }
+
+  async function save(body: unknown, id?: string): Promise<GroupRow> {
+    const parsed = groupInputSchema.safeParse(body);
+    if (!parsed.success) throw new ScimError(400, issuesDetail(parsed.error), 'invalidValue');
+    try {
+      const groupId = await saveGroup(db, { displayName: parsed.data.displayName, externalId: parsed.data.externalId ?? null, memberIds: (parsed.data.members ?? []).map((m) => m.value) }, id);
+      return load(groupId);
+    } catch (error) {
+      if (error instanceof DuplicateGroupError) throw new ScimError(409, error.message, 'uniqueness');
+      if (error instanceof UnknownMembersError) throw new ScimError(400, `members: ${error.message}`, 'invalidValue');
+      throw error;
+    }
+  }
+
+  router.post('/', async (req, res) => send(req, res, await save(req.body), 201));
+
+  router.get('/', async (req, res) => {
+    const { startIndex, count, filter } = parseListQuery(req.query);
+    const where: GroupFilter | undefined = filter ? scimFilterToSql(filter, groupAttributes) : undefined;
+    const { total, rows } = await listGroups(db, where, startIndex, count);
+    res.type(SCIM_CONTENT_TYPE).json(listResponse(rows.map((row) => groupResource(row, baseUrl(req), usersUrl(req))), total, startIndex));
+  });
+
+  router.get('/:id', async (req, res) => send(req, res, await load(req.params.id)));
+
+  router.put('/:id', async (req, res) => {
+    checkIfMatch(req, (await load(req.params.id)).updated_at, 'group');
+    send(req, res, await save(req.body, req.params.id));
+  });
+
+  router.patch('/:id', async (req, res) => {
+    const row = await load(req.params.id);
+    checkIfMatch(req, row.updated_at, 'group');
+    send(req, res, await save(applyPatch(groupResource(row, baseUrl(req), usersUrl(req)), req.body), row.id));
+  });
+
+  router.delete('/:id', async (req, res) => {
+    checkIfMatch(req, (await load(req.params.id)).updated_at, 'group');
+    await deleteGroup(db, req.params.id);
+    res.status(204).end();
+  });
+
+  return router;
+}

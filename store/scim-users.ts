@@ -1,0 +1,66 @@
+import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
+import type { Db } from './database';
+import type { Database } from './schema';
+import { DuplicateUserError, normalize } from './users';
+
+export const SCIM_USER_COLUMNS = ['id', 'user_name', 'email', 'first_name', 'last_name', 'external_id', 'active', 'created_at', 'updated_at'] as const;
+
+export type UserFilter = (eb: ExpressionBuilder<Database, 'users'>) => Expression<SqlBool>;
+
+export async function findScimUser(db: Db, id: string) {
+  return db.selectFrom('users').select(SCIM_USER_COLUMNS).where('id', '=', id).executeTakeFirst();
+}
+
+export type ScimUserRow = NonNullable<Awaited<ReturnType<typeof findScimUser>>>;
+
+/** One page (startIndex is 1-based, as in SCIM) and the total count of matches. */
+export async function listScimUsers(db: Db, filter: UserFilter | undefined, startIndex: number, count: number) {
+  let query = db.selectFrom('users');
+  if (filter) query = query.where(filter);
+  const [{ total }] = await query.select((eb) => eb.fn.countAll<string>().as('total')).execute();
+  const rows = count === 0 ? [] : await query.select(SCIM_USER_COLUMNS).orderBy('created_at').orderBy('id').offset(startIndex - 1).limit(count).execute();
+  return { total: Number(total), rows };
+}
+
+export interface ScimUserChanges {
+  userName: string;
+  email: string;
+  firstName: string | null;
+  lastName: string | null;
+  externalId: string | null;
+}
+
+export async function updateScimUser(db: Db, id: string, changes: ScimUserChanges): Promise<void> {
+  try {
+    await db
+      .updateTable('users')
+      .set({
+        user_name: changes.userName,
+        normalized_user_name: normalize(changes.userName),
+        email: changes.email,
+        normalized_email: normalize(changes.email),
+        first_name: changes.firstName,
+        last_name: changes.lastName,
+        external_id: changes.externalId,
+        updated_at: new Date(),
+      })
+      .where('id', '=', id)
+      .execute();
+  } catch (error) {
+    if ((error as { code?: string }).code === '23505') throw new DuplicateUserError(`userName ${changes.userName} or e-mail ${changes.email} belongs to another user`);
+    throw error;
+  }
+}
+
+/** The spec's soft-delete: the user stays (and still shows in SCIM filters) but is inactive and provisioned nowhere. */
+export async function deactivateUserReturningApps(db: Db, id: string): Promise<{ found: boolean; appIds: string[] }> {
+  return db.transaction().execute(async (trx) => {
+    const updated = await trx.updateTable('users').set({ active: false, updated_at: new Date() }).where('id', '=', id).executeTakeFirst();
+    const removed = await trx.deleteFrom('user_provisions').where('user_id', '=', id).returning('app_id').execute();
+    return { found: updated.numUpdatedRows > 0n, appIds: removed.map((r) => r.app_id) };
+  });
+}
+
+export async function activateUser(db: Db, id: string): Promise<void> {
+  await db.updateTable('users').set({ active: true, updated_at: new Date() }).where('id', '=', id).execute();
+}

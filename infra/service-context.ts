@@ -15,7 +15,7 @@ export interface ServiceContext {
 export interface ServiceContextOptions {
   http?: TccClientOptions;
   /** A custom provider (per tenant, another database, …) replaces the one chosen by Provisioning:AppProvider. */
-  appProvider?: (db: Db) => AppProvider;
+  appProvider?: (deps: { db: Db; config: AppConfig }) => AppProvider;
 }
 
 export async function createServiceContext(config: AppConfig, databaseUrl: string, options: ServiceContextOptions = {}): Promise<ServiceContext> {
@@ -23,7 +23,7 @@ export async function createServiceContext(config: AppConfig, databaseUrl: strin
   await migrateToLatest(db);
   const http = createTccClient(parseAllowList(config.Auth.AllowedInternalTargets), options.http);
   const apps =
-    options.appProvider?.(db) ?? (config.Provisioning.AppProvider === 'Store' ? createStoreAppProvider(db) : createConfigAppProvider(config.ProvisioningApps));
+    options.appProvider?.({ db, config }) ?? (config.Provisioning.AppProvider === 'Store' ? createStoreAppProvider(db) : createConfigAppProvider(config.ProvisioningApps));
   return {
     db,
     http,

@@ -1,0 +1,146 @@
+import type { AppProvider } from '../../activities/provisioning/apps';
+import { createConfigAppProvider } from '../../activities/provisioning/apps';
+import { insertStoredApp } from '../../store/provisioning-apps';
+import { startDownstreamApp, type RunningDownstreamApp } from '../../examples/downstream-app/app';
+import { startHarness, uniqueEmail, type Harness } from '../support/harness';
+
+describe('with the configuration-backed provider (the default)', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ apps: { crm: {} } });
+  });
+  afterAll(() => h?.stop());
+
+  test('the app management routes do not exist', async () => {
+    expect((await h.admin('GET', '/api/v1/provisioning/apps')).status).toBe(404);
+    expect((await h.admin('POST', '/api/v1/provisioning/apps', { appId: 'x', CallbackUrl: 'https://x.example.com', ApiKey: 'k' })).status).toBe(404);
+    expect((await h.admin('POST', '/api/v1/provisioning/apps/crm/test')).status).toBe(404);
+  });
+});
+
+describe('with the store-backed provider (Provisioning:AppProvider = Store)', () => {
+  let h: Harness;
+  let outside: RunningDownstreamApp;
+  const key = (appId: string) => h.config.ProvisioningApps[appId].ApiKey;
+  const register = (appId: string, extra: Record<string, unknown> = {}) =>
+    h.admin('POST', '/api/v1/provisioning/apps', { appId, CallbackUrl: h.apps[appId].url, ApiKey: key(appId), ...extra });
+
+  beforeAll(async () => {
+    h = await startHarness({ apps: { crm: {}, billing: {} }, config: { Provisioning: { AppProvider: 'Store' } } });
+    // Listens on a loopback address that is not on the allow-list.
+    outside = await startDownstreamApp({ apiKey: 'outside', host: '127.0.0.2' });
+  });
+  afterAll(async () => {
+    await outside?.close();
+    await h?.stop();
+  });
+  beforeEach(() => {
+    for (const app of Object.values(h.apps)) app.state.behaviour = {};
+  });
+
+  test('apps are created, read, listed, replaced and deleted at run time; ApiKey is never returned', async () => {
+    const created = await register('crm');
+    expect(created.status).toBe(201);
+    expect(created.body).toEqual({ appId: 'crm', CallbackUrl: h.apps.crm.url, TryTimeoutSeconds: 60 });
+    expect(created.headers.get('location')).toBe('/api/v1/provisioning/apps/crm');
+    expect((await register('crm')).status).toBe(409);
+
+    // camelCase is accepted too.
+    const camel = await h.admin('POST', '/api/v1/provisioning/apps', { appId: 'billing', callbackUrl: h.apps.billing.url, apiKey: key('billing'), tryTimeoutSeconds: 5 });
+    expect(camel.status).toBe(201);
+    expect(camel.body.TryTimeoutSeconds).toBe(5);
+
+    const list = await h.admin('GET', '/api/v1/provisioning/apps');
+    expect(list.body.map((a: { appId: string }) => a.appId)).toEqual(['crm', 'billing']);
+    expect(JSON.stringify(list.body)).not.toContain(key('crm'));
+    expect(JSON.stringify((await h.admin('GET', '/api/v1/provisioning/apps/crm')).body)).not.toContain(key('crm'));
+
+    const replaced = await h.admin('PUT', '/api/v1/provisioning/apps/billing', { CallbackUrl: h.apps.billing.url, ApiKey: key('billing'), TryTimeoutSeconds: 7 });
+    expect(replaced.status).toBe(200);
+    expect(replaced.body.TryTimeoutSeconds).toBe(7);
+    expect((await h.admin('PUT', '/api/v1/provisioning/apps/nope', { CallbackUrl: h.apps.billing.url, ApiKey: 'k' })).status).toBe(404);
+  });
+
+  test('changes apply to the next provisioning without a restart', async () => {
+    const before = await h.admin('POST', '/api/v1/profile/', { email: uniqueEmail('store-before') });
+    expect(before.body.provisionedApps).toEqual(['billing', 'crm']);
+    expect((await h.admin('DELETE', '/api/v1/provisioning/apps/billing')).status).toBe(204);
+    expect((await h.admin('DELETE', '/api/v1/provisioning/apps/billing')).status).toBe(404);
+    const after = await h.admin('POST', '/api/v1/profile/', { email: uniqueEmail('store-after') });
+    expect(after.status).toBe(201);
+    expect(after.body.provisionedApps).toEqual(['crm']);
+    expect(h.apps.billing.state.calls.some((c) => (c.body as { userId?: string })?.userId === after.body.userId)).toBe(false);
+    expect((await register('billing')).status).toBe(201);
+  });
+
+  test('a refused CallbackUrl or an invalid body answers 400 naming the reason', async () => {
+    const refused = await h.admin('POST', '/api/v1/provisioning/apps', { appId: 'evil', CallbackUrl: 'http://169.254.169.254/latest', ApiKey: 'k' });
+    expect(refused.status).toBe(400);
+    expect(refused.body.detail).toMatch(/^CallbackUrl: refused: targets 169\.254\.169\.254, a linkLocal address/);
+    const internal = await h.admin('POST', '/api/v1/provisioning/apps', { appId: 'evil', CallbackUrl: 'https://billing.internal/', ApiKey: 'k' });
+    expect(internal.body.detail).toMatch(/internal name/);
+    const invalid = await h.admin('POST', '/api/v1/provisioning/apps', { appId: 'bad id!', CallbackUrl: 'nope' });
+    expect(invalid.status).toBe(400);
+    expect(invalid.body.detail).toMatch(/appId/);
+    expect(invalid.body.detail).toMatch(/CallbackUrl/);
+    expect(invalid.body.detail).toMatch(/ApiKey/);
+    expect((await h.admin('GET', '/api/v1/provisioning/apps/evil')).status).toBe(404);
+  });
+
+  test('the probe sends a marked Try with a synthetic user, cancels it, and reports reachability, status, latency and the verdict', async () => {
+    const res = await h.admin('POST', '/api/v1/provisioning/apps/crm/test');
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ appId: 'crm', reachable: true, status: 200, approved: true, reason: null, cancelled: true, latencyMs: expect.any(Number) });
+    expect(res.body.transactionId).toMatch(/^probe:/);
+    const calls = h.apps.crm.state.calls.filter((c) => (c.body as { transactionId?: string })?.transactionId === res.body.transactionId);
+    expect(calls.map((c) => c.path)).toEqual(['/try', '/cancel']);
+    expect(calls[0].body).toMatchObject({ email: expect.stringMatching(/@example\.invalid$/), firstName: 'Provisioning', lastName: 'Probe' });
+    expect(h.apps.crm.state.records.has(res.body.transactionId)).toBe(false);
+
+    h.apps.crm.state.behaviour = { rejectWith: 'probe says no' };
+    const rejected = await h.admin('POST', '/api/v1/provisioning/apps/crm/test');
+    expect(rejected.body).toMatchObject({ reachable: true, status: 200, approved: false, reason: 'probe says no', cancelled: false });
+
+    h.apps.crm.state.behaviour = { tryStatus: 500 };
+    expect((await h.admin('POST', '/api/v1/provisioning/apps/crm/test')).body).toMatchObject({ reachable: true, status: 500, approved: false });
+    expect((await h.admin('POST', '/api/v1/provisioning/apps/nope/test')).status).toBe(404);
+  });
+
+  test('probing an app whose address is refused answers 400 without any call', async () => {
+    // Written past the API (which would refuse it) to prove the check runs again before the call.
+    await insertStoredApp(h.context.db, { appId: 'sneaky', callbackUrl: outside.url, apiKey: 'outside', tryTimeoutSeconds: 5 });
+    const res = await h.admin('POST', '/api/v1/provisioning/apps/sneaky/test');
+    expect(res.status).toBe(400);
+    expect(res.body.detail).toMatch(/127\.0\.0\.2/);
+    expect(outside.state.calls).toHaveLength(0);
+    expect((await h.admin('DELETE', '/api/v1/provisioning/apps/sneaky')).status).toBe(204);
+  });
+});
+
+describe('a custom app provider plugs in', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({
+      apps: { crm: {}, billing: {} },
+      // Per organization: users of "acme" get only crm; everyone else gets every configured app.
+      appProvider: ({ config }): AppProvider => {
+        const configured = createConfigAppProvider(config.ProvisioningApps);
+        return {
+          async listApps(scope) {
+            const all = await configured.listApps(scope);
+            return scope.organizationId === 'acme' ? all.filter((a) => a.appId === 'crm') : all;
+          },
+          getApp: (appId) => configured.getApp(appId),
+        };
+      },
+    });
+  });
+  afterAll(() => h?.stop());
+
+  test('the provider chooses the apps per organization', async () => {
+    const acme = await h.admin('POST', '/api/v1/profile/', { email: uniqueEmail('acme'), organizationId: 'acme' });
+    expect(acme.body.provisionedApps).toEqual(['crm']);
+    const other = await h.admin('POST', '/api/v1/profile/', { email: uniqueEmail('globex'), organizationId: 'globex' });
+    expect(other.body.provisionedApps).toEqual(['billing', 'crm']);
+  });
+});

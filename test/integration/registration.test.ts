@@ -1,0 +1,83 @@
+import { verifyPassword } from '../../passwords/native';
+import { findUserIdByEmail } from '../../store/users';
+import { creationWorkflowId } from '../../workflows/ids';
+import { startHarness, uniqueEmail, type Harness } from '../support/harness';
+import { historyText } from '../support/history';
+
+let h: Harness;
+
+beforeAll(async () => {
+  h = await startHarness({
+    apps: { crm: {}, billing: {} },
+    config: { Auth: { PasswordPolicy: { MinLength: 10, RequireDigit: true }, RegistrationRateLimit: { PermitLimit: 8, WindowSeconds: 60 } } },
+  });
+});
+afterAll(async () => {
+  await h?.stop();
+});
+beforeEach(() => {
+  for (const app of Object.values(h.apps)) app.state.behaviour = {};
+});
+
+// The rate limit counts every registration of this file; the 429 test runs last and uses up the rest.
+const register = (body: unknown) => h.request('POST', '/api/auth/register', body);
+
+describe('self-service registration', () => {
+  test('registration is public, provisions into every configured app and answers 201 without the hash', async () => {
+    const email = uniqueEmail('reg');
+    const password = 'a long passphrase 7';
+    const res = await register({ email, password, firstName: 'Reg' });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ email, firstName: 'Reg', provisionedApps: ['billing', 'crm'] });
+    expect(JSON.stringify(res.body)).not.toMatch(/hash|password|AQAAAA/i);
+    const { password_hash } = await h.context.db.selectFrom('users').select('password_hash').where('id', '=', res.body.userId).executeTakeFirstOrThrow();
+    expect(await verifyPassword(password, password_hash!)).toBe(true);
+    const text = await historyText(h.env.client, creationWorkflowId('register', email));
+    expect(text).toContain(email);
+    expect(text).not.toContain(password);
+    expect(text).not.toContain(password_hash!);
+  });
+
+  test('a password that breaks the policy answers 400 naming each rule, and nothing starts', async () => {
+    const email = uniqueEmail('weak');
+    const res = await register({ email, password: 'short' });
+    expect(res.status).toBe(400);
+    expect(res.body.detail).toContain('password: must be at least 10 characters');
+    expect(res.body.detail).toContain('password: must contain a digit');
+    expect(res.body.detail).not.toContain('short');
+    expect(await findUserIdByEmail(h.context.db, email)).toBeUndefined();
+    expect(h.apps.crm.state.calls.some((c) => (c.body as { email?: string })?.email === email)).toBe(false);
+  });
+
+  test('an app rejecting the registration answers 422 with its reason and the user is gone', async () => {
+    h.apps.billing.state.behaviour = { rejectWith: 'registrations are closed' };
+    const email = uniqueEmail('reg-reject');
+    const res = await register({ email, password: 'a long passphrase 8' });
+    expect(res.status).toBe(422);
+    expect(res.body.detail).toBe('app billing: registrations are closed');
+    expect(await findUserIdByEmail(h.context.db, email)).toBeUndefined();
+  });
+
+  test('a registered e-mail answers 409; an invalid body 400', async () => {
+    const email = uniqueEmail('reg-dup');
+    expect((await register({ email, password: 'a long passphrase 9' })).status).toBe(201);
+    expect((await register({ email, password: 'a long passphrase 9' })).status).toBe(409);
+    const bad = await register({ email: 'nope', password: 'a long passphrase 9' });
+    expect(bad.status).toBe(400);
+    expect(bad.body.detail).toMatch(/^email:/);
+  });
+
+  test('more registrations from one client than the budget answer 429 with Retry-After', async () => {
+    const answers: number[] = [];
+    let limited;
+    for (let i = 0; i < 10 && !limited; i++) {
+      const res = await register({ email: 'not-an-email', password: 'x' });
+      answers.push(res.status);
+      if (res.status === 429) limited = res;
+    }
+    expect(limited).toBeDefined();
+    expect(Number(limited!.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(limited!.body.detail).toMatch(/at most 8 registrations per 60 s/);
+    expect(answers.filter((s) => s !== 429).length + 6).toBe(8);
+  });
+});

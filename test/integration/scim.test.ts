@@ -1,0 +1,243 @@
+import { listProvisionedApps } from '../../store/provisions';
+import { eventually, startHarness, uniqueEmail, type Harness, type HttpResult } from '../support/harness';
+
+let h: Harness;
+let token: string;
+
+const SCIM_JSON = 'application/scim+json';
+const USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
+const GROUP = 'urn:ietf:params:scim:schemas:core:2.0:Group';
+const PATCH_OP = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
+const ERROR = 'urn:ietf:params:scim:api:messages:2.0:Error';
+
+beforeAll(async () => {
+  h = await startHarness({ apps: { crm: {}, billing: {} } });
+  const created = await h.admin('POST', '/api/v1/scim/tokens', { description: 'okta' });
+  token = created.body.token;
+});
+afterAll(async () => {
+  await h?.stop();
+});
+beforeEach(() => {
+  for (const app of Object.values(h.apps)) app.state.behaviour = {};
+});
+
+const scim = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResult> =>
+  h.request(method, `/scim/v2${path}`, body === undefined ? undefined : JSON.stringify(body), {
+    authorization: `Bearer ${token}`,
+    ...(body === undefined ? {} : { 'content-type': SCIM_JSON }),
+    ...headers,
+  });
+
+const filter = (expression: string) => `/Users?filter=${encodeURIComponent(expression)}`;
+
+function oktaUser(email: string, extra: Record<string, unknown> = {}) {
+  return {
+    schemas: [USER],
+    userName: email,
+    name: { givenName: 'Okta', familyName: 'User' },
+    emails: [{ primary: true, value: email, type: 'work' }],
+    displayName: 'Okta User',
+    locale: 'en-US',
+    externalId: `00u${Math.random().toString(36).slice(2, 10)}`,
+    groups: [],
+    password: 'Okta-Pa55word-long',
+    active: true,
+    ...extra,
+  };
+}
+
+function expectScimError(res: HttpResult, status: number, scimType?: string) {
+  expect(res.status).toBe(status);
+  expect(res.headers.get('content-type')).toContain(SCIM_JSON);
+  expect(res.body.schemas).toEqual([ERROR]);
+  expect(res.body.status).toBe(String(status));
+  if (scimType) expect(res.body.scimType).toBe(scimType);
+}
+
+describe('SCIM tokens', () => {
+  test('an admin creates a token (shown once), lists tokens without secrets, and revokes one', async () => {
+    const created = await h.admin('POST', '/api/v1/scim/tokens', { description: 'entra' });
+    expect(created.status).toBe(201);
+    expect(created.body).toEqual({ id: expect.any(String), token: expect.stringMatching(/^scim_/) });
+    const list = await h.admin('GET', '/api/v1/scim/tokens');
+    expect(list.body).toEqual(expect.arrayContaining([expect.objectContaining({ id: created.body.id, description: 'entra' })]));
+    expect(JSON.stringify(list.body)).not.toContain(created.body.token);
+    const stored = await h.context.db.selectFrom('scim_tokens').select('token_hash').where('id', '=', created.body.id).executeTakeFirstOrThrow();
+    expect(stored.token_hash).not.toContain(created.body.token);
+
+    const withIt = await h.request('GET', '/scim/v2/Users', undefined, { authorization: `Bearer ${created.body.token}` });
+    expect(withIt.status).toBe(200);
+    expect((await h.admin('DELETE', `/api/v1/scim/tokens/${created.body.id}`)).status).toBe(204);
+    expectScimError(await h.request('GET', '/scim/v2/Users', undefined, { authorization: `Bearer ${created.body.token}` }), 401);
+    expectScimError(await h.request('GET', '/scim/v2/Users'), 401);
+    expect((await h.request('POST', '/api/v1/scim/tokens', {})).status).toBe(401);
+  });
+});
+
+describe('SCIM client flow as Okta runs it', () => {
+  test('connection test, lookup before create, create, deactivate with PATCH, reactivate, delete', async () => {
+    // Connection test: always a ListResponse.
+    const probe = await scim('GET', '/Users?startIndex=1&count=2');
+    expect(probe.status).toBe(200);
+    expect(probe.headers.get('content-type')).toContain(SCIM_JSON);
+    expect(probe.body).toMatchObject({ schemas: ['urn:ietf:params:scim:api:messages:2.0:ListResponse'], startIndex: 1 });
+    expect(probe.body.Resources.length).toBeLessThanOrEqual(2);
+
+    const email = uniqueEmail('okta');
+    const lookup = await scim('GET', `${filter(`userName eq "${email}"`)}&startIndex=1&count=100`);
+    expect(lookup.body).toMatchObject({ totalResults: 0, Resources: [] });
+
+    const created = await scim('POST', '/Users', oktaUser(email));
+    expect(created.status).toBe(201);
+    expect(created.headers.get('content-type')).toContain(SCIM_JSON);
+    const id = created.body.id;
+    expect(created.body).toMatchObject({ schemas: [USER], userName: email, active: true, name: { givenName: 'Okta', familyName: 'User' } });
+    expect(created.body.emails).toEqual([{ value: email, type: 'work', primary: true }]);
+    expect(created.body.meta).toMatchObject({ resourceType: 'User', location: expect.stringMatching(new RegExp(`/scim/v2/Users/${id}$`)), version: expect.stringMatching(/^W\/"/) });
+    expect(created.headers.get('location')).toBe(created.body.meta.location);
+    expect(created.headers.get('etag')).toBe(created.body.meta.version);
+    expect(created.body.password).toBeUndefined();
+    expect(await listProvisionedApps(h.context.db, id)).toEqual(['billing', 'crm']);
+
+    const found = await scim('GET', filter(`userName eq "${email.toUpperCase()}"`));
+    expect(found.body.totalResults).toBe(1);
+    expect(found.body.Resources[0].id).toBe(id);
+
+    const deactivated = await scim('PATCH', `/Users/${id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', value: { active: false } }] });
+    expect(deactivated.status).toBe(200);
+    expect(deactivated.body.active).toBe(false);
+    expect(await listProvisionedApps(h.context.db, id)).toEqual([]);
+    await eventually(() => {
+      expect(h.apps.crm.state.deletedUsers).toContain(id);
+      expect(h.apps.billing.state.deletedUsers).toContain(id);
+    });
+    const stillListed = await scim('GET', filter(`userName eq "${email}"`));
+    expect(stillListed.body.Resources[0]).toMatchObject({ id, active: false });
+
+    // Entra sends the boolean as a string.
+    const reactivated = await scim('PATCH', `/Users/${id}`, { schemas: [PATCH_OP], Operations: [{ op: 'Replace', path: 'active', value: 'True' }] });
+    expect(reactivated.status).toBe(200);
+    expect(reactivated.body.active).toBe(true);
+    expect(await listProvisionedApps(h.context.db, id)).toEqual(['billing', 'crm']);
+    expect(h.apps.crm.state.calls.filter((c) => c.path === '/try' && (c.body as { userId?: string }).userId === id)).toHaveLength(2);
+
+    const deleted = await scim('DELETE', `/Users/${id}`);
+    expect(deleted.status).toBe(204);
+    const afterDelete = await scim('GET', `/Users/${id}`);
+    expect(afterDelete.status).toBe(200);
+    expect(afterDelete.body.active).toBe(false);
+    expect(await listProvisionedApps(h.context.db, id)).toEqual([]);
+  });
+});
+
+describe('SCIM /Users', () => {
+  test('filters: externalId eq, emails[type eq "work"].value eq, combined with and; no match is an empty ListResponse', async () => {
+    const email = uniqueEmail('filter');
+    const body = oktaUser(email);
+    const created = await scim('POST', '/Users', body);
+    const byExternal = await scim('GET', filter(`externalId eq "${body.externalId}"`));
+    expect(byExternal.body.Resources.map((r: { id: string }) => r.id)).toEqual([created.body.id]);
+    const byEmail = await scim('GET', filter(`emails[type eq "work"].value eq "${email}"`));
+    expect(byEmail.body.totalResults).toBe(1);
+    const both = await scim('GET', filter(`userName eq "${email}" and externalId eq "${body.externalId}"`));
+    expect(both.body.totalResults).toBe(1);
+    const neither = await scim('GET', filter(`userName eq "${email}" and externalId eq "other"`));
+    expect(neither.body).toMatchObject({ totalResults: 0, itemsPerPage: 0, Resources: [] });
+  });
+
+  test('paging: startIndex is 1-based and count limits the page', async () => {
+    for (let i = 0; i < 3; i++) await scim('POST', '/Users', oktaUser(uniqueEmail(`page${i}`)));
+    const all = await scim('GET', '/Users?startIndex=1&count=1000');
+    const page = await scim('GET', '/Users?startIndex=2&count=2');
+    expect(page.body).toMatchObject({ totalResults: all.body.totalResults, startIndex: 2, itemsPerPage: 2 });
+    expect(page.body.Resources.map((r: { id: string }) => r.id)).toEqual(all.body.Resources.slice(1, 3).map((r: { id: string }) => r.id));
+  });
+
+  test('userName is unique case-insensitively: 409 with scimType uniqueness', async () => {
+    const email = uniqueEmail('unique');
+    expect((await scim('POST', '/Users', oktaUser(email))).status).toBe(201);
+    expectScimError(await scim('POST', '/Users', oktaUser(email.toUpperCase())), 409, 'uniqueness');
+  });
+
+  test('a rejection by an app answers 422 in the SCIM error schema with the reason, and the user is gone', async () => {
+    h.apps.crm.state.behaviour = { rejectWith: 'crm has no licence left' };
+    const email = uniqueEmail('scim-reject');
+    const res = await scim('POST', '/Users', oktaUser(email));
+    expectScimError(res, 422);
+    expect(res.body.detail).toContain('crm has no licence left');
+    expect((await scim('GET', filter(`userName eq "${email}"`))).body.totalResults).toBe(0);
+  });
+
+  test('PUT replaces the attributes; If-Match with a stale version answers 412', async () => {
+    const email = uniqueEmail('put');
+    const created = await scim('POST', '/Users', oktaUser(email));
+    const stale = created.body.meta.version;
+    const newEmail = uniqueEmail('put-new');
+    const replaced = await scim('PUT', `/Users/${created.body.id}`, {
+      schemas: [USER], userName: newEmail, name: { givenName: 'Renamed' }, emails: [{ value: newEmail, primary: true }], active: true,
+    });
+    expect(replaced.status).toBe(200);
+    expect(replaced.body).toMatchObject({ userName: newEmail, name: { givenName: 'Renamed' }, emails: [{ value: newEmail, type: 'work', primary: true }] });
+    expect(replaced.body.externalId).toBeUndefined();
+    expectScimError(await scim('PUT', `/Users/${created.body.id}`, { schemas: [USER], userName: newEmail }, { 'if-match': stale }), 412);
+  });
+
+  test('invalid input, an unsupported filter and an unknown id answer SCIM errors', async () => {
+    expectScimError(await scim('POST', '/Users', { schemas: [USER], emails: [] }), 400, 'invalidValue');
+    expectScimError(await scim('POST', '/Users', { schemas: [USER], userName: 'not-an-email' }), 400, 'invalidValue');
+    expectScimError(await scim('GET', filter('userName co "a"')), 400, 'invalidFilter');
+    expectScimError(await scim('GET', filter('nickName eq "a"')), 400, 'invalidFilter');
+    expectScimError(await scim('GET', '/Users/does-not-exist'), 404);
+    expectScimError(await scim('PATCH', '/Users/does-not-exist', { schemas: [PATCH_OP], Operations: [] }), 404);
+    const notJson = await h.request('POST', '/scim/v2/Users', '{"userName":', { authorization: `Bearer ${token}`, 'content-type': SCIM_JSON });
+    expectScimError(notJson, 400, 'invalidSyntax');
+  });
+});
+
+describe('SCIM /Groups', () => {
+  test('create, read, filter by displayName, patch members, replace and delete', async () => {
+    const alice = await scim('POST', '/Users', oktaUser(uniqueEmail('g-alice')));
+    const bob = await scim('POST', '/Users', oktaUser(uniqueEmail('g-bob')));
+    const name = `Engineering ${Date.now()}`;
+    const created = await scim('POST', '/Groups', { schemas: [GROUP], displayName: name, members: [{ value: alice.body.id }] });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ schemas: [GROUP], displayName: name, members: [{ value: alice.body.id, display: alice.body.userName }] });
+    const id = created.body.id;
+
+    expect((await scim('GET', `/Groups/${id}`)).body.displayName).toBe(name);
+    const listed = await scim('GET', `/Groups?filter=${encodeURIComponent(`displayName eq "${name.toLowerCase()}"`)}`);
+    expect(listed.body.Resources.map((g: { id: string }) => g.id)).toEqual([id]);
+
+    const patched = await scim('PATCH', `/Groups/${id}`, {
+      schemas: [PATCH_OP],
+      Operations: [
+        { op: 'add', path: 'members', value: [{ value: bob.body.id }] },
+        { op: 'remove', path: `members[value eq "${alice.body.id}"]` },
+      ],
+    });
+    expect(patched.status).toBe(200);
+    expect(patched.body.members.map((m: { value: string }) => m.value)).toEqual([bob.body.id]);
+
+    const replaced = await scim('PUT', `/Groups/${id}`, { schemas: [GROUP], displayName: `${name} renamed`, members: [] });
+    expect(replaced.body).toMatchObject({ displayName: `${name} renamed`, members: [] });
+
+    expectScimError(await scim('POST', '/Groups', { schemas: [GROUP], displayName: `${name} RENAMED` }), 409, 'uniqueness');
+    expectScimError(await scim('POST', '/Groups', { schemas: [GROUP], displayName: `${name} other`, members: [{ value: 'no-such-user' }] }), 400, 'invalidValue');
+
+    expect((await scim('DELETE', `/Groups/${id}`)).status).toBe(204);
+    expectScimError(await scim('GET', `/Groups/${id}`), 404);
+  });
+});
+
+describe('SCIM discovery', () => {
+  test('ServiceProviderConfig, ResourceTypes and Schemas describe what is supported', async () => {
+    const config = await scim('GET', '/ServiceProviderConfig');
+    expect(config.body).toMatchObject({ patch: { supported: true }, filter: { supported: true }, bulk: { supported: false }, etag: { supported: true } });
+    const types = await scim('GET', '/ResourceTypes');
+    expect(types.body.Resources.map((t: { id: string }) => t.id)).toEqual(['User', 'Group']);
+    const schemas = await scim('GET', '/Schemas');
+    expect(schemas.body.Resources.map((s: { id: string }) => s.id)).toEqual([USER, GROUP]);
+    expect((await scim('GET', `/Schemas/${USER}`)).body.attributes.map((a: { name: string }) => a.name)).toContain('userName');
+  });
+});

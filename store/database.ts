@@ -2,6 +2,7 @@ import { Kysely, Migrator, PostgresDialect, type Migration, type MigrationProvid
 import { Pool } from 'pg';
 import * as usersAndProvisions from './migrations/0001_users_and_provisions';
 import * as scimAndApps from './migrations/0002_scim_and_apps';
+import * as migrationTargets from './migrations/0003_migration_targets';
 import type { Database } from './schema';
 
 export type Db = Kysely<Database>;
@@ -16,7 +17,7 @@ export function createDb(connectionString: string, poolSize = 10): Db {
 /** Migrations are compiled in, so a bundled or containerised service needs no migration folder on disk. */
 const provider: MigrationProvider = {
   async getMigrations(): Promise<Record<string, Migration>> {
-    return { '0001_users_and_provisions': usersAndProvisions, '0002_scim_and_apps': scimAndApps };
+    return { '0001_users_and_provisions': usersAndProvisions, '0002_scim_and_apps': scimAndApps, '0003_migration_targets': migrationTargets };
   },
 };
 

@@ -14,6 +14,8 @@ export interface UsersTable {
   custom_attributes: ColumnType<Record<string, string>, string, string>;
   password_hash: string | null;
   external_id: string | null;
+  /** How password_hash was made (native, aspnet-v2, aspnet-v3, bcrypt); hashes migrated from a source are kept verbatim. */
+  password_format: string | null;
   active: Generated<boolean>;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
@@ -69,7 +71,147 @@ export interface ProvisioningAppsTable {
   updated_at: Generated<Date>;
 }
 
+type Json<T> = ColumnType<T, string, string>;
+
+export interface UserLoginsTable {
+  login_provider: string;
+  provider_key: string;
+  provider_display_name: string | null;
+  user_id: string;
+}
+
+export interface RolesTable {
+  id: string;
+  name: string;
+  normalized_name: string;
+}
+
+export interface UserRolesTable {
+  user_id: string;
+  role_id: string;
+}
+
+export interface ScopesTable {
+  name: string;
+  kind: 'identity' | 'api' | 'resource';
+  display_name: string | null;
+  description: string | null;
+  enabled: Generated<boolean>;
+  required: Generated<boolean>;
+  emphasize: Generated<boolean>;
+  show_in_discovery: Generated<boolean>;
+  user_claims: Json<string[]>;
+  /** seed, migration or api. */
+  origin: string;
+  created_at: Generated<Date>;
+}
+
+export interface ClientsTable {
+  client_id: string;
+  client_name: string | null;
+  enabled: Generated<boolean>;
+  settings: Json<Record<string, unknown>>;
+  allowed_scopes: Json<string[]>;
+  grant_types: Json<string[]>;
+  redirect_uris: Json<string[]>;
+  post_logout_redirect_uris: Json<string[]>;
+  cors_origins: Json<string[]>;
+  claims: Json<Array<{ type: string; value: string }>>;
+  provisioning_apps: Json<string[]>;
+  /** configuration (seeded), migration or api. */
+  origin: string;
+  created_at: Generated<Date>;
+}
+
+export interface ClientSecretsTable {
+  id: string;
+  client_id: string;
+  /** Tagged by digest: SHA256$… or SHA512$…. */
+  value: string;
+  description: string | null;
+  expiration: Date | null;
+  created_at: Generated<Date>;
+}
+
+export interface SamlProvidersTable {
+  id: string;
+  name: string;
+  entity_id: string;
+  sso_url: string;
+  signing_certificate: string | null;
+  enabled: boolean;
+}
+
+export interface OidcProvidersTable {
+  id: string;
+  name: string;
+  authority: string;
+  client_id: string;
+  client_secret: string | null;
+  scopes: Json<string[]>;
+  enabled: boolean;
+}
+
+export interface SsoDomainsTable {
+  domain: string;
+  provider_kind: 'saml' | 'oidc';
+  provider_id: string;
+}
+
+export interface MfaCredentialsTable {
+  id: string;
+  user_id: string;
+  kind: 'totp' | 'recovery-code';
+  label: string;
+  /** TOTP: encrypted with the data-protection key; recovery codes: keyed hash. */
+  secret: string;
+  created_at: Generated<Date>;
+}
+
+export interface GrantsTable {
+  key: string;
+  type: string;
+  subject_id: string | null;
+  session_id: string | null;
+  client_id: string;
+  description: string | null;
+  creation_time: Date;
+  expiration: Date | null;
+  consumed_time: Date | null;
+  data: string;
+}
+
+export interface SigningKeysTable {
+  id: string;
+  algorithm: string;
+  jwk: Json<Record<string, unknown>>;
+  created_at: Generated<Date>;
+}
+
+export interface MigrationMarkersTable {
+  version: string;
+  state: 'Started' | 'Completed' | 'Failed';
+  dry_run: boolean;
+  started_at: Generated<Date>;
+  finished_at: Date | null;
+  progress: Json<Record<string, unknown>>;
+  report: Json<Record<string, unknown>> | null;
+}
+
 export interface Database {
+  user_logins: UserLoginsTable;
+  roles: RolesTable;
+  user_roles: UserRolesTable;
+  scopes: ScopesTable;
+  clients: ClientsTable;
+  client_secrets: ClientSecretsTable;
+  saml_providers: SamlProvidersTable;
+  oidc_providers: OidcProvidersTable;
+  sso_domains: SsoDomainsTable;
+  mfa_credentials: MfaCredentialsTable;
+  grants: GrantsTable;
+  signing_keys: SigningKeysTable;
+  migration_markers: MigrationMarkersTable;
   users: UsersTable;
   user_provisions: UserProvisionsTable;
   pending_credentials: PendingCredentialsTable;

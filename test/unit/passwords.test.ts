@@ -1,3 +1,6 @@
+import { pbkdf2Sync } from 'node:crypto';
+import bcrypt from 'bcryptjs';
+import { detectPasswordFormat, verifyAnyPassword } from '../../passwords/formats';
 import { hashPassword, verifyPassword } from '../../passwords/native';
 
 describe('native password hashes (ASP.NET Core Identity V3 layout)', () => {
@@ -22,5 +25,36 @@ describe('native password hashes (ASP.NET Core Identity V3 layout)', () => {
   ])('a published V3 hash verifies: %s', async (_label, hash) => {
     expect(await verifyPassword('my password', hash)).toBe(true);
     expect(await verifyPassword('My password', hash)).toBe(false);
+  });
+});
+
+describe('migrated password hashes verify unchanged and report when to upgrade', () => {
+  test.each([
+    ['ASP.NET Identity V2 (PBKDF2-HMAC-SHA1, 1,000 iterations)', 'AAABAgMEBQYHCAkKCwwNDg+ukCEMDf0yyQ29NYubggHIVY0sdEUfdyeM+E1LtH1uJg==', 'aspnet-v2', true],
+    ['V3 with HMAC-SHA256', 'AQAAAAEAACcQAAAAEAABAgMEBQYHCAkKCwwNDg+yWU7rLgUwPZb1Itsmra7cbxw2EFpwpVFIEtP+JIuUEw==', 'aspnet-v3', true],
+    ['V3 with HMAC-SHA512 but only 50 iterations', 'AQAAAAIAAAAyAAAAEOMwvh3+FZxqkdMBz2ekgGhwQ4B6pZWND6zgESBuWiHw', 'aspnet-v3', true],
+  ])('%s', async (_label, hash, format, upgrade) => {
+    expect(detectPasswordFormat(hash)).toBe(format);
+    expect(await verifyAnyPassword('my password', hash)).toEqual({ valid: true, needsUpgrade: upgrade });
+    expect((await verifyAnyPassword('not my password', hash)).valid).toBe(false);
+  });
+
+  test('V3 with HMAC-SHA1 verifies', async () => {
+    const salt = Buffer.alloc(16, 7);
+    const subkey = pbkdf2Sync('my password', salt, 10_000, 32, 'sha1');
+    const header = Buffer.from([0x01, 0, 0, 0, 0, 0, 0, 0x27, 0x10, 0, 0, 0, 16]);
+    const hash = Buffer.concat([header, salt, subkey]).toString('base64');
+    expect(await verifyAnyPassword('my password', hash)).toEqual({ valid: true, needsUpgrade: true });
+  });
+
+  test('BCrypt verifies', async () => {
+    const hash = bcrypt.hashSync('my password', 4);
+    expect(detectPasswordFormat(hash)).toBe('bcrypt');
+    expect(await verifyAnyPassword('my password', hash)).toEqual({ valid: true, needsUpgrade: true });
+  });
+
+  test('a native hash needs no upgrade; an unknown format never verifies', async () => {
+    expect(await verifyAnyPassword('pw', await hashPassword('pw'))).toEqual({ valid: true, needsUpgrade: false });
+    expect(await verifyAnyPassword('pw', 'plain-text')).toEqual({ valid: false, needsUpgrade: false });
   });
 });

@@ -1,0 +1,41 @@
+/**
+ * Claim folding for migrated users. Each folded claim type also arrives in its alternate namespace
+ * (the WS-Federation form ASP.NET's ClaimTypes use); both fold the same way.
+ */
+const WS = 'http://schemas.xmlsoap.org/ws/2005/05/identity/claims/';
+
+export const FOLDED_CLAIMS: Record<string, 'firstName' | 'lastName' | 'companyName' | 'organizationId'> = {
+  given_name: 'firstName',
+  [`${WS}givenname`]: 'firstName',
+  family_name: 'lastName',
+  [`${WS}surname`]: 'lastName',
+  company: 'companyName',
+  [`${WS}company`]: 'companyName',
+  org_id: 'organizationId',
+  [`${WS}org_id`]: 'organizationId',
+};
+
+/** E-mail lives on the user record; e-mail claims would only duplicate it. */
+export const DROPPED_CLAIMS = new Set(['email', 'email_verified', `${WS}emailaddress`]);
+
+export interface FoldedClaims {
+  firstName: string | null;
+  lastName: string | null;
+  companyName: string | null;
+  organizationId: string | null;
+  customAttributes: Record<string, string>;
+}
+
+export function foldClaims(claims: Array<{ type: string | null; value: string | null }>): FoldedClaims {
+  const folded: FoldedClaims = { firstName: null, lastName: null, companyName: null, organizationId: null, customAttributes: {} };
+  for (const { type, value } of claims) {
+    if (!type || value === null) continue;
+    const target = FOLDED_CLAIMS[type] ?? FOLDED_CLAIMS[type.toLowerCase()];
+    if (target) folded[target] ??= value;
+    else if (!DROPPED_CLAIMS.has(type.toLowerCase())) {
+      // A claim type given more than once keeps every value, comma-separated.
+      folded.customAttributes[type] = folded.customAttributes[type] === undefined ? value : `${folded.customAttributes[type]},${value}`;
+    }
+  }
+  return folded;
+}

@@ -1,0 +1,117 @@
+import { emptyPage, nextCursor, type Pass, type PassContext, type PageResult } from '../types';
+
+/** `AllowedDomains` is a comma-separated list: one SSO domain record per domain. */
+export function splitDomains(value: string | null): string[] {
+  return [...new Set((value ?? '').split(',').map((d) => d.trim().toLowerCase()).filter(Boolean))];
+}
+
+async function writeDomains(ctx: PassContext, page: PageResult, kind: 'saml' | 'oidc', providers: Array<{ Id: string; AllowedDomains: string | null }>): Promise<void> {
+  const rows = providers.flatMap((p) => splitDomains(p.AllowedDomains).map((domain) => ({ domain, provider_kind: kind, provider_id: p.Id })));
+  if (rows.length === 0) return;
+  const written = await ctx.target.insertInto('sso_domains').values(rows).onConflict((oc) => oc.column('domain').doNothing()).returning('domain').execute();
+  const mine = new Set(written.map((w) => w.domain));
+  const others = rows.filter((r) => !mine.has(r.domain));
+  if (others.length > 0) {
+    const existing = await ctx.target.selectFrom('sso_domains').selectAll().where('domain', 'in', others.map((o) => o.domain)).execute();
+    for (const row of others) {
+      const holder = existing.find((e) => e.domain === row.domain);
+      if (holder && (holder.provider_kind !== kind || holder.provider_id !== row.provider_id)) {
+        page.warnings.push(`SSO domain ${row.domain} of ${kind} provider ${row.provider_id} already belongs to ${holder.provider_kind} provider ${holder.provider_id}`);
+      }
+    }
+  }
+}
+
+export const samlProvidersPass: Pass = async (ctx, cursor) => {
+  let query = ctx.source.selectFrom('SamlProviderConfigurations').selectAll().orderBy('Id').limit(ctx.options.pageSize);
+  if (cursor) query = query.where('Id', '>', JSON.parse(cursor));
+  const providers = await query.execute();
+  const page = { ...emptyPage(), read: providers.length, next: nextCursor(providers, ctx.options.pageSize, (p) => p.Id) };
+  if (providers.length === 0 || ctx.options.dryRun) return page;
+  const written = await ctx.target
+    .insertInto('saml_providers')
+    .values(providers.map((p) => ({ id: p.Id, name: p.Name, entity_id: p.EntityId, sso_url: p.SingleSignOnUrl, signing_certificate: p.SigningCertificate, enabled: p.Enabled })))
+    .onConflict((oc) => oc.column('id').doNothing())
+    .returning('id')
+    .execute();
+  page.created += written.length;
+  page.skipped += providers.length - written.length;
+  await writeDomains(ctx, page, 'saml', providers);
+  return page;
+};
+
+export const oidcProvidersPass: Pass = async (ctx, cursor) => {
+  let query = ctx.source.selectFrom('OidcProviderConfigurations').selectAll().orderBy('Id').limit(ctx.options.pageSize);
+  if (cursor) query = query.where('Id', '>', JSON.parse(cursor));
+  const providers = await query.execute();
+  const page = { ...emptyPage(), read: providers.length, next: nextCursor(providers, ctx.options.pageSize, (p) => p.Id) };
+  if (providers.length === 0 || ctx.options.dryRun) return page;
+  const written = await ctx.target
+    .insertInto('oidc_providers')
+    .values(
+      providers.map((p) => ({
+        id: p.Id,
+        name: p.Name,
+        authority: p.Authority,
+        client_id: p.ClientId,
+        client_secret: p.ClientSecret,
+        scopes: JSON.stringify((p.Scopes ?? '').split(/[\s,]+/).filter(Boolean)),
+        enabled: p.Enabled,
+      })),
+    )
+    .onConflict((oc) => oc.column('id').doNothing())
+    .returning('id')
+    .execute();
+  page.created += written.length;
+  page.skipped += providers.length - written.length;
+  await writeDomains(ctx, page, 'oidc', providers);
+  return page;
+};
+
+/**
+ * Refresh tokens only from a source fork that keeps grant keys verbatim: a stock source stores a hash of each
+ * handle, which can never be redeemed again, so those are counted and skipped with a warning.
+ */
+export const refreshTokensPass: Pass = async (ctx, cursor) => {
+  const { source, target, options } = ctx;
+  const now = new Date();
+  let query = source
+    .selectFrom('PersistedGrants')
+    .select(['Id', 'Key', 'Type', 'SubjectId', 'SessionId', 'ClientId', 'Description', 'CreationTime', 'Expiration', 'ConsumedTime', 'Data'])
+    .where('Type', '=', 'refresh_token')
+    .where('ConsumedTime', 'is', null)
+    .where((eb) => eb.or([eb('Expiration', 'is', null), eb('Expiration', '>', now)]))
+    .orderBy('Id')
+    .limit(options.pageSize);
+  if (cursor) query = query.where('Id', '>', JSON.parse(cursor));
+  const grants = await query.execute();
+  const page = { ...emptyPage(), read: grants.length, next: nextCursor(grants, options.pageSize, (g) => g.Id) };
+  if (!(options.migrateRefreshTokens && options.sourceGrantKeysAreUnhashed)) {
+    page.skipped = grants.length;
+    if (!cursor) {
+      page.warnings.push(
+        options.migrateRefreshTokens
+          ? 'MigrateRefreshTokens is set but SourceGrantKeysAreUnhashed is not: a stock source keeps only hashes of refresh-token handles, so refresh tokens were skipped and users log in again'
+          : 'refresh tokens were not migrated (MigrateRefreshTokens is false); users log in again',
+      );
+    }
+    return page;
+  }
+  if (grants.length === 0 || options.dryRun) return page;
+  const rows = grants.filter((g) => g.Key).map((g) => ({
+    key: g.Key!,
+    type: g.Type,
+    subject_id: g.SubjectId,
+    session_id: g.SessionId,
+    client_id: g.ClientId,
+    description: g.Description,
+    creation_time: g.CreationTime,
+    expiration: g.Expiration,
+    consumed_time: g.ConsumedTime,
+    data: g.Data,
+  }));
+  const written = rows.length ? await target.insertInto('grants').values(rows).onConflict((oc) => oc.column('key').doNothing()).returning('key').execute() : [];
+  page.created += written.length;
+  page.skipped += grants.length - written.length;
+  return page;
+};

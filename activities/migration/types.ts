@@ -1,0 +1,44 @@
+import type { Kysely } from 'kysely';
+import type { SourceDatabase } from '../../source/schema';
+import type { Db } from '../../store/database';
+
+/** Everything a run needs to know that may appear in workflow history: no connection string, no key. */
+export interface MigrationOptions {
+  version: string;
+  dryRun: boolean;
+  usersMode: 'CreateOnly' | 'Upsert';
+  migrateClients: boolean;
+  migrateRefreshTokens: boolean;
+  sourceGrantKeysAreUnhashed: boolean;
+  pageSize: number;
+}
+
+export const PASSES = ['roles', 'users', 'user-roles', 'logins', 'mfa', 'scopes', 'clients', 'saml-providers', 'oidc-providers', 'refresh-tokens'] as const;
+export type PassName = (typeof PASSES)[number];
+
+export interface PageResult {
+  read: number;
+  created: number;
+  updated: number;
+  skipped: number;
+  warnings: string[];
+  /** Keyset cursor for the next page; null when the pass is done. */
+  next: string | null;
+}
+
+export interface PassContext {
+  source: Kysely<SourceDatabase>;
+  target: Db;
+  options: MigrationOptions;
+  /** Protects TOTP secrets at rest and keys the recovery-code hashes. */
+  dataProtectionKey?: Buffer;
+}
+
+export type Pass = (ctx: PassContext, cursor: string | null) => Promise<PageResult>;
+
+export const emptyPage = (): PageResult => ({ read: 0, created: 0, updated: 0, skipped: 0, warnings: [], next: null });
+
+/** The next cursor for a keyset page: the last key when the page was full, else null. */
+export function nextCursor<T>(rows: T[], pageSize: number, key: (row: T) => unknown): string | null {
+  return rows.length === pageSize ? JSON.stringify(key(rows[rows.length - 1])) : null;
+}

@@ -1,0 +1,73 @@
+import { sql, type Kysely } from 'kysely';
+import type { SourceDatabase } from '../../source/schema';
+
+/** The tables and columns the migration reads, by EF Core's names. */
+export const EXPECTED_INVENTORY: Record<string, string[]> = {
+  AspNetUsers: ['Id', 'UserName', 'NormalizedUserName', 'Email', 'NormalizedEmail', 'PasswordHash'],
+  AspNetUserClaims: ['Id', 'UserId', 'ClaimType', 'ClaimValue'],
+  AspNetUserLogins: ['LoginProvider', 'ProviderKey', 'ProviderDisplayName', 'UserId'],
+  AspNetRoles: ['Id', 'Name', 'NormalizedName'],
+  AspNetUserRoles: ['UserId', 'RoleId'],
+  AspNetUserTokens: ['UserId', 'LoginProvider', 'Name', 'Value'],
+  ApiScopes: ['Id', 'Enabled', 'Name', 'DisplayName', 'Description', 'Required', 'Emphasize', 'ShowInDiscoveryDocument'],
+  ApiScopeClaims: ['ScopeId', 'Type'],
+  IdentityResources: ['Id', 'Enabled', 'Name', 'DisplayName', 'Description', 'Required', 'Emphasize', 'ShowInDiscoveryDocument'],
+  IdentityResourceClaims: ['IdentityResourceId', 'Type'],
+  ApiResources: ['Id', 'Enabled', 'Name', 'DisplayName'],
+  ApiResourceClaims: ['ApiResourceId', 'Type'],
+  ApiResourceScopes: ['ApiResourceId', 'Scope'],
+  ApiResourceSecrets: ['ApiResourceId', 'Value', 'Expiration'],
+  Clients: ['Id', 'Enabled', 'ClientId', 'ClientName'],
+  ClientSecrets: ['ClientId', 'Value', 'Description', 'Expiration'],
+  ClientScopes: ['ClientId', 'Scope'],
+  ClientRedirectUris: ['ClientId', 'RedirectUri'],
+  ClientPostLogoutRedirectUris: ['ClientId', 'PostLogoutRedirectUri'],
+  ClientGrantTypes: ['ClientId', 'GrantType'],
+  ClientCorsOrigins: ['ClientId', 'Origin'],
+  ClientClaims: ['ClientId', 'Type', 'Value'],
+  PersistedGrants: ['Id', 'Key', 'Type', 'SubjectId', 'ClientId', 'CreationTime', 'Expiration', 'ConsumedTime', 'Data'],
+  SamlProviderConfigurations: ['Id', 'Name', 'EntityId', 'SingleSignOnUrl', 'AllowedDomains', 'Enabled'],
+  OidcProviderConfigurations: ['Id', 'Name', 'Authority', 'ClientId', 'AllowedDomains', 'Enabled'],
+};
+
+export interface InventoryEntry {
+  table: string;
+  found: boolean;
+  missingColumns: string[];
+}
+
+export interface SourceValidation {
+  inventory: InventoryEntry[];
+  duplicateEmails: Array<{ email: string; count: number }>;
+  duplicateEmailCount: number;
+}
+
+/** Works on SQL Server and PostgreSQL alike: INFORMATION_SCHEMA, with the column names aliased to one spelling. */
+export async function validateSource(source: Kysely<SourceDatabase>): Promise<SourceValidation> {
+  const columns = await sql<{ table_name: string; column_name: string }>`select TABLE_NAME as table_name, COLUMN_NAME as column_name from INFORMATION_SCHEMA.COLUMNS`.execute(source);
+  const found = new Map<string, Set<string>>();
+  for (const c of columns.rows) {
+    if (!found.has(c.table_name)) found.set(c.table_name, new Set());
+    found.get(c.table_name)!.add(c.column_name);
+  }
+  const inventory = Object.entries(EXPECTED_INVENTORY).map(([table, expected]) => ({
+    table,
+    found: found.has(table),
+    missingColumns: found.has(table) ? expected.filter((c) => !found.get(table)!.has(c)) : expected,
+  }));
+  const duplicates = found.has('AspNetUsers')
+    ? await source
+        .selectFrom('AspNetUsers')
+        .select((eb) => ['NormalizedEmail', eb.fn.countAll<number>().as('count')])
+        .where('NormalizedEmail', 'is not', null)
+        .groupBy('NormalizedEmail')
+        .having((eb) => eb.fn.countAll(), '>', 1)
+        .orderBy('NormalizedEmail')
+        .execute()
+    : [];
+  return {
+    inventory,
+    duplicateEmails: duplicates.slice(0, 100).map((d) => ({ email: d.NormalizedEmail!, count: Number(d.count) })),
+    duplicateEmailCount: duplicates.length,
+  };
+}

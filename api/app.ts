@@ -7,6 +7,7 @@ import type { Db } from '../store/database';
 import { requireIdentityAdmin } from './auth/identity-admin';
 import { sendProblem } from './problem';
 import { healthRouter } from './routes/health';
+import { migrationStatusRouter } from './routes/migration-status';
 import { profileRouter } from './routes/profile';
 import { provisioningAppsRouter } from './routes/provisioning-apps';
 import { registerRouter } from './routes/register';
@@ -40,6 +41,7 @@ export function createApiApp({ config, db, temporal, http, log = console }: ApiD
   if (config.Provisioning.AppProvider === 'Store') {
     app.use('/api/v1/provisioning/apps', identityAdmin, provisioningAppsRouter({ db, http, allow: parseAllowList(config.Auth.AllowedInternalTargets) }));
   }
+  if (config.Migration.MapStatusEndpoint) app.use(migrationStatusRouter({ config, db }));
   app.use('/scim/v2', scimRouter({ db, run, passwordPolicy: config.Auth.PasswordPolicy, log }));
 
   app.use((req, res) => sendProblem(res, { status: 404, title: 'Not found', detail: `no route for ${req.method} ${req.path}` }));

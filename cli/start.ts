@@ -2,6 +2,7 @@ import { resolve } from 'node:path';
 import { startApi } from '../api/server';
 import { loadConfig } from '../config/load';
 import { startEmbeddedPostgres } from '../infra/embedded-postgres';
+import { startHostedMigrationRunner } from '../infra/migration-runner';
 import { runMain } from '../infra/process';
 import { startDevServer } from '../infra/temporal-dev-server';
 import { startWorker } from '../workers/worker';
@@ -44,6 +45,8 @@ runMain('start', async () => {
     const api = await startApi(config, worker.context, worker.client);
     stops.push(api.close);
     log(`api: listening on ${api.url} (health: ${api.url}/healthz)`);
+    const runner = startHostedMigrationRunner(config, worker.client, worker.context.db, log);
+    stops.push(async () => runner.stop());
     log('start: ready; Ctrl-C stops everything');
   } catch (error) {
     await stopAll();

@@ -56,6 +56,7 @@ export const configSchema = z
         Address: z.string().optional(),
         Namespace: z.string().default('default'),
         TaskQueue: z.string().min(1).default('provisioning'),
+        MigrationTaskQueue: z.string().min(1).default('migration'),
         UiPort: z.coerce.number().int().positive().default(8233),
       })
       .prefault({}),
@@ -64,6 +65,34 @@ export const configSchema = z
       .object({
         /** Store: apps are managed at run time through /api/v1/provisioning/apps instead of ProvisioningApps. */
         AppProvider: z.enum(['Configuration', 'Store']).default('Configuration'),
+      })
+      .prefault({}),
+    /** Section and key names are the spec's; CLI flags are the same names (`--DryRun true`, `--Source:ConnectionString …`). */
+    Migration: z
+      .object({
+        Enabled: flag.default(false),
+        DryRun: flag.default(false),
+        Version: z.string().trim().min(1).max(100).regex(/^[A-Za-z0-9._-]+$/, 'use letters, digits, ".", "_" and "-"').default('1'),
+        UsersMode: z.enum(['CreateOnly', 'Upsert']).default('CreateOnly'),
+        MigrateClients: flag.default(true),
+        MigrateRefreshTokens: flag.default(false),
+        SourceGrantKeysAreUnhashed: flag.default(false),
+        LeaseWaitMinutes: z.coerce.number().positive().default(10),
+        StartupDelaySeconds: z.coerce.number().min(0).default(30),
+        PageSize: z.coerce.number().int().min(10).max(2000).default(1000),
+        /** GET /admin/migration/status exists only when mapped. */
+        MapStatusEndpoint: flag.default(false),
+        Source: z.object({ ConnectionString: z.string().min(1).optional() }).prefault({}),
+        Target: z.object({ ConnectionString: z.string().min(1).optional() }).prefault({}),
+      })
+      .prefault({}),
+    /** Base64 of 32 random bytes; protects migrated TOTP secrets at rest and keys recovery-code hashes. */
+    DataProtection: z
+      .object({
+        Key: z
+          .string()
+          .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be base64 of exactly 32 bytes')
+          .optional(),
       })
       .prefault({}),
     /** What `npm start` runs itself when Database:Url or Temporal:Address is not set. */

@@ -3,8 +3,9 @@ import { NativeConnection, type Worker } from '@temporalio/worker';
 import { loadConfig } from '../config/load';
 import type { AppConfig } from '../config/schema';
 import { required, runMain } from '../infra/process';
+import { startHostedMigrationRunner } from '../infra/migration-runner';
 import { createServiceContext, type ServiceContext } from '../infra/service-context';
-import { createProvisioningWorker } from './create-worker';
+import { createMigrationWorker, createProvisioningWorker } from './create-worker';
 
 export interface RunningWorker {
   worker: Worker;
@@ -19,13 +20,19 @@ export async function startWorker(config: AppConfig, temporalAddress: string, da
   const context = await createServiceContext(config, databaseUrl);
   const connection = await NativeConnection.connect({ address: temporalAddress });
   const worker = await createProvisioningWorker({ connection, namespace: config.Temporal.Namespace, taskQueue: config.Temporal.TaskQueue, dependencies: context });
-  const running = worker.run();
+  const migrationWorker = await createMigrationWorker({
+    connection,
+    namespace: config.Temporal.Namespace,
+    taskQueue: config.Temporal.MigrationTaskQueue,
+    dependencies: { target: context.db, source: context.source, dataProtectionKey: context.dataProtectionKey },
+  });
+  const running = Promise.all([worker.run(), migrationWorker.run()]);
   return {
     worker,
     client: new Client({ connection, namespace: config.Temporal.Namespace }),
     context,
     async stop() {
-      if (worker.getState() === 'RUNNING') worker.shutdown();
+      for (const w of [worker, migrationWorker]) if (w.getState() === 'RUNNING') w.shutdown();
       await running;
       await connection.close();
       await context.close();
@@ -39,7 +46,11 @@ if (require.main === module) {
     const databaseUrl = required(config.Database.Url, 'the worker alone needs DATABASE_URL (or Database:Url); `npm start` runs everything embedded');
     const address = required(config.Temporal.Address, 'the worker alone needs TEMPORAL_ADDRESS (or Temporal:Address); `npm start` runs everything embedded');
     const running = await startWorker(config, address, databaseUrl);
-    console.log(`worker: polling task queue ${running.worker.options.taskQueue} on ${address}`);
-    return running.stop;
+    console.log(`worker: polling task queues ${config.Temporal.TaskQueue} and ${config.Temporal.MigrationTaskQueue} on ${address}`);
+    const runner = startHostedMigrationRunner(config, running.client, running.context.db);
+    return async () => {
+      runner.stop();
+      await running.stop();
+    };
   });
 }

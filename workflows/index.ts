@@ -7,3 +7,4 @@ export {
   provisionExistingUser,
   reactivateAndProvision,
 } from './provisioning';
+export { migrationPass, migrationRun } from './migration';

@@ -7,7 +7,7 @@ import { parseConfig } from '../../config/load';
 import type { AppConfig } from '../../config/schema';
 import { startDownstreamApp, type Behaviour, type RunningDownstreamApp } from '../../examples/downstream-app/app';
 import { createServiceContext, type ServiceContext, type ServiceContextOptions } from '../../infra/service-context';
-import { createProvisioningWorker } from '../../workers/create-worker';
+import { createMigrationWorker, createProvisioningWorker } from '../../workers/create-worker';
 import { captureRuntimeLogs } from './captured-log';
 
 export const ADMIN_KEY = 'test-admin-key';
@@ -30,7 +30,11 @@ export interface HarnessOptions {
   /** Extra configuration sections, merged over the harness's own. */
   config?: Record<string, Record<string, unknown>>;
   appProvider?: ServiceContextOptions['appProvider'];
+  /** Also run a migration worker (its own task queue) against this source. */
+  migrationSource?: string;
 }
+
+export const TEST_DATA_PROTECTION_KEY = Buffer.alloc(32, 7).toString('base64');
 
 export interface HttpResult {
   status: number;
@@ -70,8 +74,10 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     ProvisioningApps: appConfig,
     Auth: { AllowedInternalTargets: options.allowedInternalTargets ?? ['127.0.0.1'], AdminApiKeys: [ADMIN_KEY] },
     Api: { Port: 0, ResultTimeoutSeconds: 60 },
-    Temporal: { Address: process.env.TEST_TEMPORAL_ADDRESS, TaskQueue: `test-${randomUUID()}` },
+    Temporal: { Address: process.env.TEST_TEMPORAL_ADDRESS, TaskQueue: `test-${randomUUID()}`, MigrationTaskQueue: `test-migration-${randomUUID()}` },
     Database: { Url: process.env.TEST_DATABASE_URL },
+    Migration: { Source: { ConnectionString: options.migrationSource } },
+    DataProtection: { Key: TEST_DATA_PROTECTION_KEY },
   };
   for (const [section, values] of Object.entries(options.config ?? {})) sections[section] = { ...sections[section], ...values };
   const config = parseConfig(sections);
@@ -88,7 +94,19 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     dependencies: context,
     workflowBundle: { codePath: process.env.TEST_WORKFLOW_BUNDLE! },
   });
-  const running = worker.run();
+  const workers = [worker];
+  if (options.migrationSource) {
+    workers.push(
+      await createMigrationWorker({
+        connection: env.nativeConnection,
+        namespace: config.Temporal.Namespace,
+        taskQueue: config.Temporal.MigrationTaskQueue,
+        dependencies: { target: context.db, source: context.source, dataProtectionKey: context.dataProtectionKey },
+        workflowBundle: { codePath: process.env.TEST_WORKFLOW_BUNDLE! },
+      }),
+    );
+  }
+  const running = Promise.all(workers.map((w) => w.run()));
   const api = await startApi(config, context, env.client);
 
   async function request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResult> {
@@ -118,7 +136,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     admin: (method, path, body) => request(method, path, body, { authorization: `Bearer ${ADMIN_KEY}` }),
     async stop() {
       await api.close();
-      worker.shutdown();
+      for (const w of workers) w.shutdown();
       await running;
       await env.teardown();
       await context.close();

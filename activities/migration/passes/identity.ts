@@ -1,4 +1,5 @@
-import { createCipheriv, createHmac, randomBytes } from 'node:crypto';
+import { createHmac } from 'node:crypto';
+import { protectSecret } from '../../../security/data-protection';
 import { normalize } from '../../../store/users';
 import { uuidV5 } from '../identifiers';
 import { emptyPage, nextCursor, type Pass, type PageResult } from '../types';
@@ -96,14 +97,6 @@ export function base32Decode(value: string): Buffer {
     }
   }
   return Buffer.from(out);
-}
-
-/** The protected form of a TOTP secret: AES-256-GCM under the data-protection key, `v1:` + base64(iv | tag | ciphertext). */
-export function protectSecret(secret: Buffer, key: Buffer): string {
-  const iv = randomBytes(12);
-  const cipher = createCipheriv('aes-256-gcm', key, iv);
-  const encrypted = Buffer.concat([cipher.update(secret), cipher.final()]);
-  return `v1:${Buffer.concat([iv, cipher.getAuthTag(), encrypted]).toString('base64')}`;
 }
 
 const AUTHENTICATOR_STORE = '[AspNetUserStore]';

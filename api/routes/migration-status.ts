@@ -1,0 +1,27 @@
+import { Router } from 'express';
+import type { AppConfig } from '../../config/schema';
+import type { Db } from '../../store/database';
+import { findMarker } from '../../store/migration-markers';
+import { identityAdminCheck } from '../auth/identity-admin';
+
+/** GET /admin/migration/status: progress and report of the configured version. A refusal looks exactly like "not mapped". */
+export function migrationStatusRouter({ config, db }: { config: AppConfig; db: Db }): Router {
+  const router = Router();
+  const isAdmin = identityAdminCheck(config.Auth.AdminApiKeys);
+  router.get('/admin/migration/status', async (req, res, next) => {
+    if (isAdmin(req) !== 'admin') return next();
+    const version = config.Migration.Version;
+    const marker = await findMarker(db, version);
+    if (!marker) return res.json({ version, state: 'NotStarted', enabled: config.Migration.Enabled });
+    res.json({
+      version,
+      state: marker.state,
+      dryRun: marker.dry_run,
+      startedAt: marker.started_at,
+      finishedAt: marker.finished_at,
+      progress: marker.progress,
+      report: marker.report,
+    });
+  });
+  return router;
+}

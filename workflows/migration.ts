@@ -1,0 +1,91 @@
+import { continueAsNew, executeChild, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import type { MigrationActivities } from '../activities/migration';
+import { PASSES, type MigrationOptions, type PassName } from '../activities/migration/types';
+import type { SourceValidation } from '../activities/migration/validation';
+
+const markers = proxyActivities<MigrationActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 10 } });
+const pages = proxyActivities<MigrationActivities>({
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '2 minutes',
+  retry: { initialInterval: '2 seconds', maximumInterval: '1 minute', maximumAttempts: 20 },
+});
+
+/** Warnings kept per pass in the report; the rest are counted. */
+const WARNINGS_KEPT = 100;
+/** A pass continues as new after this many pages, so its history stays small whatever the source's size. */
+const PAGES_PER_RUN = 200;
+
+export interface PassReport {
+  pass: PassName;
+  read: number;
+  created: number;
+  updated: number;
+  skipped: number;
+  warnings: string[];
+  moreWarnings: number;
+  pages: number;
+}
+
+export interface MigrationReport {
+  version: string;
+  dryRun: boolean;
+  state: 'Completed' | 'Failed' | 'Skipped';
+  reason?: string;
+  validation?: SourceValidation;
+  passes: PassReport[];
+  error?: string;
+}
+
+/** A failed page arrives wrapped (child workflow → activity → application failure); the innermost message says what broke. */
+function rootMessage(error: unknown): string {
+  let current = error as Error | undefined;
+  while (current?.cause instanceof Error) current = current.cause;
+  return current?.message ?? String(error);
+}
+
+export const migrationWorkflowId = (version: string) => `migration-${version}`;
+
+/** One pass: keyset pages, one activity each, until the source is exhausted. Returns counts and warnings, never rows. */
+export async function migrationPass(input: { pass: PassName; options: MigrationOptions; cursor?: string | null; report?: PassReport }): Promise<PassReport> {
+  const report: PassReport = input.report ?? { pass: input.pass, read: 0, created: 0, updated: 0, skipped: 0, warnings: [], moreWarnings: 0, pages: 0 };
+  let cursor = input.cursor ?? null;
+  for (let pagesThisRun = 0; ; pagesThisRun++) {
+    if (pagesThisRun === PAGES_PER_RUN) await continueAsNew<typeof migrationPass>({ ...input, cursor, report });
+    const page = await pages.runPassPage({ pass: input.pass, options: input.options, cursor, totals: { read: report.read, created: report.created, updated: report.updated, skipped: report.skipped } });
+    report.read += page.read;
+    report.created += page.created;
+    report.updated += page.updated;
+    report.skipped += page.skipped;
+    report.pages++;
+    const room = WARNINGS_KEPT - report.warnings.length;
+    report.warnings.push(...page.warnings.slice(0, Math.max(0, room)));
+    report.moreWarnings += Math.max(0, page.warnings.length - Math.max(0, room));
+    if (page.next === null) return report;
+    cursor = page.next;
+  }
+}
+
+/**
+ * A migration run, id `migration-{Version}`: Temporal's id uniqueness is the cluster leadership the spec asks for.
+ * Marker none → Started → Completed / Failed, with the report attached; passes run in dependency order.
+ */
+export async function migrationRun(input: { options: MigrationOptions }): Promise<MigrationReport> {
+  const { options } = input;
+  const report: MigrationReport = { version: options.version, dryRun: options.dryRun, state: 'Completed', passes: [] };
+  const begin = await markers.beginRun(options);
+  if (!begin.proceed) return { ...report, state: 'Skipped', reason: begin.reason };
+  try {
+    if (options.dryRun) report.validation = await markers.validateSource();
+    for (const pass of PASSES) {
+      report.passes.push(
+        await executeChild(migrationPass, { workflowId: `${workflowInfo().workflowId}-${pass}`, args: [{ pass, options }] }),
+      );
+    }
+    await markers.finishRun({ version: options.version, state: 'Completed', report: { ...report } });
+    return report;
+  } catch (error) {
+    const failed: MigrationReport = { ...report, state: 'Failed', error: rootMessage(error) };
+    await markers.finishRun({ version: options.version, state: 'Failed', report: { ...failed } });
+    return failed;
+  }
+}

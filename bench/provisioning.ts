@@ -4,7 +4,7 @@ import { startApi } from '../api/server';
 import { parseConfig } from '../config/load';
 import { startDownstreamApp } from '../examples/downstream-app/app';
 import { startDevServer } from '../infra/temporal-dev-server';
-import { freePort } from '../test/support/ports';
+import { freePort } from '../infra/ports';
 import { startWorker } from '../workers/worker';
 import { runLoad } from './stats';
 

@@ -7,4 +7,4 @@ export {
   provisionExistingUser,
   reactivateAndProvision,
 } from './provisioning';
-export { migrationPass, migrationRun } from './migration';
+export { migrationPass, migrationRun, migrationSweep } from './migration';

@@ -89,3 +89,13 @@ export async function migrationRun(input: { options: MigrationOptions }): Promis
     return failed;
   }
 }
+
+/**
+ * A scheduled delta sweep: a CreateOnly run under a fresh version (`sweep-{start time}`), so users registered in
+ * the source since the last run are picked up and nothing existing is touched.
+ */
+export async function migrationSweep(input: { options: MigrationOptions }): Promise<MigrationReport> {
+  const version = `sweep-${workflowInfo().startTime.toISOString().replace(/[-:.]/g, '').replace('T', '-').replace('Z', '')}`;
+  const options: MigrationOptions = { ...input.options, version, dryRun: false, usersMode: 'CreateOnly' };
+  return executeChild(migrationRun, { workflowId: migrationWorkflowId(version), args: [{ options }] });
+}

@@ -5,7 +5,7 @@ import { bundleWorkflowCode } from '@temporalio/worker';
 import { Client } from 'pg';
 import { startDevServer, type DevServer } from '../../infra/temporal-dev-server';
 import { WORKFLOWS_PATH } from '../../workers/create-worker';
-import { freePort } from './ports';
+import { freePort } from '../../infra/ports';
 
 /** One real Temporal dev server, one fresh PostgreSQL database and one workflow bundle per test run. */
 export default async function globalSetup(): Promise<void> {

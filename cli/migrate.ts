@@ -1,0 +1,189 @@
+import { readFileSync } from 'node:fs';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
+import { PASSES } from '../activities/migration/types';
+import { ConfigError, loadConfig } from '../config/load';
+import { configSchema, type AppConfig } from '../config/schema';
+import { migrationOptions, startOrAttachMigration } from '../infra/migration-control';
+import { createSweepSchedule, deleteSweepSchedule, describeSweepSchedule, setSweepSchedulePaused } from '../infra/migration-schedule';
+import { createServiceContext } from '../infra/service-context';
+import { importSigningKey } from '../infra/signing-keys';
+import { freePort } from '../infra/ports';
+import { startDevServer } from '../infra/temporal-dev-server';
+import { parseSourceConnectionString } from '../source/connection';
+import { createDb, migrateToLatest } from '../store/database';
+import { createMigrationWorker } from '../workers/create-worker';
+import { followProgress, printReport } from './migration-progress';
+
+const USAGE = `Usage: npm run migrate -- [command] [options]
+  (from a container image: docker run IMAGE [command] [options], without "--")
+
+Commands:
+  run (default)                     copy the source into the target stores, or validate it with --DryRun true
+  schedule create --Every 24h       scheduled CreateOnly delta sweeps (or --Cron "0 3 * * *"); needs TEMPORAL_ADDRESS
+  schedule list | pause | unpause | delete
+  import-signing-key --File key.pem [--Kid id]   import the source's RSA signing key (PEM or JWK) for cutover
+
+Options (the Migration section's names; --Migration:Name works too):
+  --Source:ConnectionString <SOURCE_CONNECTION_STRING>   SQL Server (Server=…) or PostgreSQL (Host=… or postgres://…)
+  --Target:ConnectionString <TARGET_CONNECTION_STRING>   the service's PostgreSQL (default: DATABASE_URL)
+  --DryRun true|false   --UsersMode CreateOnly|Upsert   --Version <marker>   --MigrateClients true|false
+  --MigrateRefreshTokens true|false   --SourceGrantKeysAreUnhashed true|false   --PageSize <rows>
+
+Without TEMPORAL_ADDRESS the tool starts its own Temporal dev server and worker; with it, the run is submitted to
+that cluster, whose migration workers need the source connection string in their own configuration.`;
+
+const MIGRATION_KEYS = Object.keys(configSchema.shape.Migration.unwrap().shape).map((k) => k.toLowerCase());
+
+/** The spec's flags have no section (`--DryRun true`); they belong to the Migration section. */
+function normalizeFlags(argv: string[]): { flags: string[]; positional: string[]; own: Record<string, string> } {
+  const flags: string[] = [];
+  const positional: string[] = [];
+  const own: Record<string, string> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (!arg.startsWith('--')) {
+      positional.push(arg);
+      continue;
+    }
+    const [rawKey, inline] = arg.slice(2).split(/=(.*)/s, 2);
+    const value = inline ?? argv[++i];
+    if (value === undefined) throw new ConfigError(`flag ${arg} has no value`);
+    const root = rawKey.split(':')[0].toLowerCase();
+    if (['every', 'cron', 'file', 'kid'].includes(rawKey.toLowerCase())) own[rawKey.toLowerCase()] = value;
+    else if (MIGRATION_KEYS.includes(root)) flags.push(`--Migration:${rawKey}`, value);
+    else flags.push(`--${rawKey}`, value);
+  }
+  return { flags, positional, own };
+}
+
+function targetUrl(config: AppConfig): string {
+  const target = config.Migration.Target.ConnectionString;
+  if (target) {
+    const parsed = parseSourceConnectionString(target);
+    if (parsed.kind !== 'postgres') throw new ConfigError('Target:ConnectionString must point to the service\'s PostgreSQL store');
+    return parsed.url!;
+  }
+  if (config.Database.Url) return config.Database.Url;
+  throw new ConfigError('set --Target:ConnectionString (or DATABASE_URL) to the service\'s PostgreSQL store');
+}
+
+async function connectClient(config: AppConfig): Promise<{ client: Client; close(): Promise<void> }> {
+  if (!config.Temporal.Address) throw new ConfigError('schedules live in a Temporal cluster: set TEMPORAL_ADDRESS');
+  const connection = await Connection.connect({ address: config.Temporal.Address });
+  return { client: new Client({ connection, namespace: config.Temporal.Namespace }), close: () => connection.close() };
+}
+
+async function sourceTotals(config: AppConfig): Promise<Record<string, number>> {
+  const context = await createServiceContext(config, targetUrl(config));
+  try {
+    const count = async (table: 'AspNetUsers' | 'AspNetUserLogins' | 'AspNetUserRoles' | 'AspNetRoles') =>
+      Number((await context.source!.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+    return { users: await count('AspNetUsers'), logins: await count('AspNetUserLogins'), 'user-roles': await count('AspNetUserRoles'), roles: await count('AspNetRoles') };
+  } finally {
+    await context.close();
+  }
+}
+
+async function run(config: AppConfig): Promise<number> {
+  if (!config.Migration.Source.ConnectionString && !config.Temporal.Address) throw new ConfigError('set --Source:ConnectionString <SOURCE_CONNECTION_STRING>');
+  const url = targetUrl(config);
+  const stops: Array<() => Promise<void>> = [];
+  try {
+    let client: Client;
+    if (config.Temporal.Address) {
+      ({ client } = await connectClient(config));
+      stops.push(() => client.connection.close());
+    } else {
+      // The report is the output; the worker's routine chatter would bury it.
+      Runtime.install({ logger: new DefaultLogger('ERROR') });
+      const server = await startDevServer({ port: await freePort(), readyTimeoutMs: 120_000 });
+      stops.push(server.stop);
+      const context = await createServiceContext(config, url);
+      stops.push(context.close);
+      const connection = await NativeConnection.connect({ address: server.address });
+      stops.push(() => connection.close());
+      const worker: Worker = await createMigrationWorker({
+        connection,
+        namespace: config.Temporal.Namespace,
+        taskQueue: config.Temporal.MigrationTaskQueue,
+        dependencies: { target: context.db, source: context.source, dataProtectionKey: context.dataProtectionKey },
+      });
+      const running = worker.run();
+      stops.push(async () => {
+        worker.shutdown();
+        await running;
+      });
+      client = new Client({ connection, namespace: config.Temporal.Namespace });
+    }
+    const db = createDb(url, 2);
+    stops.push(() => db.destroy());
+    await migrateToLatest(db);
+    const options = migrationOptions(config);
+    const totals = config.Migration.Source.ConnectionString ? await sourceTotals(config) : {};
+    const handle = await startOrAttachMigration(client, config, options);
+    console.log(`migration ${handle.workflowId}: ${options.dryRun ? 'dry run' : options.usersMode}, passes ${PASSES.join(', ')}`);
+    const stopProgress = followProgress(db, options.version, totals);
+    const report = await handle.result().finally(stopProgress);
+    printReport(report);
+    return report.state === 'Failed' ? 1 : 0;
+  } finally {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+  }
+}
+
+async function main(): Promise<number> {
+  const argv = process.argv.slice(2);
+  if (argv.includes('--help') || argv.includes('-h')) {
+    console.log(USAGE);
+    return 0;
+  }
+  const { flags, positional, own } = normalizeFlags(argv);
+  const config = loadConfig({ argv: flags });
+  const [command = 'run', sub] = positional;
+  switch (command) {
+    case 'run':
+      return run(config);
+    case 'import-signing-key': {
+      if (!own.file) throw new ConfigError('import-signing-key needs --File <path to a PEM or JWK file>');
+      const db = createDb(targetUrl(config), 1);
+      try {
+        await migrateToLatest(db);
+        const result = await importSigningKey(db, readFileSync(own.file, 'utf8'), own.kid);
+        console.log(result.imported ? `signing key ${result.kid} imported` : `signing key ${result.kid} was already imported`);
+        return 0;
+      } finally {
+        await db.destroy();
+      }
+    }
+    case 'schedule': {
+      const { client, close } = await connectClient(config);
+      try {
+        if (sub === 'create') {
+          if (!own.every && !own.cron) throw new ConfigError('schedule create needs --Every <interval, e.g. 24h> or --Cron "<expression>"');
+          await createSweepSchedule(client, config, own.every ? { every: own.every } : { cron: own.cron });
+          console.log('delta-sweep schedule created');
+        } else if (sub === 'list') console.log(JSON.stringify((await describeSweepSchedule(client)) ?? 'no delta-sweep schedule', null, 2));
+        else if (sub === 'pause' || sub === 'unpause') {
+          await setSweepSchedulePaused(client, sub === 'pause');
+          console.log(`delta-sweep schedule ${sub}d`);
+        } else if (sub === 'delete') {
+          await deleteSweepSchedule(client);
+          console.log('delta-sweep schedule deleted');
+        } else throw new ConfigError(`unknown schedule command ${sub ?? '(none)'}; use create, list, pause, unpause or delete`);
+        return 0;
+      } finally {
+        await close();
+      }
+    }
+    default:
+      throw new ConfigError(`unknown command ${command}\n\n${USAGE}`);
+  }
+}
+
+main()
+  .then((code) => process.exit(code))
+  .catch((error) => {
+    console.error(`migrate: ${error instanceof Error && !(error instanceof ConfigError) ? (error.stack ?? error.message) : (error as Error).message}`);
+    process.exit(1);
+  });

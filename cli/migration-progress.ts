@@ -1,0 +1,58 @@
+import type { Db } from '../store/database';
+import { findMarker } from '../store/migration-markers';
+import type { MigrationReport } from '../workflows/migration';
+
+type Totals = { read: number; created: number; updated: number; skipped: number };
+
+const BAR_WIDTH = 24;
+
+function line(pass: string, t: Totals, total?: number): string {
+  const bar = total ? `${'█'.repeat(Math.min(BAR_WIDTH, Math.round((t.read / Math.max(total, 1)) * BAR_WIDTH))).padEnd(BAR_WIDTH, '░')} ` : '';
+  const of = total ? `/${total}` : '';
+  return `${pass.padEnd(15)} ${bar}read ${t.read}${of}  created ${t.created}  updated ${t.updated}  skipped ${t.skipped}`;
+}
+
+/**
+ * Follows the run through its marker (the same data /admin/migration/status shows): one line per pass, redrawn
+ * in place on a terminal, printed once per finished pass otherwise.
+ */
+export function followProgress(db: Db, version: string, totals: Record<string, number>, out: NodeJS.WriteStream = process.stdout): () => void {
+  const printed = new Set<string>();
+  let current: string | undefined;
+  const timer = setInterval(async () => {
+    const marker = await findMarker(db, version).catch(() => undefined);
+    const progress = marker?.progress as { currentPass?: string; passes?: Record<string, Totals> } | undefined;
+    if (!progress?.passes) return;
+    for (const [pass, t] of Object.entries(progress.passes)) {
+      if (printed.has(pass)) continue;
+      const done = pass !== progress.currentPass || marker?.state !== 'Started';
+      if (out.isTTY) {
+        out.write(`\r${line(pass, t, totals[pass])}${done ? '\n' : ''}`);
+        current = done ? undefined : pass;
+      } else if (!done) continue;
+      else out.write(`${line(pass, t, totals[pass])}\n`);
+      if (done) printed.add(pass);
+    }
+  }, 500);
+  return () => {
+    clearInterval(timer);
+    if (current) out.write('\n');
+  };
+}
+
+export function printReport(report: MigrationReport, out: NodeJS.WriteStream = process.stdout): void {
+  out.write(`\nmigration ${report.version}${report.dryRun ? ' (dry run)' : ''}: ${report.state}${report.reason ? ` — ${report.reason}` : ''}${report.error ? ` — ${report.error}` : ''}\n`);
+  if (report.validation) {
+    const missing = report.validation.inventory.filter((t) => !t.found || t.missingColumns.length > 0);
+    out.write(`inventory: ${report.validation.inventory.length - missing.length}/${report.validation.inventory.length} tables as expected\n`);
+    for (const t of missing) out.write(`  ${t.table}: ${t.found ? `missing columns ${t.missingColumns.join(', ')}` : 'table not found'}\n`);
+    out.write(`duplicate e-mails: ${report.validation.duplicateEmailCount}\n`);
+    for (const d of report.validation.duplicateEmails.slice(0, 10)) out.write(`  ${d.email} (${d.count} users)\n`);
+  }
+  for (const p of report.passes) {
+    out.write(`${line(p.pass, p)}\n`);
+    for (const w of p.warnings.slice(0, 10)) out.write(`  warning: ${w}\n`);
+    const more = p.warnings.length - Math.min(10, p.warnings.length) + p.moreWarnings;
+    if (more > 0) out.write(`  … and ${more} more warnings (GET /admin/migration/status has the first 100)\n`);
+  }
+}

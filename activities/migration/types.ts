@@ -16,6 +16,10 @@ export interface MigrationOptions {
 export const PASSES = ['roles', 'users', 'user-roles', 'logins', 'mfa', 'scopes', 'clients', 'saml-providers', 'oidc-providers', 'refresh-tokens'] as const;
 export type PassName = (typeof PASSES)[number];
 
+/**
+ * Source pages are keyset pages written `.orderBy(key).offset(0).fetch(pageSize)`: OFFSET … FETCH NEXT is the one
+ * row-limit syntax SQL Server and PostgreSQL share (SQL Server has no LIMIT).
+ */
 export interface PageResult {
   read: number;
   created: number;

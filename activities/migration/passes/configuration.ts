@@ -79,7 +79,7 @@ export const clientsPass: Pass = async ({ source, target, options }, cursorText)
   const clients: Array<{ clientId: string; row: Record<string, unknown>; secrets: ReturnType<typeof secretsFor> }> = [];
 
   if (cursor.phase === 'clients') {
-    const rows = await source.selectFrom('Clients').selectAll().where('Id', '>', cursor.after).orderBy('Id').limit(options.pageSize).execute();
+    const rows = await source.selectFrom('Clients').selectAll().where('Id', '>', cursor.after).orderBy('Id').offset(0).fetch(options.pageSize).execute();
     page.read = rows.length;
     page.next = JSON.stringify(rows.length === options.pageSize ? { phase: 'clients', after: rows[rows.length - 1].Id } : { phase: 'resources', after: 0 });
     if (rows.length > 0) {
@@ -121,7 +121,7 @@ export const clientsPass: Pass = async ({ source, target, options }, cursorText)
       }
     }
   } else {
-    const resources = await source.selectFrom('ApiResources').select(['Id', 'Name', 'DisplayName', 'Enabled']).where('Id', '>', cursor.after).orderBy('Id').limit(options.pageSize).execute();
+    const resources = await source.selectFrom('ApiResources').select(['Id', 'Name', 'DisplayName', 'Enabled']).where('Id', '>', cursor.after).orderBy('Id').offset(0).fetch(options.pageSize).execute();
     page.read = resources.length;
     page.next = resources.length === options.pageSize ? JSON.stringify({ phase: 'resources', after: resources[resources.length - 1].Id }) : null;
     if (resources.length > 0) {

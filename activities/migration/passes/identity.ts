@@ -17,7 +17,7 @@ function count(page: PageResult, attempted: number, written: number): void {
 
 /** AspNetRoles → roles, ids verbatim; a role whose name exists already is skipped (assignments resolve by name). */
 export const rolesPass: Pass = async (ctx, cursor) => {
-  let query = ctx.source.selectFrom('AspNetRoles').select(['Id', 'Name', 'NormalizedName']).orderBy('Id').limit(ctx.options.pageSize);
+  let query = ctx.source.selectFrom('AspNetRoles').select(['Id', 'Name', 'NormalizedName']).orderBy('Id').offset(0).fetch(ctx.options.pageSize);
   if (cursor) query = query.where('Id', '>', JSON.parse(cursor));
   const roles = await query.execute();
   const page = { ...emptyPage(), read: roles.length, next: nextCursor(roles, ctx.options.pageSize, (r) => r.Id) };
@@ -31,7 +31,7 @@ export const rolesPass: Pass = async (ctx, cursor) => {
 
 /** AspNetUserRoles → user_roles through a role id → name map, so a source role that matched an existing role by name still resolves. */
 export const userRolesPass: Pass = async (ctx, cursor) => {
-  let query = ctx.source.selectFrom('AspNetUserRoles').select(['UserId', 'RoleId']).orderBy('UserId').orderBy('RoleId').limit(ctx.options.pageSize);
+  let query = ctx.source.selectFrom('AspNetUserRoles').select(['UserId', 'RoleId']).orderBy('UserId').orderBy('RoleId').offset(0).fetch(ctx.options.pageSize);
   if (cursor) {
     const [userId, roleId] = JSON.parse(cursor) as [string, string];
     query = query.where((eb) => eb.or([eb('UserId', '>', userId), eb.and([eb('UserId', '=', userId), eb('RoleId', '>', roleId)])]));
@@ -61,7 +61,7 @@ export const userRolesPass: Pass = async (ctx, cursor) => {
 
 /** AspNetUserLogins → user_logins; a login that exists already (the spec's 409) is skipped, not an error. */
 export const loginsPass: Pass = async (ctx, cursor) => {
-  let query = ctx.source.selectFrom('AspNetUserLogins').select(['LoginProvider', 'ProviderKey', 'ProviderDisplayName', 'UserId']).orderBy('LoginProvider').orderBy('ProviderKey').limit(ctx.options.pageSize);
+  let query = ctx.source.selectFrom('AspNetUserLogins').select(['LoginProvider', 'ProviderKey', 'ProviderDisplayName', 'UserId']).orderBy('LoginProvider').orderBy('ProviderKey').offset(0).fetch(ctx.options.pageSize);
   if (cursor) {
     const [provider, key] = JSON.parse(cursor) as [string, string];
     query = query.where((eb) => eb.or([eb('LoginProvider', '>', provider), eb.and([eb('LoginProvider', '=', provider), eb('ProviderKey', '>', key)])]));
@@ -110,7 +110,7 @@ export const mfaPass: Pass = async (ctx, cursor) => {
     .where('Name', 'in', ['AuthenticatorKey', 'RecoveryCodes'])
     .orderBy('UserId')
     .orderBy('Name')
-    .limit(ctx.options.pageSize);
+    .offset(0).fetch(ctx.options.pageSize);
   if (cursor) {
     const [userId, name] = JSON.parse(cursor) as [string, string];
     query = query.where((eb) => eb.or([eb('UserId', '>', userId), eb.and([eb('UserId', '=', userId), eb('Name', '>', name)])]));

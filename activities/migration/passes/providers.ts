@@ -23,7 +23,7 @@ async function writeDomains(ctx: PassContext, page: PageResult, kind: 'saml' | '
 }
 
 export const samlProvidersPass: Pass = async (ctx, cursor) => {
-  let query = ctx.source.selectFrom('SamlProviderConfigurations').selectAll().orderBy('Id').limit(ctx.options.pageSize);
+  let query = ctx.source.selectFrom('SamlProviderConfigurations').selectAll().orderBy('Id').offset(0).fetch(ctx.options.pageSize);
   if (cursor) query = query.where('Id', '>', JSON.parse(cursor));
   const providers = await query.execute();
   const page = { ...emptyPage(), read: providers.length, next: nextCursor(providers, ctx.options.pageSize, (p) => p.Id) };
@@ -41,7 +41,7 @@ export const samlProvidersPass: Pass = async (ctx, cursor) => {
 };
 
 export const oidcProvidersPass: Pass = async (ctx, cursor) => {
-  let query = ctx.source.selectFrom('OidcProviderConfigurations').selectAll().orderBy('Id').limit(ctx.options.pageSize);
+  let query = ctx.source.selectFrom('OidcProviderConfigurations').selectAll().orderBy('Id').offset(0).fetch(ctx.options.pageSize);
   if (cursor) query = query.where('Id', '>', JSON.parse(cursor));
   const providers = await query.execute();
   const page = { ...emptyPage(), read: providers.length, next: nextCursor(providers, ctx.options.pageSize, (p) => p.Id) };
@@ -82,7 +82,7 @@ export const refreshTokensPass: Pass = async (ctx, cursor) => {
     .where('ConsumedTime', 'is', null)
     .where((eb) => eb.or([eb('Expiration', 'is', null), eb('Expiration', '>', now)]))
     .orderBy('Id')
-    .limit(options.pageSize);
+    .offset(0).fetch(options.pageSize);
   if (cursor) query = query.where('Id', '>', JSON.parse(cursor));
   const grants = await query.execute();
   const page = { ...emptyPage(), read: grants.length, next: nextCursor(grants, options.pageSize, (g) => g.Id) };

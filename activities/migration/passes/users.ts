@@ -11,7 +11,7 @@ const looksLikeEmail = (v: string | null) => v !== null && /^[^@\s]+@[^@\s]+$/.t
 /** AspNetUsers + AspNetUserClaims → users, ids verbatim, claims folded, hashes kept as they are. */
 export const usersPass: Pass = async ({ source, target, options }, cursor) => {
   const after = cursor ? (JSON.parse(cursor) as string) : null;
-  let query = source.selectFrom('AspNetUsers').select(['Id', 'UserName', 'Email', 'PasswordHash']).orderBy('Id').limit(options.pageSize);
+  let query = source.selectFrom('AspNetUsers').select(['Id', 'UserName', 'Email', 'PasswordHash']).orderBy('Id').offset(0).fetch(options.pageSize);
   if (after !== null) query = query.where('Id', '>', after);
   const users = await query.execute();
   const page = { ...emptyPage(), read: users.length, next: nextCursor(users, options.pageSize, (u) => u.Id) };

@@ -1,0 +1,80 @@
+import { clientsPass, scopesPass } from '../../activities/migration/passes/configuration';
+import { loginsPass, mfaPass, rolesPass, userRolesPass } from '../../activities/migration/passes/identity';
+import { oidcProvidersPass, refreshTokensPass, samlProvidersPass } from '../../activities/migration/passes/providers';
+import { usersPass } from '../../activities/migration/passes/users';
+import type { MigrationOptions, Pass } from '../../activities/migration/types';
+import { validateSource } from '../../activities/migration/validation';
+import { parseSourceConnectionString } from '../../source/connection';
+import type { SourceDatabase } from '../../source/schema';
+import type { Db } from '../../store/database';
+import { recordingMssql } from '../support/recording-dialect';
+
+const options: MigrationOptions = {
+  version: 't', dryRun: true, usersMode: 'CreateOnly', migrateClients: true, migrateRefreshTokens: true, sourceGrantKeysAreUnhashed: true, pageSize: 500,
+};
+
+// No SQL Server runs here: these check the T-SQL kysely compiles for every source query of every pass.
+describe('source queries compile to valid SQL Server SQL', () => {
+  const passes: Record<string, Pass> = {
+    users: usersPass, roles: rolesPass, 'user-roles': userRolesPass, logins: loginsPass, mfa: mfaPass, scopes: scopesPass,
+    clients: clientsPass, 'saml-providers': samlProvidersPass, 'oidc-providers': oidcProvidersPass, 'refresh-tokens': refreshTokensPass,
+  };
+
+  test.each(Object.keys(passes))('%s: keyset pages use OFFSET … FETCH NEXT, never LIMIT', async (name) => {
+    const { db, queries } = recordingMssql<SourceDatabase>();
+    await passes[name]({ source: db, target: undefined as unknown as Db, options }, null);
+    expect(queries.length).toBeGreaterThan(0);
+    for (const q of queries) {
+      expect(q.sql).not.toMatch(/\blimit\b/i);
+      expect(q.sql).toMatch(/^select /);
+      expect(q.sql).not.toMatch(/\$\d/);
+      if (/offset/.test(q.sql)) expect(q.sql).toMatch(/order by .* offset @\d+ rows fetch next @\d+ rows only$/);
+    }
+  });
+
+  test('the users page reads exactly the columns it needs, after the cursor', async () => {
+    const { db, queries } = recordingMssql<SourceDatabase>();
+    await usersPass({ source: db, target: undefined as unknown as Db, options }, JSON.stringify('user-00000042'));
+    expect(queries[0].sql).toBe('select "Id", "UserName", "Email", "PasswordHash" from "AspNetUsers" where "Id" > @1 order by "Id" offset @2 rows fetch next @3 rows only');
+    expect(queries[0].parameters).toEqual(['user-00000042', 0, 500]);
+  });
+
+  test('the composite keyset of logins continues after (LoginProvider, ProviderKey)', async () => {
+    const { db, queries } = recordingMssql<SourceDatabase>();
+    await loginsPass({ source: db, target: undefined as unknown as Db, options }, JSON.stringify(['Google', 'g-8']));
+    expect(queries[0].sql).toContain('where ("LoginProvider" > @1 or ("LoginProvider" = @2 and "ProviderKey" > @3))');
+  });
+
+  test('validation reads INFORMATION_SCHEMA and groups duplicate e-mails', async () => {
+    const { db, queries } = recordingMssql<SourceDatabase>((q) => (q.sql.includes('INFORMATION_SCHEMA') ? [{ table_name: 'AspNetUsers', column_name: 'Id' }] : []));
+    const result = await validateSource(db);
+    expect(queries[0].sql).toBe('select TABLE_NAME as table_name, COLUMN_NAME as column_name from INFORMATION_SCHEMA.COLUMNS');
+    expect(queries[1].sql).toMatch(/group by "NormalizedEmail" having count\(\*\) > @1/);
+    expect(result.inventory.find((t) => t.table === 'AspNetUsers')!.missingColumns).toContain('PasswordHash');
+    expect(result.inventory.find((t) => t.table === 'Clients')!.found).toBe(false);
+  });
+});
+
+describe('source connection strings', () => {
+  test('ADO.NET SQL Server form', () => {
+    expect(parseSourceConnectionString('Server=sql.example.com,1444;Database=IdentityServer;User Id=migrator;Password=p@ss;TrustServerCertificate=True')).toEqual({
+      kind: 'sqlserver',
+      sqlServer: { server: 'sql.example.com', port: 1444, database: 'IdentityServer', user: 'migrator', password: 'p@ss', encrypt: true, trustServerCertificate: true },
+    });
+    expect(parseSourceConnectionString('Data Source=tcp:db;Initial Catalog=Ids;UID=u;PWD=p;Encrypt=False').sqlServer).toMatchObject({ server: 'db', port: 1433, database: 'Ids', encrypt: false });
+  });
+
+  test('Npgsql form and URLs are PostgreSQL', () => {
+    expect(parseSourceConnectionString('Host=pg.example.com;Port=5433;Database=ids;Username=u;Password=p w').url).toBe('postgres://u:p%20w@pg.example.com:5433/ids');
+    expect(parseSourceConnectionString('postgresql://u@h/db')).toEqual({ kind: 'postgres', url: 'postgresql://u@h/db' });
+  });
+
+  test('anything else is refused without repeating the string', () => {
+    expect(() => parseSourceConnectionString('secret-password-here')).toThrow(/neither/);
+    try {
+      parseSourceConnectionString('secret-password-here');
+    } catch (error) {
+      expect((error as Error).message).not.toContain('secret-password-here');
+    }
+  });
+});

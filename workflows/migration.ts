@@ -6,7 +6,8 @@ import type { SourceValidation } from '../activities/migration/validation';
 const markers = proxyActivities<MigrationActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 10 } });
 const pages = proxyActivities<MigrationActivities>({
   startToCloseTimeout: '10 minutes',
-  heartbeatTimeout: '2 minutes',
+  // A worker that dies mid-page is noticed this quickly; the page is then redone elsewhere (pages are idempotent).
+  heartbeatTimeout: '20 seconds',
   retry: { initialInterval: '2 seconds', maximumInterval: '1 minute', maximumAttempts: 20 },
 });
 

@@ -1,16 +1,15 @@
 import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
 
 /**
- * Workers log through the Temporal runtime's logger. Tests install one per test file that keeps every entry,
- * so a test can assert that a failure was logged; TEST_LOG=1 also prints warnings and errors.
+ * Workers log through the Temporal runtime's logger. Every test file installs one (jest `setupFiles`, before any
+ * worker or connection exists) that keeps each entry, so a test can assert that a failure was logged;
+ * TEST_LOG=1 also prints warnings and errors.
  */
 export const logEntries: LogEntry[] = [];
 
-export function captureRuntimeLogs(): void {
-  Runtime.install({
-    logger: new DefaultLogger('INFO', (entry) => {
-      logEntries.push(entry);
-      if (process.env.TEST_LOG === '1' && (entry.level === 'WARN' || entry.level === 'ERROR')) console.warn(`[${entry.level}] ${entry.message}`, entry.meta ?? '');
-    }),
-  });
-}
+Runtime.install({
+  logger: new DefaultLogger('INFO', (entry) => {
+    logEntries.push(entry);
+    if (process.env.TEST_LOG === '1' && (entry.level === 'WARN' || entry.level === 'ERROR')) console.warn(`[${entry.level}] ${entry.message}`, entry.meta ?? '');
+  }),
+});

@@ -8,11 +8,9 @@ import type { AppConfig } from '../../config/schema';
 import { startDownstreamApp, type Behaviour, type RunningDownstreamApp } from '../../examples/downstream-app/app';
 import { createServiceContext, type ServiceContext, type ServiceContextOptions } from '../../infra/service-context';
 import { createMigrationWorker, createProvisioningWorker } from '../../workers/create-worker';
-import { captureRuntimeLogs } from './captured-log';
 
 export const ADMIN_KEY = 'test-admin-key';
 
-let runtimeInstalled = false;
 
 export interface AppSpec {
   behaviour?: Behaviour;
@@ -56,10 +54,6 @@ export interface Harness {
 
 /** Every test talks only to loopback; a harness is one API, one worker (own task queue) and real downstream apps. */
 export async function startHarness(options: HarnessOptions): Promise<Harness> {
-  if (!runtimeInstalled) {
-    captureRuntimeLogs();
-    runtimeInstalled = true;
-  }
   const apps: Record<string, RunningDownstreamApp> = {};
   const appConfig: Record<string, unknown> = {};
   for (const [appId, spec] of Object.entries(options.apps)) {

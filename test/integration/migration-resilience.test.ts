@@ -1,0 +1,134 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { Client } from '@temporalio/client';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import { parseConfig } from '../../config/load';
+import { migrationOptions, startOrAttachMigration } from '../../infra/migration-control';
+import { startHostedMigrationRunner } from '../../infra/migration-runner';
+import { createServiceContext, type ServiceContext } from '../../infra/service-context';
+import { createScratchDatabase, generateSource } from '../../source/fixture/generate';
+import { findMarker } from '../../store/migration-markers';
+import { createMigrationWorker } from '../../workers/create-worker';
+import { eventually, startHarness, TEST_DATA_PROTECTION_KEY, type Harness } from '../support/harness';
+
+const ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const USERS = 3000;
+let sourceDb: Awaited<ReturnType<typeof createScratchDatabase>>;
+
+beforeAll(async () => {
+  sourceDb = await createScratchDatabase(ADMIN_URL, 'ips_source');
+  await generateSource(sourceDb.url, { users: USERS });
+}, 120_000);
+afterAll(async () => {
+  await sourceDb?.drop();
+});
+
+describe('a worker killed mid-run', () => {
+  let target: Awaited<ReturnType<typeof createScratchDatabase>>;
+  let child: ChildProcess | undefined;
+  let context: ServiceContext;
+  let connection: NativeConnection;
+  let worker: Worker | undefined;
+
+  afterAll(async () => {
+    child?.kill('SIGKILL');
+    worker?.shutdown();
+    await connection?.close();
+    await context?.close();
+    await target?.drop();
+  });
+
+  test('the run continues on a restarted worker and ends with counts equal to the source and no duplicates', async () => {
+    target = await createScratchDatabase(ADMIN_URL, 'ips_target');
+    const taskQueue = `test-migration-kill-${randomUUID()}`;
+    const config = parseConfig({
+      Temporal: { Address: process.env.TEST_TEMPORAL_ADDRESS, MigrationTaskQueue: taskQueue },
+      Migration: { Source: { ConnectionString: sourceDb.url }, PageSize: 100, Version: 'kill-1' },
+      DataProtection: { Key: TEST_DATA_PROTECTION_KEY },
+    });
+    context = await createServiceContext(config, target.url);
+
+    child = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(__dirname, '..', 'support', 'migration-worker-process.ts'), process.env.TEST_TEMPORAL_ADDRESS!, target.url, sourceDb.url, taskQueue, TEST_DATA_PROTECTION_KEY, process.env.TEST_WORKFLOW_BUNDLE!],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    await new Promise<void>((resolve, reject) => {
+      child!.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('ready') && resolve());
+      child!.once('exit', (code) => reject(new Error(`worker process exited with ${code}`)));
+    });
+
+    connection = await NativeConnection.connect({ address: process.env.TEST_TEMPORAL_ADDRESS! });
+    const client = new Client({ connection });
+    const handle = await startOrAttachMigration(client, config, migrationOptions(config));
+
+    // Kill the only worker while the users pass is part-way through.
+    await eventually(async () => {
+      const marker = await findMarker(context.db, 'kill-1');
+      const users = (marker?.progress as { passes?: Record<string, { read: number }> })?.passes?.users;
+      expect(users?.read ?? 0).toBeGreaterThanOrEqual(300);
+    }, 60_000);
+    child.kill('SIGKILL');
+    const usersAtKill = Number((await context.db.selectFrom('users').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()).n);
+    expect(usersAtKill).toBeLessThan(USERS);
+
+    worker = await createMigrationWorker({
+      connection,
+      namespace: 'default',
+      taskQueue,
+      dependencies: { target: context.db, source: context.source, dataProtectionKey: context.dataProtectionKey },
+      workflowBundle: { codePath: process.env.TEST_WORKFLOW_BUNDLE! },
+    });
+    const running = worker.run();
+    const report = await handle.result();
+    worker.shutdown();
+    await running;
+    worker = undefined;
+
+    expect(report.state).toBe('Completed');
+    const count = async (table: 'users' | 'user_logins' | 'user_roles' | 'mfa_credentials') =>
+      Number((await context.db.selectFrom(table).select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()).n);
+    // Every source user but the six duplicate e-mails and two unusable ids.
+    expect(await count('users')).toBe(USERS - 6 + 2);
+    expect(await count('user_logins')).toBe(USERS / 4 - 6);
+    expect(await count('user_roles')).toBe(USERS - 6);
+    expect(await count('mfa_credentials')).toBe((USERS / 5 - 6) * 4);
+  }, 180_000);
+});
+
+describe('the hosted runner', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness({ apps: {}, migrationSource: sourceDb.url, config: { Migration: { PageSize: 1000 } } });
+  });
+  afterAll(() => h?.stop());
+
+  test('two instances at once run the version once; a later start skips the completed version; unmapped status is warned about', async () => {
+    const config = { ...h.config, Migration: { ...h.config.Migration, Enabled: true, StartupDelaySeconds: 0, Version: 'hosted-1', MapStatusEndpoint: false } };
+    const logs: string[][] = [[], [], []];
+    const a = startHostedMigrationRunner(config, h.env.client, h.context.db, (l) => logs[0].push(l));
+    const b = startHostedMigrationRunner(config, h.env.client, h.context.db, (l) => logs[1].push(l));
+    await Promise.all([a.done, b.done]);
+    for (const log of logs.slice(0, 2)) {
+      expect(log[0]).toMatch(/MapStatusEndpoint is false/);
+      expect(log.join('\n')).toMatch(/migration-hosted-1 Completed/);
+    }
+    const description = await h.env.client.workflow.getHandle('migration-hosted-1').describe();
+    const runs = [];
+    for await (const run of h.env.client.workflow.list({ query: `WorkflowId = 'migration-hosted-1'` })) runs.push(run);
+    expect(runs.length).toBeLessThanOrEqual(1);
+    expect(description.status.name).toBe('COMPLETED');
+
+    const c = startHostedMigrationRunner(config, h.env.client, h.context.db, (l) => logs[2].push(l));
+    await c.done;
+    expect(logs[2].join('\n')).toMatch(/version hosted-1 already completed/);
+  }, 120_000);
+
+  test('a disabled runner does nothing', async () => {
+    const log: string[] = [];
+    const runner = startHostedMigrationRunner({ ...h.config, Migration: { ...h.config.Migration, Enabled: false } }, h.env.client, h.context.db, (l) => log.push(l));
+    await runner.done;
+    expect(log).toEqual([]);
+  });
+});

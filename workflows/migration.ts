@@ -25,6 +25,8 @@ export interface PassReport {
   warnings: string[];
   moreWarnings: number;
   pages: number;
+  /** Wall time of the pass (workflow time: the same on every replay). */
+  seconds: number;
 }
 
 export interface MigrationReport {
@@ -48,10 +50,13 @@ export const migrationWorkflowId = (version: string) => `migration-${version}`;
 
 /** One pass: keyset pages, one activity each, until the source is exhausted. Returns counts and warnings, never rows. */
 export async function migrationPass(input: { pass: PassName; options: MigrationOptions; cursor?: string | null; report?: PassReport }): Promise<PassReport> {
-  const report: PassReport = input.report ?? { pass: input.pass, read: 0, created: 0, updated: 0, skipped: 0, warnings: [], moreWarnings: 0, pages: 0 };
+  const report: PassReport = input.report ?? { pass: input.pass, read: 0, created: 0, updated: 0, skipped: 0, warnings: [], moreWarnings: 0, pages: 0, seconds: 0 };
+  const started = Date.now();
   let cursor = input.cursor ?? null;
   for (let pagesThisRun = 0; ; pagesThisRun++) {
-    if (pagesThisRun === PAGES_PER_RUN) await continueAsNew<typeof migrationPass>({ ...input, cursor, report });
+    if (pagesThisRun === PAGES_PER_RUN) {
+      await continueAsNew<typeof migrationPass>({ ...input, cursor, report: { ...report, seconds: report.seconds + (Date.now() - started) / 1000 } });
+    }
     const page = await pages.runPassPage({ pass: input.pass, options: input.options, cursor, totals: { read: report.read, created: report.created, updated: report.updated, skipped: report.skipped } });
     report.read += page.read;
     report.created += page.created;
@@ -61,7 +66,7 @@ export async function migrationPass(input: { pass: PassName; options: MigrationO
     const room = WARNINGS_KEPT - report.warnings.length;
     report.warnings.push(...page.warnings.slice(0, Math.max(0, room)));
     report.moreWarnings += Math.max(0, page.warnings.length - Math.max(0, room));
-    if (page.next === null) return report;
+    if (page.next === null) return { ...report, seconds: Math.round((report.seconds + (Date.now() - started) / 1000) * 100) / 100 };
     cursor = page.next;
   }
 }

@@ -18,6 +18,12 @@ export const usersPass: Pass = async ({ source, target, options }, cursor) => {
   if (users.length === 0) return page;
 
   const claims = await source.selectFrom('AspNetUserClaims').select(['UserId', 'ClaimType', 'ClaimValue']).where('UserId', 'in', users.map((u) => u.Id)).execute();
+  const claimsByUser = new Map<string, Array<{ type: string | null; value: string | null }>>();
+  for (const c of claims) {
+    const list = claimsByUser.get(c.UserId) ?? [];
+    list.push({ type: c.ClaimType, value: c.ClaimValue });
+    claimsByUser.set(c.UserId, list);
+  }
   const rows: NewUserRow[] = [];
   for (const user of users) {
     const problem = identifierProblem('user', user.Id);
@@ -27,7 +33,7 @@ export const usersPass: Pass = async ({ source, target, options }, cursor) => {
       page.warnings.push(problem ?? `user ${user.Id} has no e-mail address and was skipped`);
       continue;
     }
-    const folded = foldClaims(claims.filter((c) => c.UserId === user.Id).map((c) => ({ type: c.ClaimType, value: c.ClaimValue })));
+    const folded = foldClaims(claimsByUser.get(user.Id) ?? []);
     const userName = user.UserName ?? email;
     rows.push({
       id: user.Id,
@@ -45,7 +51,7 @@ export const usersPass: Pass = async ({ source, target, options }, cursor) => {
       password_format: user.PasswordHash ? (detectPasswordFormat(user.PasswordHash) ?? 'unknown') : null,
       external_id: null,
     });
-    if (user.PasswordHash && !detectPasswordFormat(user.PasswordHash)) page.warnings.push(`user ${user.Id} has a password hash of an unknown format; the user must reset the password`);
+    if (rows[rows.length - 1].password_format === 'unknown') page.warnings.push(`user ${user.Id} has a password hash of an unknown format; the user must reset the password`);
   }
   if (rows.length === 0 || options.dryRun) return page;
 

@@ -1,0 +1,111 @@
+import { pipeline } from 'node:stream/promises';
+import { NativeConnection, DefaultLogger, Runtime } from '@temporalio/worker';
+import { Client } from '@temporalio/client';
+import { Client as PgClient } from 'pg';
+import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
+import { parseConfig } from '../config/load';
+import { migrationOptions, startOrAttachMigration } from '../infra/migration-control';
+import { freePort } from '../infra/ports';
+import { createServiceContext } from '../infra/service-context';
+import { startDevServer } from '../infra/temporal-dev-server';
+import { createScratchDatabase, generateSource } from '../source/fixture/generate';
+import { createMigrationWorker } from '../workers/create-worker';
+
+/**
+ * `npm run bench:migration -- --users 1000000 [--page-size 1000]`: the generator fills a source first (not timed);
+ * then a full run, an unchanged-source re-run under a new version, and as the baseline a raw COPY of the same
+ * user rows into an empty table. Prints JSON lines.
+ */
+function arg(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+}
+
+let peakRssMb = 0;
+const sampler = setInterval(() => {
+  peakRssMb = Math.max(peakRssMb, process.memoryUsage().rss / 2 ** 20);
+}, 100);
+
+async function copyBaseline(sourceUrl: string, targetUrl: string): Promise<number> {
+  const source = new PgClient({ connectionString: sourceUrl });
+  const target = new PgClient({ connectionString: targetUrl });
+  await Promise.all([source.connect(), target.connect()]);
+  try {
+    const columns = '"Id","UserName","NormalizedUserName","Email","NormalizedEmail","EmailConfirmed","PasswordHash","SecurityStamp","TwoFactorEnabled"';
+    await target.query(`create table copy_baseline ("Id" text primary key, "UserName" text, "NormalizedUserName" text, "Email" text, "NormalizedEmail" text, "EmailConfirmed" boolean, "PasswordHash" text, "SecurityStamp" text, "TwoFactorEnabled" boolean)`);
+    const started = performance.now();
+    await pipeline(source.query(copyTo(`copy (select ${columns} from "AspNetUsers") to stdout`)), target.query(copyFrom(`copy copy_baseline (${columns}) from stdin`)));
+    return (performance.now() - started) / 1000;
+  } finally {
+    await Promise.all([source.end(), target.end()]);
+  }
+}
+
+async function main(): Promise<void> {
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+  const users = arg('users', 100_000);
+  const pageSize = arg('page-size', 1000);
+  const adminUrl = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const source = await createScratchDatabase(adminUrl, 'ips_bench_source');
+  const target = await createScratchDatabase(adminUrl, 'ips_bench_target');
+  const server = await startDevServer({ port: await freePort(), readyTimeoutMs: 120_000 });
+  try {
+    const generateStarted = performance.now();
+    await generateSource(source.url, { users });
+    console.error(`bench: generated ${users} source users in ${((performance.now() - generateStarted) / 1000).toFixed(1)} s`);
+
+    const config = parseConfig({
+      Temporal: { Address: server.address },
+      Migration: { Source: { ConnectionString: source.url }, PageSize: pageSize },
+      DataProtection: { Key: Buffer.alloc(32, 1).toString('base64') },
+    });
+    const context = await createServiceContext(config, target.url);
+    const connection = await NativeConnection.connect({ address: server.address });
+    const worker = await createMigrationWorker({
+      connection,
+      namespace: 'default',
+      taskQueue: config.Temporal.MigrationTaskQueue,
+      dependencies: { target: context.db, source: context.source, dataProtectionKey: context.dataProtectionKey },
+    });
+    const running = worker.run();
+    const client = new Client({ connection });
+    const timed = async (version: string) => {
+      const started = performance.now();
+      const report = await (await startOrAttachMigration(client, config, migrationOptions(config, { version }))).result();
+      return { report, seconds: (performance.now() - started) / 1000 };
+    };
+
+    peakRssMb = 0;
+    const first = await timed('bench-1');
+    const firstRss = peakRssMb;
+    const rerun = await timed('bench-2');
+    worker.shutdown();
+    await running;
+    await connection.close();
+    await context.close();
+    const copySeconds = await copyBaseline(source.url, target.url);
+
+    const round = (n: number) => Math.round(n * 100) / 100;
+    console.log(JSON.stringify({
+      bench: 'migration', variant: 'full-run', users, pageSize, state: first.report.state, seconds: round(first.seconds),
+      usersPerSecond: Math.round(users / first.seconds), peakRssMb: Math.round(firstRss),
+      passes: Object.fromEntries(first.report.passes.map((p) => [p.pass, { seconds: p.seconds, read: p.read, created: p.created }])),
+    }));
+    console.log(JSON.stringify({ bench: 'migration', variant: 'unchanged-rerun-new-version', users, seconds: round(rerun.seconds), ratioToFirst: round(rerun.seconds / first.seconds) }));
+    console.log(JSON.stringify({ bench: 'migration', variant: 'baseline-raw-copy-users', users, seconds: round(copySeconds), usersPerSecond: Math.round(users / copySeconds) }));
+    console.log(JSON.stringify({
+      bench: 'migration', ratio: { fullRunToCopy: round(first.seconds / copySeconds) },
+      targets: { usersPerSecond: 20_000, rerunRatioMax: 0.2, met: users / first.seconds >= 20_000 && rerun.seconds / first.seconds <= 0.2 },
+    }));
+  } finally {
+    clearInterval(sampler);
+    await server.stop();
+    await source.drop();
+    await target.drop();
+  }
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

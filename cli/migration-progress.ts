@@ -2,7 +2,7 @@ import type { Db } from '../store/database';
 import { findMarker } from '../store/migration-markers';
 import type { MigrationReport } from '../workflows/migration';
 
-type Totals = { read: number; created: number; updated: number; skipped: number };
+type Totals = { read: number; created: number; updated: number; skipped: number; done?: boolean };
 
 const BAR_WIDTH = 24;
 
@@ -21,17 +21,18 @@ export function followProgress(db: Db, version: string, totals: Record<string, n
   let current: string | undefined;
   const timer = setInterval(async () => {
     const marker = await findMarker(db, version).catch(() => undefined);
-    const progress = marker?.progress as { currentPass?: string; passes?: Record<string, Totals> } | undefined;
-    if (!progress?.passes) return;
-    for (const [pass, t] of Object.entries(progress.passes)) {
-      if (printed.has(pass)) continue;
-      const done = pass !== progress.currentPass || marker?.state !== 'Started';
-      if (out.isTTY) {
-        out.write(`\r${line(pass, t, totals[pass])}${done ? '\n' : ''}`);
-        current = done ? undefined : pass;
-      } else if (!done) continue;
-      else out.write(`${line(pass, t, totals[pass])}\n`);
-      if (done) printed.add(pass);
+    const passes = (marker?.progress as { passes?: Record<string, Totals> } | undefined)?.passes;
+    if (!passes) return;
+    // Finished passes get a line of their own; on a terminal the passes still under way share one redrawn line.
+    for (const [pass, t] of Object.entries(passes)) {
+      if (printed.has(pass) || !t.done) continue;
+      out.write(`${out.isTTY ? '\r\x1b[K' : ''}${line(pass, t, totals[pass])}\n`);
+      printed.add(pass);
+    }
+    const running = Object.entries(passes).filter(([, t]) => !t.done);
+    if (out.isTTY && running.length > 0) {
+      out.write(`\r\x1b[K${running.map(([pass, t]) => line(pass, t, totals[pass])).join(' | ')}`);
+      current = running[0][0];
     }
   }, 500);
   return () => {

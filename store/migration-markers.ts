@@ -20,10 +20,11 @@ export async function writeStartedMarker(db: Db, version: string, dryRun: boolea
     .execute();
 }
 
-export async function recordPassProgress(db: Db, version: string, pass: string, totals: Record<string, number>): Promise<void> {
+/** Rows so far per pass, and whether the pass is done; passes run side by side, so several can be under way. */
+export async function recordPassProgress(db: Db, version: string, pass: string, totals: Record<string, number>, done: boolean): Promise<void> {
   await db
     .updateTable('migration_markers')
-    .set({ progress: sql`jsonb_set(jsonb_set(progress, '{passes}', coalesce(progress->'passes', '{}'::jsonb)), ${sql.lit(`{passes,${pass}}`)}::text[], ${JSON.stringify(totals)}::jsonb) || jsonb_build_object('currentPass', ${pass}::text)` as never })
+    .set({ progress: sql`jsonb_set(jsonb_set(progress, '{passes}', coalesce(progress->'passes', '{}'::jsonb)), ${sql.lit(`{passes,${pass}}`)}::text[], ${JSON.stringify({ ...totals, done })}::jsonb)` as never })
     .where('version', '=', version)
     .execute();
 }

@@ -34,7 +34,7 @@ export async function createProvisioningWorker({ connection, namespace, taskQueu
   });
 }
 
-/** Migration pages are heavy: a few at a time per worker, each a regular activity that heartbeats. */
+/** Migration pages are heavy: a few at a time per worker (independent passes run side by side), each a regular activity that heartbeats. */
 export async function createMigrationWorker({ connection, namespace, taskQueue, dependencies, workflowBundle }: Omit<WorkerOptions, 'dependencies'> & { dependencies: MigrationDependencies }): Promise<Worker> {
   return Worker.create({
     connection,
@@ -42,6 +42,6 @@ export async function createMigrationWorker({ connection, namespace, taskQueue, 
     taskQueue,
     activities: createMigrationActivities(dependencies),
     ...workflowSource(workflowBundle),
-    maxConcurrentActivityTaskExecutions: 2,
+    maxConcurrentActivityTaskExecutions: 4,
   });
 }

@@ -82,11 +82,17 @@ export async function migrationRun(input: { options: MigrationOptions }): Promis
   if (!begin.proceed) return { ...report, state: 'Skipped', reason: begin.reason };
   try {
     if (options.dryRun) report.validation = await markers.validateSource();
-    for (const pass of PASSES) {
-      report.passes.push(
-        await executeChild(migrationPass, { workflowId: `${workflowInfo().workflowId}-${pass}`, args: [{ pass, options }] }),
-      );
-    }
+    const runPass = async (pass: PassName) => {
+      report.passes.push(await executeChild(migrationPass, { workflowId: `${workflowInfo().workflowId}-${pass}`, args: [{ pass, options }] }));
+    };
+    const chain = async (...passes: PassName[]) => {
+      for (const pass of passes) await runPass(pass);
+    };
+    // Dependency order: users need nothing, their roles, logins and MFA need users; independent chains run side by side
+    // (SAML before OIDC, so the owner of a domain both list is always the same).
+    await Promise.all([chain('roles', 'users'), chain('scopes'), chain('clients'), chain('saml-providers', 'oidc-providers'), chain('refresh-tokens')]);
+    await Promise.all([runPass('user-roles'), runPass('logins'), runPass('mfa')]);
+    report.passes.sort((a, b) => PASSES.indexOf(a.pass) - PASSES.indexOf(b.pass));
     await markers.finishRun({ version: options.version, state: 'Completed', report: { ...report } });
     return report;
   } catch (error) {

@@ -57,7 +57,7 @@ export function createMigrationActivities({ target, source, dataProtectionKey }:
       const page = await PASS_IMPLEMENTATIONS[input.pass]({ source: requireSource(), target, options: input.options, dataProtectionKey }, input.cursor);
       const totals = { ...input.totals };
       for (const key of ['read', 'created', 'updated', 'skipped'] as const) totals[key] = (totals[key] ?? 0) + page[key];
-      await recordPassProgress(target, input.options.version, input.pass, totals);
+      await recordPassProgress(target, input.options.version, input.pass, totals, page.next === null);
       for (const warning of page.warnings.slice(0, 5)) log.warn(`migration ${input.pass}: ${warning}`);
       return page;
     },

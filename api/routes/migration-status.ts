@@ -13,9 +13,11 @@ export function migrationStatusRouter({ config, db }: { config: AppConfig; db: D
     const version = config.Migration.Version;
     const marker = await findMarker(db, version);
     if (!marker) return res.json({ version, state: 'NotStarted', enabled: config.Migration.Enabled });
+    const passes = (marker.progress as { passes?: Record<string, { done?: boolean }> }).passes ?? {};
     res.json({
       version,
       state: marker.state,
+      runningPasses: marker.state === 'Started' ? Object.keys(passes).filter((p) => !passes[p].done) : [],
       dryRun: marker.dry_run,
       startedAt: marker.started_at,
       finishedAt: marker.finished_at,

@@ -145,8 +145,8 @@ describe('a real run copies every pass of the mapping table', () => {
   test('the status endpoint shows the marker to IdentityAdmin only; anyone else gets the same 404 as when unmapped', async () => {
     const status = await h.admin('GET', '/admin/migration/status');
     expect(status.status).toBe(200);
-    expect(status.body).toMatchObject({ version: 'v1', state: 'Completed', dryRun: false, progress: { currentPass: 'refresh-tokens' } });
-    expect(status.body.progress.passes.users).toEqual({ read: USERS + 4, created: USERS, updated: 0, skipped: 4 });
+    expect(status.body).toMatchObject({ version: 'v1', state: 'Completed', dryRun: false, runningPasses: [] });
+    expect(status.body.progress.passes.users).toEqual({ read: USERS + 4, created: USERS, updated: 0, skipped: 4, done: true });
     expect(status.body.report.passes).toHaveLength(10);
     const refused = await h.request('GET', '/admin/migration/status');
     const unknown = await h.request('GET', '/admin/no-such-thing');

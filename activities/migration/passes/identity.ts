@@ -36,9 +36,15 @@ export const userRolesPass: Pass = async (ctx, cursor) => {
     const [userId, roleId] = JSON.parse(cursor) as [string, string];
     query = query.where((eb) => eb.or([eb('UserId', '>', userId), eb.and([eb('UserId', '=', userId), eb('RoleId', '>', roleId)])]));
   }
-  const links = await query.execute();
-  const page = { ...emptyPage(), read: links.length, next: nextCursor(links, ctx.options.pageSize, (l) => [l.UserId, l.RoleId]) };
-  if (links.length === 0 || ctx.options.dryRun) return page;
+  const read = await query.execute();
+  const page = { ...emptyPage(), read: read.length, next: nextCursor(read, ctx.options.pageSize, (l) => [l.UserId, l.RoleId]) };
+  if (read.length === 0 || ctx.options.dryRun) return page;
+  // A delta sweep finds most links in place already: those are skipped before any role lookup.
+  const present = await ctx.target.selectFrom('user_roles').select(['user_id', 'role_id']).where('user_id', 'in', [...new Set(read.map((l) => l.UserId))]).execute();
+  const presentKeys = new Set(present.map((p) => `${p.user_id}\u0000${p.role_id}`));
+  const links = read.filter((l) => !presentKeys.has(`${l.UserId}\u0000${l.RoleId}`));
+  page.skipped += read.length - links.length;
+  if (links.length === 0) return page;
   const sourceRoles = await ctx.source.selectFrom('AspNetRoles').select(['Id', 'Name']).where('Id', 'in', [...new Set(links.map((l) => l.RoleId))]).execute();
   const nameById = new Map(sourceRoles.map((r) => [r.Id, r.Name ? normalize(r.Name) : undefined]));
   const names = [...new Set([...nameById.values()].filter((n): n is string => !!n))];
@@ -66,9 +72,14 @@ export const loginsPass: Pass = async (ctx, cursor) => {
     const [provider, key] = JSON.parse(cursor) as [string, string];
     query = query.where((eb) => eb.or([eb('LoginProvider', '>', provider), eb.and([eb('LoginProvider', '=', provider), eb('ProviderKey', '>', key)])]));
   }
-  const logins = await query.execute();
-  const page = { ...emptyPage(), read: logins.length, next: nextCursor(logins, ctx.options.pageSize, (l) => [l.LoginProvider, l.ProviderKey]) };
-  if (logins.length === 0 || ctx.options.dryRun) return page;
+  const read = await query.execute();
+  const page = { ...emptyPage(), read: read.length, next: nextCursor(read, ctx.options.pageSize, (l) => [l.LoginProvider, l.ProviderKey]) };
+  if (read.length === 0 || ctx.options.dryRun) return page;
+  const present = await ctx.target.selectFrom('user_logins').select(['login_provider', 'provider_key']).where('user_id', 'in', [...new Set(read.map((l) => l.UserId))]).execute();
+  const presentKeys = new Set(present.map((p) => `${p.login_provider}\u0000${p.provider_key}`));
+  const logins = read.filter((l) => !presentKeys.has(`${l.LoginProvider}\u0000${l.ProviderKey}`));
+  page.skipped += read.length - logins.length;
+  if (logins.length === 0) return page;
   const users = await existingUserIds(ctx, logins.map((l) => l.UserId));
   const rows = logins.filter((l) => users.has(l.UserId)).map((l) => ({ login_provider: l.LoginProvider, provider_key: l.ProviderKey, provider_display_name: l.ProviderDisplayName, user_id: l.UserId }));
   for (const l of logins) if (!users.has(l.UserId)) page.warnings.push(`login ${l.LoginProvider} of user ${l.UserId} skipped: the user was not migrated`);
@@ -124,11 +135,12 @@ export const mfaPass: Pass = async (ctx, cursor) => {
   const userIds = [...new Set(tokens.map((t) => t.UserId))];
   const users = await existingUserIds(ctx, userIds);
   // "Already has MFA" means MFA that did not come from this migration: re-runs find their own rows and skip them by id.
-  const enrolled = await ctx.target.selectFrom('mfa_credentials').select('user_id').where('user_id', 'in', userIds).where('label', 'not like', 'source-%').execute();
-  const hasOwnMfa = new Set(enrolled.map((e) => e.user_id));
+  const enrolled = await ctx.target.selectFrom('mfa_credentials').select(['user_id', 'label']).where('user_id', 'in', userIds).execute();
+  const hasOwnMfa = new Set(enrolled.filter((e) => !e.label.startsWith('source-')).map((e) => e.user_id));
+  const alreadyMigrated = new Set(enrolled.filter((e) => e.label.startsWith('source-')).map((e) => e.user_id));
   const rows: Array<{ id: string; user_id: string; kind: 'totp' | 'recovery-code'; label: string; secret: string }> = [];
   for (const token of tokens) {
-    if (!users.has(token.UserId) || hasOwnMfa.has(token.UserId) || !token.Value) {
+    if (!users.has(token.UserId) || hasOwnMfa.has(token.UserId) || alreadyMigrated.has(token.UserId) || !token.Value) {
       page.skipped++;
       continue;
     }

@@ -13,9 +13,17 @@ export const usersPass: Pass = async ({ source, target, options }, cursor) => {
   const after = cursor ? (JSON.parse(cursor) as string) : null;
   let query = source.selectFrom('AspNetUsers').select(['Id', 'UserName', 'Email', 'PasswordHash']).orderBy('Id').offset(0).fetch(options.pageSize);
   if (after !== null) query = query.where('Id', '>', after);
-  const users = await query.execute();
+  let users = await query.execute();
   const page = { ...emptyPage(), read: users.length, next: nextCursor(users, options.pageSize, (u) => u.Id) };
   if (users.length === 0) return page;
+
+  // CreateOnly never touches a user that exists, so a delta sweep skips them before reading their claims.
+  if (options.usersMode === 'CreateOnly' && !options.dryRun) {
+    const existing = new Set((await target.selectFrom('users').select('id').where('id', 'in', users.map((u) => u.Id)).execute()).map((r) => r.id));
+    page.skipped += existing.size;
+    users = users.filter((u) => !existing.has(u.Id));
+    if (users.length === 0) return page;
+  }
 
   const claims = await source.selectFrom('AspNetUserClaims').select(['UserId', 'ClaimType', 'ClaimValue']).where('UserId', 'in', users.map((u) => u.Id)).execute();
   const claimsByUser = new Map<string, Array<{ type: string | null; value: string | null }>>();

@@ -1,4 +1,7 @@
-# The service image: API and worker are the same image with different commands (see temporal-compose.yml).
+# The service image. Its entry point is the migration command line, so
+#   docker run IMAGE --Source:ConnectionString "<SOURCE_CONNECTION_STRING>" --Target:ConnectionString "<TARGET_CONNECTION_STRING>" --DryRun true
+# takes the same arguments as `npm run migrate --` (no "--" after the image name). The API and the worker are the
+# same image with another entry point (see temporal-compose.yml).
 FROM node:20-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production
@@ -9,5 +12,4 @@ COPY . .
 RUN npm run build:workflows && chown -R node:node /app
 USER node
 EXPOSE 5000
-ENTRYPOINT ["node", "--import", "tsx"]
-CMD ["api/server.ts"]
+ENTRYPOINT ["node", "--import", "tsx", "cli/migrate.ts"]

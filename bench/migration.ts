@@ -91,7 +91,10 @@ async function main(): Promise<void> {
       usersPerSecond: Math.round(users / first.seconds), peakRssMb: Math.round(firstRss),
       passes: Object.fromEntries(first.report.passes.map((p) => [p.pass, { seconds: p.seconds, read: p.read, created: p.created }])),
     }));
-    console.log(JSON.stringify({ bench: 'migration', variant: 'unchanged-rerun-new-version', users, seconds: round(rerun.seconds), ratioToFirst: round(rerun.seconds / first.seconds) }));
+    console.log(JSON.stringify({
+      bench: 'migration', variant: 'unchanged-rerun-new-version', users, seconds: round(rerun.seconds), ratioToFirst: round(rerun.seconds / first.seconds),
+      passes: Object.fromEntries(rerun.report.passes.map((p) => [p.pass, { seconds: p.seconds, created: p.created, skipped: p.skipped }])),
+    }));
     console.log(JSON.stringify({ bench: 'migration', variant: 'baseline-raw-copy-users', users, seconds: round(copySeconds), usersPerSecond: Math.round(users / copySeconds) }));
     console.log(JSON.stringify({
       bench: 'migration', ratio: { fullRunToCopy: round(first.seconds / copySeconds) },

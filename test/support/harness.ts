@@ -6,6 +6,7 @@ import { startApi, type RunningApi } from '../../api/server';
 import { parseConfig } from '../../config/load';
 import type { AppConfig } from '../../config/schema';
 import { startDownstreamApp, type Behaviour, type RunningDownstreamApp } from '../../examples/downstream-app/app';
+import { createScratchDatabase } from '../../source/fixture/generate';
 import { createServiceContext, type ServiceContext, type ServiceContextOptions } from '../../infra/service-context';
 import { createMigrationWorker, createProvisioningWorker } from '../../workers/create-worker';
 
@@ -28,7 +29,7 @@ export interface HarnessOptions {
   /** Extra configuration sections, merged over the harness's own. */
   config?: Record<string, Record<string, unknown>>;
   appProvider?: ServiceContextOptions['appProvider'];
-  /** Also run a migration worker (its own task queue) against this source. */
+  /** Also run a migration worker (its own task queue) against this source, writing into a database of its own. */
   migrationSource?: string;
 }
 
@@ -54,6 +55,11 @@ export interface Harness {
 
 /** Every test talks only to loopback; a harness is one API, one worker (own task queue) and real downstream apps. */
 export async function startHarness(options: HarnessOptions): Promise<Harness> {
+  // Migration tests count rows, so each gets a target database of its own; the rest share the run's database.
+  const scratch = options.migrationSource
+    ? await createScratchDatabase(process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres', 'ips_target')
+    : undefined;
+  const databaseUrl = scratch?.url ?? process.env.TEST_DATABASE_URL!;
   const apps: Record<string, RunningDownstreamApp> = {};
   const appConfig: Record<string, unknown> = {};
   for (const [appId, spec] of Object.entries(options.apps)) {
@@ -69,14 +75,14 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     Auth: { AllowedInternalTargets: options.allowedInternalTargets ?? ['127.0.0.1'], AdminApiKeys: [ADMIN_KEY] },
     Api: { Port: 0, ResultTimeoutSeconds: 60 },
     Temporal: { Address: process.env.TEST_TEMPORAL_ADDRESS, TaskQueue: `test-${randomUUID()}`, MigrationTaskQueue: `test-migration-${randomUUID()}` },
-    Database: { Url: process.env.TEST_DATABASE_URL },
+    Database: { Url: databaseUrl },
     Migration: { Source: { ConnectionString: options.migrationSource } },
     DataProtection: { Key: TEST_DATA_PROTECTION_KEY },
   };
   for (const [section, values] of Object.entries(options.config ?? {})) sections[section] = { ...sections[section], ...values };
   const config = parseConfig(sections);
 
-  const context = await createServiceContext(config, process.env.TEST_DATABASE_URL!, {
+  const context = await createServiceContext(config, databaseUrl, {
     http: { dnsLookup: options.dnsLookup },
     appProvider: options.appProvider,
   });
@@ -134,6 +140,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       await running;
       await env.teardown();
       await context.close();
+      await scratch?.drop();
       await Promise.all(Object.values(apps).map((a) => a.close()));
     },
   };

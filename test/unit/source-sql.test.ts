@@ -42,7 +42,7 @@ describe('source queries compile to valid SQL Server SQL', () => {
   test('the composite keyset of logins continues after (LoginProvider, ProviderKey)', async () => {
     const { db, queries } = recordingMssql<SourceDatabase>();
     await loginsPass({ source: db, target: undefined as unknown as Db, options }, JSON.stringify(['Google', 'g-8']));
-    expect(queries[0].sql).toContain('where ("LoginProvider" > @1 or ("LoginProvider" = @2 and "ProviderKey" > @3))');
+    expect(queries[0].sql).toContain('where "LoginProvider" >= @1 and ("LoginProvider" > @2 or "ProviderKey" > @3)');
   });
 
   test('validation reads INFORMATION_SCHEMA and groups duplicate e-mails', async () => {

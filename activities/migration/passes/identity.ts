@@ -34,7 +34,8 @@ export const userRolesPass: Pass = async (ctx, cursor) => {
   let query = ctx.source.selectFrom('AspNetUserRoles').select(['UserId', 'RoleId']).orderBy('UserId').orderBy('RoleId').offset(0).fetch(ctx.options.pageSize);
   if (cursor) {
     const [userId, roleId] = JSON.parse(cursor) as [string, string];
-    query = query.where((eb) => eb.or([eb('UserId', '>', userId), eb.and([eb('UserId', '=', userId), eb('RoleId', '>', roleId)])]));
+    // The redundant leading `>=` turns the composite keyset into an index range scan (an OR alone scans from the start).
+    query = query.where('UserId', '>=', userId).where((eb) => eb.or([eb('UserId', '>', userId), eb('RoleId', '>', roleId)]));
   }
   const read = await query.execute();
   const page = { ...emptyPage(), read: read.length, next: nextCursor(read, ctx.options.pageSize, (l) => [l.UserId, l.RoleId]) };
@@ -70,7 +71,7 @@ export const loginsPass: Pass = async (ctx, cursor) => {
   let query = ctx.source.selectFrom('AspNetUserLogins').select(['LoginProvider', 'ProviderKey', 'ProviderDisplayName', 'UserId']).orderBy('LoginProvider').orderBy('ProviderKey').offset(0).fetch(ctx.options.pageSize);
   if (cursor) {
     const [provider, key] = JSON.parse(cursor) as [string, string];
-    query = query.where((eb) => eb.or([eb('LoginProvider', '>', provider), eb.and([eb('LoginProvider', '=', provider), eb('ProviderKey', '>', key)])]));
+    query = query.where('LoginProvider', '>=', provider).where((eb) => eb.or([eb('LoginProvider', '>', provider), eb('ProviderKey', '>', key)]));
   }
   const read = await query.execute();
   const page = { ...emptyPage(), read: read.length, next: nextCursor(read, ctx.options.pageSize, (l) => [l.LoginProvider, l.ProviderKey]) };
@@ -124,7 +125,7 @@ export const mfaPass: Pass = async (ctx, cursor) => {
     .offset(0).fetch(ctx.options.pageSize);
   if (cursor) {
     const [userId, name] = JSON.parse(cursor) as [string, string];
-    query = query.where((eb) => eb.or([eb('UserId', '>', userId), eb.and([eb('UserId', '=', userId), eb('Name', '>', name)])]));
+    query = query.where('UserId', '>=', userId).where((eb) => eb.or([eb('UserId', '>', userId), eb('Name', '>', name)]));
   }
   const tokens = await query.execute();
   const page = { ...emptyPage(), read: tokens.length, next: nextCursor(tokens, ctx.options.pageSize, (t) => [t.UserId, t.Name]) };

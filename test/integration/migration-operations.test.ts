@@ -1,0 +1,71 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { createSweepSchedule, deleteSweepSchedule, describeSweepSchedule, setSweepSchedulePaused, SWEEP_SCHEDULE_ID } from '../../infra/migration-schedule';
+import { importSigningKey } from '../../infra/signing-keys';
+import { createScratchDatabase, generateSource } from '../../source/fixture/generate';
+import { eventually, startHarness, type Harness } from '../support/harness';
+
+let h: Harness;
+let source: Awaited<ReturnType<typeof createScratchDatabase>>;
+
+beforeAll(async () => {
+  source = await createScratchDatabase(process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres', 'ips_source');
+  await generateSource(source.url, { users: 200 });
+  h = await startHarness({ apps: {}, migrationSource: source.url });
+}, 120_000);
+afterAll(async () => {
+  await h?.stop();
+  await source?.drop();
+});
+
+describe('scheduled delta sweeps', () => {
+  afterAll(async () => {
+    await deleteSweepSchedule(h.env.client).catch(() => undefined);
+  });
+
+  test('a schedule runs CreateOnly sweeps under a fresh version; it can be listed, paused, resumed and deleted', async () => {
+    await createSweepSchedule(h.env.client, h.config, { every: '1h' });
+    const listed = await describeSweepSchedule(h.env.client);
+    expect(listed).toMatchObject({ id: SWEEP_SCHEDULE_ID, paused: false });
+
+    await h.env.client.schedule.getHandle(SWEEP_SCHEDULE_ID).trigger();
+    const sweep = await eventually(async () => {
+      const described = await describeSweepSchedule(h.env.client);
+      expect(described!.recentRuns.length).toBeGreaterThan(0);
+      return described!.recentRuns[0];
+    }, 30_000);
+    const report = await h.env.client.workflow.getHandle(sweep.workflowId).result();
+    expect(report.version).toMatch(/^sweep-\d{8}-\d{6}/);
+    expect(report.state).toBe('Completed');
+    expect(report.passes.find((p: { pass: string }) => p.pass === 'users').created).toBe(200 - 0 + 2);
+    const marker = await h.context.db.selectFrom('migration_markers').selectAll().where('version', '=', report.version).executeTakeFirstOrThrow();
+    expect(marker).toMatchObject({ state: 'Completed', dry_run: false });
+
+    await setSweepSchedulePaused(h.env.client, true);
+    expect((await describeSweepSchedule(h.env.client))!.paused).toBe(true);
+    await setSweepSchedulePaused(h.env.client, false);
+    expect((await describeSweepSchedule(h.env.client))!.paused).toBe(false);
+    await deleteSweepSchedule(h.env.client);
+    expect(await describeSweepSchedule(h.env.client)).toBeUndefined();
+  }, 120_000);
+});
+
+describe('signing-key import for cutover', () => {
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+
+  test('a PEM key is imported once under its RFC 7638 thumbprint; a second import changes nothing', async () => {
+    const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    const first = await importSigningKey(h.context.db, pem);
+    expect(first.imported).toBe(true);
+    expect(first.kid).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(await importSigningKey(h.context.db, pem)).toEqual({ kid: first.kid, imported: false });
+    const row = await h.context.db.selectFrom('signing_keys').selectAll().where('id', '=', first.kid).executeTakeFirstOrThrow();
+    expect(row.jwk).toMatchObject({ kty: 'RSA', kid: first.kid, alg: 'RS256', use: 'sig', d: expect.any(String) });
+  });
+
+  test('a JWK keeps its own kid; a key that is not RSA is refused', async () => {
+    const jwk = { ...privateKey.export({ format: 'jwk' }), kid: 'source-key-2026' };
+    expect(await importSigningKey(h.context.db, JSON.stringify(jwk))).toEqual({ kid: 'source-key-2026', imported: true });
+    const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    await expect(importSigningKey(h.context.db, ec)).rejects.toThrow(/not RSA/);
+  });
+});

@@ -28,6 +28,8 @@ export interface ScimUserChanges {
   firstName: string | null;
   lastName: string | null;
   externalId: string | null;
+  /** A new native hash when the client sent a password; the stored one is kept otherwise. */
+  passwordHash?: string;
 }
 
 export async function updateScimUser(db: Db, id: string, changes: ScimUserChanges): Promise<void> {
@@ -42,6 +44,7 @@ export async function updateScimUser(db: Db, id: string, changes: ScimUserChange
         first_name: changes.firstName,
         last_name: changes.lastName,
         external_id: changes.externalId,
+        ...(changes.passwordHash ? { password_hash: changes.passwordHash, password_format: 'aspnet-v3' } : {}),
         updated_at: new Date(),
       })
       .where('id', '=', id)

@@ -1,5 +1,6 @@
 import { Router, type Request, type Response } from 'express';
 import type { PasswordPolicy } from '../../config/schema';
+import { hashPassword } from '../../passwords/native';
 import { passwordPolicyViolations } from '../../passwords/policy';
 import type { Db } from '../../store/database';
 import { findScimUser, listScimUsers, updateScimUser, type ScimUserRow, type UserFilter } from '../../store/scim-users';
@@ -90,6 +91,7 @@ export function scimUsersRouter({ db, run, passwordPolicy }: { db: Db; run: Work
         firstName: desired.name?.givenName ?? null,
         lastName: desired.name?.familyName ?? null,
         externalId: desired.externalId ?? null,
+        passwordHash: desired.password === undefined ? undefined : await hashPassword(desired.password),
       });
     } catch (error) {
       if (error instanceof DuplicateUserError) throw new ScimError(409, error.message, 'uniqueness');

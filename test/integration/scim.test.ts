@@ -1,3 +1,4 @@
+import { verifyPassword } from '../../passwords/native';
 import { listProvisionedApps } from '../../store/provisions';
 import { eventually, startHarness, uniqueEmail, type Harness, type HttpResult } from '../support/harness';
 
@@ -180,7 +181,21 @@ describe('SCIM /Users', () => {
     expect(replaced.status).toBe(200);
     expect(replaced.body).toMatchObject({ userName: newEmail, name: { givenName: 'Renamed' }, emails: [{ value: newEmail, type: 'work', primary: true }] });
     expect(replaced.body.externalId).toBeUndefined();
+    expect(replaced.body.password).toBeUndefined();
     expectScimError(await scim('PUT', `/Users/${created.body.id}`, { schemas: [USER], userName: newEmail }, { 'if-match': stale }), 412);
+  });
+
+  test('a password set through PATCH replaces the hash (policy applies; the password is never returned)', async () => {
+    const created = await scim('POST', '/Users', oktaUser(uniqueEmail('pw')));
+    const read = () => h.context.db.selectFrom('users').select('password_hash').where('id', '=', created.body.id).executeTakeFirstOrThrow();
+    const before = (await read()).password_hash!;
+    expectScimError(await scim('PATCH', `/Users/${created.body.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'password', value: 'x' }] }), 400, 'invalidValue');
+    const changed = await scim('PATCH', `/Users/${created.body.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'password', value: 'Brand-new-passphrase-1' }] });
+    expect(changed.status).toBe(200);
+    expect(JSON.stringify(changed.body)).not.toContain('Brand-new-passphrase-1');
+    const after = (await read()).password_hash!;
+    expect(after).not.toBe(before);
+    expect(await verifyPassword('Brand-new-passphrase-1', after)).toBe(true);
   });
 
   test('invalid input, an unsupported filter and an unknown id answer SCIM errors', async () => {

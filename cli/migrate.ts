@@ -6,7 +6,7 @@ import { ConfigError, loadConfig } from '../config/load';
 import { configSchema, type AppConfig } from '../config/schema';
 import { migrationOptions, startOrAttachMigration } from '../infra/migration-control';
 import { createSweepSchedule, deleteSweepSchedule, describeSweepSchedule, setSweepSchedulePaused } from '../infra/migration-schedule';
-import { createServiceContext } from '../infra/service-context';
+import { createServiceContext, type ServiceContext } from '../infra/service-context';
 import { importSigningKey } from '../infra/signing-keys';
 import { freePort } from '../infra/ports';
 import { startDevServer } from '../infra/temporal-dev-server';
@@ -74,22 +74,21 @@ async function connectClient(config: AppConfig): Promise<{ client: Client; close
   return { client: new Client({ connection, namespace: config.Temporal.Namespace }), close: () => connection.close() };
 }
 
-async function sourceTotals(config: AppConfig): Promise<Record<string, number>> {
-  const context = await createServiceContext(config, targetUrl(config));
-  try {
-    const count = async (table: 'AspNetUsers' | 'AspNetUserLogins' | 'AspNetUserRoles' | 'AspNetRoles') =>
-      Number((await context.source!.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
-    return { users: await count('AspNetUsers'), logins: await count('AspNetUserLogins'), 'user-roles': await count('AspNetUserRoles'), roles: await count('AspNetRoles') };
-  } finally {
-    await context.close();
-  }
+/** Row counts of the large source tables, so the progress lines can show bars. */
+async function sourceTotals(source: ServiceContext['source']): Promise<Record<string, number>> {
+  if (!source) return {};
+  const count = async (table: 'AspNetUsers' | 'AspNetUserLogins' | 'AspNetUserRoles' | 'AspNetRoles') =>
+    Number((await source.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+  return { users: await count('AspNetUsers'), logins: await count('AspNetUserLogins'), 'user-roles': await count('AspNetUserRoles'), roles: await count('AspNetRoles') };
 }
 
 async function run(config: AppConfig): Promise<number> {
   if (!config.Migration.Source.ConnectionString && !config.Temporal.Address) throw new ConfigError('set --Source:ConnectionString <SOURCE_CONNECTION_STRING>');
-  const url = targetUrl(config);
   const stops: Array<() => Promise<void>> = [];
   try {
+    // The target store (migrated to the current schema) and, when given, the source: one context for the whole run.
+    const context = await createServiceContext(config, targetUrl(config));
+    stops.push(context.close);
     let client: Client;
     if (config.Temporal.Address) {
       ({ client } = await connectClient(config));
@@ -99,8 +98,6 @@ async function run(config: AppConfig): Promise<number> {
       Runtime.install({ logger: new DefaultLogger('ERROR') });
       const server = await startDevServer({ port: await freePort(), readyTimeoutMs: 120_000 });
       stops.push(server.stop);
-      const context = await createServiceContext(config, url);
-      stops.push(context.close);
       const connection = await NativeConnection.connect({ address: server.address });
       stops.push(() => connection.close());
       const worker: Worker = await createMigrationWorker({
@@ -116,14 +113,11 @@ async function run(config: AppConfig): Promise<number> {
       });
       client = new Client({ connection, namespace: config.Temporal.Namespace });
     }
-    const db = createDb(url, 2);
-    stops.push(() => db.destroy());
-    await migrateToLatest(db);
     const options = migrationOptions(config);
-    const totals = config.Migration.Source.ConnectionString ? await sourceTotals(config) : {};
+    const totals = await sourceTotals(context.source);
     const handle = await startOrAttachMigration(client, config, options);
     console.log(`migration ${handle.workflowId}: ${options.dryRun ? 'dry run' : options.usersMode}, passes ${PASSES.join(', ')}`);
-    const stopProgress = followProgress(db, options.version, totals);
+    const stopProgress = followProgress(context.db, options.version, totals);
     const report = await handle.result().finally(stopProgress);
     printReport(report);
     return report.state === 'Failed' ? 1 : 0;

@@ -41,7 +41,7 @@ runMain('start', async () => {
     }
     const worker = await startWorker(config, temporalAddress, databaseUrl);
     stops.push(worker.stop);
-    log(`worker: polling task queue ${config.Temporal.TaskQueue}`);
+    log(`worker: polling task queues ${config.Temporal.TaskQueue} and ${config.Temporal.MigrationTaskQueue}`);
     const api = await startApi(config, worker.context, worker.client);
     stops.push(api.close);
     log(`api: listening on ${api.url} (health: ${api.url}/healthz)`);

@@ -17,7 +17,7 @@ export const provisioningAppSchema = z.object({
   TryTimeoutSeconds: z.coerce.number().int().positive().max(3600).default(60),
 });
 
-const appIdSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'app ids use letters, digits, ".", "_" and "-" (at most 64)');
+export const appIdSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'app ids use letters, digits, ".", "_" and "-" (at most 64)');
 
 export const configSchema = z
   .object({

@@ -1,5 +1,6 @@
 import { Router } from 'express';
 import { z } from 'zod';
+import { personName } from '../fields';
 import type { Db } from '../../store/database';
 import { listProvisionedApps } from '../../store/provisions';
 import { findUser } from '../../store/users';
@@ -10,13 +11,11 @@ import { answer, toHttpOutcome } from '../provisioning-outcome';
 import { createUserThroughWorkflow } from '../user-creation';
 import type { WorkflowRunner } from '../workflow-runner';
 
-const name = z.string().trim().min(1).max(256);
-
 export const createProfileSchema = z
   .object({
     email: z.email().max(256),
-    firstName: name.optional(),
-    lastName: name.optional(),
+    firstName: personName.optional(),
+    lastName: personName.optional(),
     password: z.string().min(8, 'must be at least 8 characters').max(1024).optional(),
     organizationId: z.string().trim().min(1).max(256).optional(),
     customAttributes: z.record(z.string().min(1).max(128), z.string().max(4096)).optional(),

@@ -2,13 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { Router } from 'express';
 import { z } from 'zod';
 import type { TccClient } from '../../activities/provisioning/tcc-client';
-import { provisioningAppSchema } from '../../config/schema';
+import { appIdSchema, provisioningAppSchema } from '../../config/schema';
 import { callbackUrlProblem, type AllowList } from '../../net/callback-address';
 import type { Db } from '../../store/database';
 import { deleteStoredApp, findStoredApp, insertStoredApp, listStoredApps, replaceStoredApp, type StoredApp } from '../../store/provisioning-apps';
-import { sendProblem, validationProblem } from '../problem';
-
-const appIdSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'app ids use letters, digits, ".", "_" and "-" (at most 64)');
+import { sendProblem, validationProblem, type Problem } from '../problem';
 
 /** The configuration's field names (`CallbackUrl`), with camelCase (`callbackUrl`) accepted too. */
 const appBodySchema = z.preprocess(
@@ -19,13 +17,15 @@ const appBodySchema = z.preprocess(
   provisioningAppSchema.extend({ appId: appIdSchema.optional(), CallbackUrl: z.url() }).strict(),
 );
 
+const refusedAddress = (reason: string): Problem => ({ status: 400, title: 'Refused callback address', detail: `CallbackUrl: refused: ${reason}` });
+
 /** ApiKey is write-only: it is never part of an answer. */
 const view = (app: StoredApp) => ({ appId: app.appId, CallbackUrl: app.callbackUrl, TryTimeoutSeconds: app.tryTimeoutSeconds });
 
 export function provisioningAppsRouter({ db, allow, http }: { db: Db; allow: AllowList; http: TccClient }): Router {
   const router = Router();
 
-  function parseApp(body: unknown, pathAppId?: string): { app: StoredApp } | { problem: ReturnType<typeof validationProblem> } {
+  function parseApp(body: unknown, pathAppId?: string): { app: StoredApp } | { problem: Problem } {
     const parsed = appBodySchema.safeParse(body);
     if (!parsed.success) return { problem: validationProblem(parsed.error) };
     const appId = pathAppId ?? parsed.data.appId;
@@ -34,7 +34,7 @@ export function provisioningAppsRouter({ db, allow, http }: { db: Db; allow: All
       return { problem: { status: 400, title: 'Invalid request', detail: `appId: the body says ${parsed.data.appId}, the path ${pathAppId}` } };
     }
     const refused = callbackUrlProblem(parsed.data.CallbackUrl, allow);
-    if (refused) return { problem: { status: 400, title: 'Refused callback address', detail: `CallbackUrl: refused: ${refused}` } };
+    if (refused) return { problem: refusedAddress(refused) };
     return { app: { appId, callbackUrl: parsed.data.CallbackUrl, apiKey: parsed.data.ApiKey, tryTimeoutSeconds: parsed.data.TryTimeoutSeconds } };
   }
 
@@ -78,7 +78,7 @@ export function provisioningAppsRouter({ db, allow, http }: { db: Db; allow: All
     const app = await findStoredApp(db, req.params.appId);
     if (!app) return sendProblem(res, notFound(req.params.appId));
     const refused = callbackUrlProblem(app.callbackUrl, allow);
-    if (refused) return sendProblem(res, { status: 400, title: 'Refused callback address', detail: `CallbackUrl: refused: ${refused}` });
+    if (refused) return sendProblem(res, refusedAddress(refused));
     const id = randomUUID();
     const transactionId = `probe:${id}`;
     const probe = await http.probe(app, {

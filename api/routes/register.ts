@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import { rateLimit } from 'express-rate-limit';
 import { z } from 'zod';
+import { personName } from '../fields';
 import type { AppConfig } from '../../config/schema';
 import { passwordPolicyViolations } from '../../passwords/policy';
 import type { Db } from '../../store/database';
@@ -9,14 +10,12 @@ import { answer, toHttpOutcome } from '../provisioning-outcome';
 import { createUserThroughWorkflow } from '../user-creation';
 import type { WorkflowRunner } from '../workflow-runner';
 
-const name = z.string().trim().min(1).max(256);
-
 export const registrationSchema = z
   .object({
     email: z.email().max(256),
     password: z.string().max(1024),
-    firstName: name.optional(),
-    lastName: name.optional(),
+    firstName: personName.optional(),
+    lastName: personName.optional(),
   })
   .strict();
 

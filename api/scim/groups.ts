@@ -4,9 +4,10 @@ import type { Db } from '../../store/database';
 import { deleteGroup, DuplicateGroupError, findGroup, listGroups, saveGroup, UnknownMembersError, type GroupFilter, type GroupRow } from '../../store/scim-groups';
 import type { Database } from '../../store/schema';
 import { normalize } from '../../store/users';
+import { describeIssues } from '../problem';
 import { ScimError, SCIM_CONTENT_TYPE } from './errors';
 import { scimFilterToSql, type AttributeMap } from './filter';
-import { applyPatch, baseUrl, checkIfMatch, GROUP_SCHEMA, issuesDetail, listResponse, meta, parseListQuery } from './resources';
+import { applyPatch, baseUrl, checkIfMatch, GROUP_SCHEMA, listResponse, meta, parseListQuery } from './resources';
 
 const groupAttributes: AttributeMap<Database, 'scim_groups'> = {
   id: (eb, v) => eb('id', '=', String(v)),
@@ -49,7 +50,7 @@ export function scimGroupsRouter({ db }: { db: Db }): Router {
 
   async function save(body: unknown, id?: string): Promise<GroupRow> {
     const parsed = groupInputSchema.safeParse(body);
-    if (!parsed.success) throw new ScimError(400, issuesDetail(parsed.error), 'invalidValue');
+    if (!parsed.success) throw new ScimError(400, describeIssues(parsed.error), 'invalidValue');
     try {
       const groupId = await saveGroup(db, { displayName: parsed.data.displayName, externalId: parsed.data.externalId ?? null, memberIds: (parsed.data.members ?? []).map((m) => m.value) }, id);
       return load(groupId);

@@ -1,6 +1,7 @@
 import type { Request } from 'express';
 import { patchBodyValidation, scimPatch, type ScimPatch, type ScimResource } from 'scim-patch';
 import { z } from 'zod';
+import { describeIssues } from '../problem';
 import { ScimError } from './errors';
 import type { ScimUserRow } from '../../store/scim-users';
 
@@ -70,14 +71,10 @@ const paginationSchema = z.object({
   filter: z.string().max(2000).optional(),
 });
 
-export function issuesDetail(error: z.ZodError): string {
-  return error.issues.map((i) => `${i.path.join('.') || '(body)'}: ${i.message}`).join('; ');
-}
-
 /** RFC 7644 §3.4.2.4: startIndex is 1-based (smaller values mean 1), count is capped, never negative. */
 export function parseListQuery(query: unknown) {
   const parsed = paginationSchema.safeParse(query);
-  if (!parsed.success) throw new ScimError(400, issuesDetail(parsed.error), 'invalidValue');
+  if (!parsed.success) throw new ScimError(400, describeIssues(parsed.error), 'invalidValue');
   return parsed.data;
 }
 

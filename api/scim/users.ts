@@ -9,9 +9,10 @@ import { deactivationWorkflowId, reactivationWorkflowId } from '../../workflows/
 import { deactivateAndDeprovision, reactivateAndProvision, type CreationOutcome } from '../../workflows/provisioning';
 import { createUserThroughWorkflow } from '../user-creation';
 import type { WorkflowRunner } from '../workflow-runner';
+import { describeIssues } from '../problem';
 import { ScimError, SCIM_CONTENT_TYPE } from './errors';
 import { always, never, scimFilterToSql, type AttributeMap } from './filter';
-import { applyPatch, baseUrl, checkIfMatch, chooseEmail, issuesDetail, listResponse, parseListQuery, scimUserInputSchema, userResource, type ScimUserInput } from './resources';
+import { applyPatch, baseUrl, checkIfMatch, chooseEmail, listResponse, parseListQuery, scimUserInputSchema, userResource, type ScimUserInput } from './resources';
 import type { Database } from '../../store/schema';
 
 const userAttributes: AttributeMap<Database, 'users'> = {
@@ -46,7 +47,7 @@ function outcomeError(outcome: Exclude<CreationOutcome, { status: 'provisioned' 
 function parseUser(body: unknown, policy: PasswordPolicy): ScimUserInput & { email: string } {
   const parsed = scimUserInputSchema.safeParse(body);
   if (!parsed.success) {
-    throw new ScimError(400, issuesDetail(parsed.error), 'invalidValue');
+    throw new ScimError(400, describeIssues(parsed.error), 'invalidValue');
   }
   const email = chooseEmail(parsed.data);
   if (!email) throw new ScimError(400, 'emails: an e-mail address is required (or a userName that is one)', 'invalidValue');

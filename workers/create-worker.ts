@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
+import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { createMigrationActivities, type MigrationDependencies } from '../activities/migration';
 import { createProvisioningActivities, type ProvisioningDependencies } from '../activities/provisioning';
 
@@ -13,8 +13,14 @@ export interface WorkerOptions {
   namespace: string;
   taskQueue: string;
   dependencies: ProvisioningDependencies;
-  /** Tests bundle once per run and share the bundle between workers. */
+  /** One bundle shared by every worker of a process (and, in tests, of a whole run). */
   workflowBundle?: WorkflowBundleOption;
+}
+
+/** The prebuilt bundle when there is one; otherwise the workflow code bundled now, once, for all workers of this process. */
+export async function loadWorkflowBundle(): Promise<WorkflowBundleOption> {
+  if (existsSync(PREBUILT_BUNDLE_PATH)) return { codePath: PREBUILT_BUNDLE_PATH };
+  return { code: (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH })).code };
 }
 
 function workflowSource(workflowBundle?: WorkflowBundleOption) {

@@ -5,7 +5,7 @@ import type { AppConfig } from '../config/schema';
 import { required, runMain } from '../infra/process';
 import { startHostedMigrationRunner } from '../infra/migration-runner';
 import { createServiceContext, type ServiceContext } from '../infra/service-context';
-import { createMigrationWorker, createProvisioningWorker } from './create-worker';
+import { createMigrationWorker, createProvisioningWorker, loadWorkflowBundle } from './create-worker';
 
 export interface RunningWorker {
   worker: Worker;
@@ -19,12 +19,14 @@ export interface RunningWorker {
 export async function startWorker(config: AppConfig, temporalAddress: string, databaseUrl: string): Promise<RunningWorker> {
   const context = await createServiceContext(config, databaseUrl);
   const connection = await NativeConnection.connect({ address: temporalAddress });
-  const worker = await createProvisioningWorker({ connection, namespace: config.Temporal.Namespace, taskQueue: config.Temporal.TaskQueue, dependencies: context });
+  const workflowBundle = await loadWorkflowBundle();
+  const worker = await createProvisioningWorker({ connection, namespace: config.Temporal.Namespace, taskQueue: config.Temporal.TaskQueue, dependencies: context, workflowBundle });
   const migrationWorker = await createMigrationWorker({
     connection,
     namespace: config.Temporal.Namespace,
     taskQueue: config.Temporal.MigrationTaskQueue,
     dependencies: { target: context.db, source: context.source, dataProtectionKey: context.dataProtectionKey },
+    workflowBundle,
   });
   const running = Promise.all([worker.run(), migrationWorker.run()]);
   return {

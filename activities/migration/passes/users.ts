@@ -69,13 +69,17 @@ export const usersPass: Pass = async ({ source, target, options }, cursor) => {
     .select(['id', 'normalized_email', 'normalized_user_name'])
     .where((eb) => eb.or([eb('normalized_email', 'in', rows.map((r) => r.normalized_email)), eb('normalized_user_name', 'in', rows.map((r) => r.normalized_user_name))]))
     .execute();
+  // Looked up by key, not searched: under Upsert every row of the page finds itself here.
+  const byEmail = new Map(taken.map((t) => [t.normalized_email, t.id]));
+  const byUserName = new Map(taken.map((t) => [t.normalized_user_name, t.id]));
+  const otherHolder = (holder: string | undefined, id: string) => (holder !== undefined && holder !== id ? holder : undefined);
   const seen = new Map<string, string>();
   const writable = rows.filter((row) => {
-    const clash = taken.find((t) => t.id !== row.id && (t.normalized_email === row.normalized_email || t.normalized_user_name === row.normalized_user_name));
+    const clash = otherHolder(byEmail.get(row.normalized_email), row.id) ?? otherHolder(byUserName.get(row.normalized_user_name), row.id);
     const earlier = seen.get(row.normalized_email) ?? seen.get(row.normalized_user_name);
     if (clash || earlier) {
       page.skipped++;
-      page.warnings.push(`user ${row.id} skipped: e-mail or user name ${row.email} belongs to user ${clash?.id ?? earlier}`);
+      page.warnings.push(`user ${row.id} skipped: e-mail or user name ${row.email} belongs to user ${clash ?? earlier}`);
       return false;
     }
     seen.set(row.normalized_email, row.id).set(row.normalized_user_name, row.id);

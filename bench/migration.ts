@@ -12,13 +12,13 @@ import { createScratchDatabase, generateSource } from '../source/fixture/generat
 import { createMigrationWorker } from '../workers/create-worker';
 
 /**
- * `npm run bench:migration -- --users 1000000 [--page-size 1000]`: the generator fills a source first (not timed);
+ * `npm run bench:migration -- --users 1000000 [--page-size 2000] [--parallelism 4]`: the generator fills a source first (not timed);
  * then a full run, an unchanged-source re-run under a new version, and as the baseline a raw COPY of the same
  * user rows into an empty table. Prints JSON lines.
  */
-function arg(name: string, fallback: number): number {
+function arg(name: string): number | undefined {
   const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+  return i >= 0 ? Number(process.argv[i + 1]) : undefined;
 }
 
 let peakRssMb = 0;
@@ -43,8 +43,7 @@ async function copyBaseline(sourceUrl: string, targetUrl: string): Promise<numbe
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const users = arg('users', 100_000);
-  const pageSize = arg('page-size', 1000);
+  const users = arg('users') ?? 100_000;
   const adminUrl = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
   const source = await createScratchDatabase(adminUrl, 'ips_bench_source');
   const target = await createScratchDatabase(adminUrl, 'ips_bench_target');
@@ -56,7 +55,8 @@ async function main(): Promise<void> {
 
     const config = parseConfig({
       Temporal: { Address: server.address },
-      Migration: { Source: { ConnectionString: source.url }, PageSize: pageSize },
+      // Page size and parallelism are the configuration's defaults unless given.
+      Migration: { Source: { ConnectionString: source.url }, PageSize: arg('page-size'), Parallelism: arg('parallelism') },
       DataProtection: { Key: Buffer.alloc(32, 1).toString('base64') },
     });
     const context = await createServiceContext(config, target.url);
@@ -87,7 +87,7 @@ async function main(): Promise<void> {
 
     const round = (n: number) => Math.round(n * 100) / 100;
     console.log(JSON.stringify({
-      bench: 'migration', variant: 'full-run', users, pageSize, state: first.report.state, seconds: round(first.seconds),
+      bench: 'migration', variant: 'full-run', users, pageSize: config.Migration.PageSize, parallelism: config.Migration.Parallelism, state: first.report.state, seconds: round(first.seconds),
       usersPerSecond: Math.round(users / first.seconds), peakRssMb: Math.round(firstRss),
       passes: Object.fromEntries(first.report.passes.map((p) => [p.pass, { seconds: p.seconds, read: p.read, created: p.created }])),
     }));

@@ -1,8 +1,8 @@
 import type { Db } from '../store/database';
-import { findMarker } from '../store/migration-markers';
+import { findMarker, passProgress, type PassTotals } from '../store/migration-markers';
 import type { MigrationReport } from '../workflows/migration';
 
-type Totals = { read: number; created: number; updated: number; skipped: number; done?: boolean };
+type Totals = Omit<PassTotals, 'done'>;
 
 const BAR_WIDTH = 24;
 
@@ -21,8 +21,8 @@ export function followProgress(db: Db, version: string, totals: Record<string, n
   let current: string | undefined;
   const timer = setInterval(async () => {
     const marker = await findMarker(db, version).catch(() => undefined);
-    const passes = (marker?.progress as { passes?: Record<string, Totals> } | undefined)?.passes;
-    if (!passes) return;
+    if (!marker) return;
+    const passes = passProgress(marker.progress);
     // Finished passes get a line of their own; on a terminal the passes still under way share one redrawn line.
     for (const [pass, t] of Object.entries(passes)) {
       if (printed.has(pass) || !t.done) continue;

@@ -79,7 +79,10 @@ export const configSchema = z
         SourceGrantKeysAreUnhashed: flag.default(false),
         LeaseWaitMinutes: z.coerce.number().positive().default(10),
         StartupDelaySeconds: z.coerce.number().min(0).default(30),
-        PageSize: z.coerce.number().int().min(10).max(2000).default(1000),
+        /** Users per page of the user-keyed passes; the other passes page at most 2,000 rows (SQL Server's parameter limit). */
+        PageSize: z.coerce.number().int().min(10).max(10000).default(2000),
+        /** Key ranges of the users and their roles, logins and MFA migrated side by side. */
+        Parallelism: z.coerce.number().int().min(1).max(16).default(4),
         /** GET /admin/migration/status exists only when mapped. */
         MapStatusEndpoint: flag.default(false),
         Source: z.object({ ConnectionString: z.string().min(1).optional() }).prefault({}),

@@ -13,6 +13,7 @@ export function migrationOptions(config: AppConfig, overrides: Partial<Migration
     migrateRefreshTokens: m.MigrateRefreshTokens,
     sourceGrantKeysAreUnhashed: m.SourceGrantKeysAreUnhashed,
     pageSize: m.PageSize,
+    parallelism: m.Parallelism,
     ...overrides,
   };
 }

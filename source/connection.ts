@@ -66,8 +66,11 @@ export function parseSourceConnectionString(value: string): ParsedConnection {
   throw new ConnectionStringError('Source:ConnectionString is neither a postgres:// URL, an Npgsql string (Host=…) nor a SQL Server string (Server=…)');
 }
 
-/** One kysely instance for either source: every source query is written once against SourceDatabase. */
-export function connectSource(connectionString: string, poolSize = 4): { db: Kysely<SourceDatabase>; kind: SourceKind } {
+/**
+ * One kysely instance for either source: every source query is written once against SourceDatabase. The pool
+ * serves every migration page a worker runs at once (MIGRATION_PAGES_AT_ONCE).
+ */
+export function connectSource(connectionString: string, poolSize = 16): { db: Kysely<SourceDatabase>; kind: SourceKind } {
   const parsed = parseSourceConnectionString(connectionString);
   if (parsed.kind === 'postgres') {
     const pool = new Pool({ connectionString: parsed.url, max: poolSize });

@@ -3,6 +3,7 @@ import { Pool } from 'pg';
 import * as usersAndProvisions from './migrations/0001_users_and_provisions';
 import * as scimAndApps from './migrations/0002_scim_and_apps';
 import * as migrationTargets from './migrations/0003_migration_targets';
+import * as migrationBulkWrites from './migrations/0004_migration_bulk_writes';
 import type { Database } from './schema';
 
 export type Db = Kysely<Database>;
@@ -17,7 +18,7 @@ export function createDb(connectionString: string, poolSize = 10): Db {
 /** Migrations are compiled in, so a bundled or containerised service needs no migration folder on disk. */
 const provider: MigrationProvider = {
   async getMigrations(): Promise<Record<string, Migration>> {
-    return { '0001_users_and_provisions': usersAndProvisions, '0002_scim_and_apps': scimAndApps, '0003_migration_targets': migrationTargets };
+    return { '0001_users_and_provisions': usersAndProvisions, '0002_scim_and_apps': scimAndApps, '0003_migration_targets': migrationTargets, '0004_migration_bulk_writes': migrationBulkWrites };
   },
 };
 

@@ -20,13 +20,32 @@ export async function writeStartedMarker(db: Db, version: string, dryRun: boolea
     .execute();
 }
 
-/** Rows so far per pass, and whether the pass is done; passes run side by side, so several can be under way. */
-export async function recordPassProgress(db: Db, version: string, pass: string, totals: Record<string, number>, done: boolean): Promise<void> {
+export type PassTotals = { read: number; created: number; updated: number; skipped: number; done: boolean };
+
+/**
+ * Rows so far of one partition of a pass, and whether it is done. Partitions of a pass and independent passes run
+ * side by side, so each writes its own key; the update re-reads the row it waited for, so no write is lost.
+ */
+export async function recordPassProgress(db: Db, version: string, at: { pass: string; partition: number; partitions: number }, totals: PassTotals): Promise<void> {
+  const passes = sql`coalesce(progress->'passes', '{}'::jsonb)`;
+  const parts = sql`coalesce(progress->'passes'->${at.pass}::text->'parts', '{}'::jsonb) || jsonb_build_object(${String(at.partition)}::text, ${JSON.stringify(totals)}::jsonb)`;
   await db
     .updateTable('migration_markers')
-    .set({ progress: sql`jsonb_set(jsonb_set(progress, '{passes}', coalesce(progress->'passes', '{}'::jsonb)), ${sql.lit(`{passes,${pass}}`)}::text[], ${JSON.stringify({ ...totals, done })}::jsonb)` as never })
+    .set({ progress: sql`jsonb_set(progress, '{passes}', ${passes} || jsonb_build_object(${at.pass}::text, jsonb_build_object('partitions', ${at.partitions}::int, 'parts', ${parts})))` as never })
     .where('version', '=', version)
     .execute();
+}
+
+/** Progress per pass, its partitions summed: what the status endpoint and the CLI show. */
+export function passProgress(progress: unknown): Record<string, PassTotals> {
+  const passes = (progress as { passes?: Record<string, { partitions: number; parts: Record<string, PassTotals> }> } | null)?.passes ?? {};
+  return Object.fromEntries(
+    Object.entries(passes).map(([pass, { partitions, parts }]) => {
+      const all = Object.values(parts);
+      const sum = (key: 'read' | 'created' | 'updated' | 'skipped') => all.reduce((n, p) => n + p[key], 0);
+      return [pass, { read: sum('read'), created: sum('created'), updated: sum('updated'), skipped: sum('skipped'), done: all.length === partitions && all.every((p) => p.done) }];
+    }),
+  );
 }
 
 export async function writeFinishedMarker(db: Db, version: string, state: 'Completed' | 'Failed', report: Record<string, unknown>): Promise<void> {

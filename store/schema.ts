@@ -16,6 +16,8 @@ export interface UsersTable {
   external_id: string | null;
   /** How password_hash was made (native, aspnet-v2, aspnet-v3, bcrypt); hashes migrated from a source are kept verbatim. */
   password_format: string | null;
+  /** The migration Version that last wrote the user; null for users created by the service. */
+  migration_version: string | null;
   active: Generated<boolean>;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;

@@ -40,7 +40,12 @@ export async function createProvisioningWorker({ connection, namespace, taskQueu
   });
 }
 
-/** Migration pages are heavy: a few at a time per worker (independent passes run side by side), each a regular activity that heartbeats. */
+/**
+ * Migration pages are regular activities that heartbeat. Up to 16 at a time per worker: the roles, logins and MFA
+ * passes run side by side, each in Migration:Parallelism partitions (4 by default), beside the small passes.
+ */
+export const MIGRATION_PAGES_AT_ONCE = 16;
+
 export async function createMigrationWorker({ connection, namespace, taskQueue, dependencies, workflowBundle }: Omit<WorkerOptions, 'dependencies'> & { dependencies: MigrationDependencies }): Promise<Worker> {
   return Worker.create({
     connection,
@@ -48,6 +53,6 @@ export async function createMigrationWorker({ connection, namespace, taskQueue, 
     taskQueue,
     activities: createMigrationActivities(dependencies),
     ...workflowSource(workflowBundle),
-    maxConcurrentActivityTaskExecutions: 4,
+    maxConcurrentActivityTaskExecutions: MIGRATION_PAGES_AT_ONCE,
   });
 }

@@ -1,6 +1,6 @@
 import { continueAsNew, executeChild, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { MigrationActivities } from '../activities/migration';
-import { PASSES, type MigrationOptions, type PassName } from '../activities/migration/types';
+import { PASSES, USER_KEYED_PASSES, userCursor, type MigrationOptions, type PassName, type UserPartition } from '../activities/migration/types';
 import type { SourceValidation } from '../activities/migration/validation';
 
 const markers = proxyActivities<MigrationActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 10 } });
@@ -48,25 +48,69 @@ function rootMessage(error: unknown): string {
 
 export const migrationWorkflowId = (version: string) => `migration-${version}`;
 
-/** One pass: keyset pages, one activity each, until the source is exhausted. Returns counts and warnings, never rows. */
-export async function migrationPass(input: { pass: PassName; options: MigrationOptions; cursor?: string | null; report?: PassReport }): Promise<PassReport> {
-  const report: PassReport = input.report ?? { pass: input.pass, read: 0, created: 0, updated: 0, skipped: 0, warnings: [], moreWarnings: 0, pages: 0, seconds: 0 };
+const ONE_PARTITION: UserPartition[] = [{ after: null, until: null }];
+
+interface PassInput {
+  pass: PassName;
+  options: MigrationOptions;
+  /** Key ranges of a user-keyed pass; one open range for every other pass. */
+  partitions: UserPartition[];
+  /** The partition this workflow pages through; absent on a pass of several partitions, which runs one child each. */
+  partition?: number;
+  cursor?: string | null;
+  report?: PassReport;
+}
+
+const emptyReport = (pass: PassName): PassReport => ({ pass, read: 0, created: 0, updated: 0, skipped: 0, warnings: [], moreWarnings: 0, pages: 0, seconds: 0 });
+
+function addWarnings(report: PassReport, warnings: string[], more: number): void {
+  const room = Math.max(0, WARNINGS_KEPT - report.warnings.length);
+  report.warnings.push(...warnings.slice(0, room));
+  report.moreWarnings += more + Math.max(0, warnings.length - room);
+}
+
+const elapsed = (since: number, before = 0) => Math.round((before + (Date.now() - since) / 1000) * 100) / 100;
+
+/**
+ * One pass (`migration-{Version}-{pass}`): keyset pages, one activity each, until the source is exhausted. A pass of
+ * several partitions runs each as a child (`…-{pass}-part-{n}`) and adds up their reports. Returns counts and
+ * warnings, never rows.
+ */
+export async function migrationPass(input: PassInput): Promise<PassReport> {
   const started = Date.now();
-  let cursor = input.cursor ?? null;
+  if (input.partition === undefined && input.partitions.length > 1) {
+    const parts = await Promise.all(
+      input.partitions.map((_, partition) => executeChild(migrationPass, { workflowId: `${workflowInfo().workflowId}-part-${partition + 1}`, args: [{ ...input, partition }] })),
+    );
+    const report = emptyReport(input.pass);
+    for (const part of parts) {
+      for (const key of ['read', 'created', 'updated', 'skipped', 'pages'] as const) report[key] += part[key];
+      addWarnings(report, part.warnings, part.moreWarnings);
+    }
+    return { ...report, seconds: elapsed(started) };
+  }
+
+  const partition = input.partition ?? 0;
+  const { after, until } = input.partitions[partition];
+  const report = input.report ?? emptyReport(input.pass);
+  let cursor = input.cursor === undefined ? userCursor(after) : input.cursor;
   for (let pagesThisRun = 0; ; pagesThisRun++) {
     if (pagesThisRun === PAGES_PER_RUN) {
-      await continueAsNew<typeof migrationPass>({ ...input, cursor, report: { ...report, seconds: report.seconds + (Date.now() - started) / 1000 } });
+      await continueAsNew<typeof migrationPass>({ ...input, cursor, report: { ...report, seconds: elapsed(started, report.seconds) } });
     }
-    const page = await pages.runPassPage({ pass: input.pass, options: input.options, cursor, totals: { read: report.read, created: report.created, updated: report.updated, skipped: report.skipped } });
-    report.read += page.read;
-    report.created += page.created;
-    report.updated += page.updated;
-    report.skipped += page.skipped;
+    const page = await pages.runPassPage({
+      pass: input.pass,
+      options: input.options,
+      cursor,
+      until,
+      partition,
+      partitions: input.partitions.length,
+      totals: { read: report.read, created: report.created, updated: report.updated, skipped: report.skipped },
+    });
+    for (const key of ['read', 'created', 'updated', 'skipped'] as const) report[key] += page[key];
     report.pages++;
-    const room = WARNINGS_KEPT - report.warnings.length;
-    report.warnings.push(...page.warnings.slice(0, Math.max(0, room)));
-    report.moreWarnings += Math.max(0, page.warnings.length - Math.max(0, room));
-    if (page.next === null) return { ...report, seconds: Math.round((report.seconds + (Date.now() - started) / 1000) * 100) / 100 };
+    addWarnings(report, page.warnings, 0);
+    if (page.next === null) return { ...report, seconds: elapsed(started, report.seconds) };
     cursor = page.next;
   }
 }
@@ -82,8 +126,10 @@ export async function migrationRun(input: { options: MigrationOptions }): Promis
   if (!begin.proceed) return { ...report, state: 'Skipped', reason: begin.reason };
   try {
     if (options.dryRun) report.validation = await markers.validateSource();
+    const partitions = await markers.planUserPartitions({ partitions: options.parallelism, pageSize: options.pageSize });
     const runPass = async (pass: PassName) => {
-      report.passes.push(await executeChild(migrationPass, { workflowId: `${workflowInfo().workflowId}-${pass}`, args: [{ pass, options }] }));
+      const args = { pass, options, partitions: USER_KEYED_PASSES.has(pass) ? partitions : ONE_PARTITION };
+      report.passes.push(await executeChild(migrationPass, { workflowId: `${workflowInfo().workflowId}-${pass}`, args: [args] }));
     };
     const chain = async (...passes: PassName[]) => {
       for (const pass of passes) await runPass(pass);

@@ -4,10 +4,11 @@ import type { SourceDatabase } from '../../source/schema';
 import type { Db } from '../../store/database';
 import { findMarker, recordPassProgress, writeFinishedMarker, writeStartedMarker } from '../../store/migration-markers';
 import { clientsPass, scopesPass } from './passes/configuration';
-import { loginsPass, mfaPass, rolesPass, userRolesPass } from './passes/identity';
+import { rolesPass } from './passes/roles';
+import { loginsPass, mfaPass, userRolesPass } from './passes/user-children';
 import { oidcProvidersPass, refreshTokensPass, samlProvidersPass } from './passes/providers';
 import { usersPass } from './passes/users';
-import type { MigrationOptions, PageResult, Pass, PassName } from './types';
+import type { MigrationOptions, PageResult, Pass, PassName, UserPartition } from './types';
 import { validateSource, type SourceValidation } from './validation';
 
 export interface MigrationDependencies {
@@ -51,13 +52,29 @@ export function createMigrationActivities({ target, source, dataProtectionKey }:
       return validateSource(requireSource());
     },
 
-    /** One keyset page of one pass; progress goes to the marker so the status endpoint can show it. */
-    async runPassPage(input: { pass: PassName; options: MigrationOptions; cursor: string | null; totals: Record<string, number> }): Promise<PageResult> {
+    /**
+     * Splits the source users into up to `partitions` key ranges of about equal size, so the user-keyed passes can page
+     * through them side by side. Fewer when the source is small: a partition is worth at least a page.
+     */
+    async planUserPartitions(input: { partitions: number; pageSize: number }): Promise<UserPartition[]> {
+      const db = requireSource();
+      const { users } = await db.selectFrom('AspNetUsers').select((eb) => eb.fn.countAll<number>().as('users')).executeTakeFirstOrThrow();
+      const count = Math.min(input.partitions, Math.ceil(Number(users) / input.pageSize));
+      const bounds: Array<string | null> = [null];
+      for (let i = 1; i < count; i++) {
+        const at = Math.floor((i * Number(users)) / count) - 1;
+        const row = await db.selectFrom('AspNetUsers').select('Id').orderBy('Id').offset(at).fetch(1).executeTakeFirst();
+        if (row) bounds.push(row.Id);
+      }
+      return bounds.map((after, i) => ({ after, until: bounds[i + 1] ?? null }));
+    },
+
+    /** One keyset page of one partition of a pass; progress goes to the marker so the status endpoint can show it. */
+    async runPassPage(input: { pass: PassName; options: MigrationOptions; cursor: string | null; until: string | null; partition: number; partitions: number; totals: Record<string, number> }): Promise<PageResult> {
       Context.current().heartbeat(input.cursor);
-      const page = await PASS_IMPLEMENTATIONS[input.pass]({ source: requireSource(), target, options: input.options, dataProtectionKey }, input.cursor);
-      const totals = { ...input.totals };
-      for (const key of ['read', 'created', 'updated', 'skipped'] as const) totals[key] = (totals[key] ?? 0) + page[key];
-      await recordPassProgress(target, input.options.version, input.pass, totals, page.next === null);
+      const page = await PASS_IMPLEMENTATIONS[input.pass]({ source: requireSource(), target, options: input.options, dataProtectionKey }, input.cursor, input.until);
+      const sum = (key: 'read' | 'created' | 'updated' | 'skipped') => (input.totals[key] ?? 0) + page[key];
+      await recordPassProgress(target, input.options.version, input, { read: sum('read'), created: sum('created'), updated: sum('updated'), skipped: sum('skipped'), done: page.next === null });
       for (const warning of page.warnings.slice(0, 5)) log.warn(`migration ${input.pass}: ${warning}`);
       return page;
     },

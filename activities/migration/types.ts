@@ -11,6 +11,8 @@ export interface MigrationOptions {
   migrateRefreshTokens: boolean;
   sourceGrantKeysAreUnhashed: boolean;
   pageSize: number;
+  /** Key-range partitions of the user-keyed passes that run side by side. */
+  parallelism: number;
 }
 
 export const PASSES = ['roles', 'users', 'user-roles', 'logins', 'mfa', 'scopes', 'clients', 'saml-providers', 'oidc-providers', 'refresh-tokens'] as const;
@@ -38,7 +40,29 @@ export interface PassContext {
   dataProtectionKey?: Buffer;
 }
 
-export type Pass = (ctx: PassContext, cursor: string | null) => Promise<PageResult>;
+/**
+ * One page of a pass. `until` is the inclusive upper key of the partition the page belongs to: only the user-keyed
+ * passes are partitioned (see USER_KEYED_PASSES); the others run as one partition and ignore it.
+ */
+export type Pass = (ctx: PassContext, cursor: string | null, until: string | null) => Promise<PageResult>;
+
+/** A key range of source users, (after, until]; null ends are open. Boundaries are user ids, never secrets. */
+export interface UserPartition {
+  after: string | null;
+  until: string | null;
+}
+
+/**
+ * SQL Server takes at most 2,100 parameters in a statement: a pass that reads child rows through an IN list of a
+ * page's keys pages at most this many, whatever Migration:PageSize says.
+ */
+export const IN_LIST_LIMIT = 2000;
+
+/** The cursor of a user-keyed pass: the last user id of the previous page. */
+export const userCursor = (id: string | null): string | null => (id === null ? null : JSON.stringify(id));
+
+/** Passes that page through source users and can therefore run as several key-range partitions side by side. */
+export const USER_KEYED_PASSES: ReadonlySet<PassName> = new Set(['users', 'user-roles', 'logins', 'mfa']);
 
 export const emptyPage = (): PageResult => ({ read: 0, created: 0, updated: 0, skipped: 0, warnings: [], next: null });
 

@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import type { AppConfig } from '../../config/schema';
 import type { Db } from '../../store/database';
-import { findMarker } from '../../store/migration-markers';
+import { findMarker, passProgress } from '../../store/migration-markers';
 import { identityAdminCheck } from '../auth/identity-admin';
 
 /** GET /admin/migration/status: progress and report of the configured version. A refusal looks exactly like "not mapped". */
@@ -13,7 +13,7 @@ export function migrationStatusRouter({ config, db }: { config: AppConfig; db: D
     const version = config.Migration.Version;
     const marker = await findMarker(db, version);
     if (!marker) return res.json({ version, state: 'NotStarted', enabled: config.Migration.Enabled });
-    const passes = (marker.progress as { passes?: Record<string, { done?: boolean }> }).passes ?? {};
+    const passes = passProgress(marker.progress);
     res.json({
       version,
       state: marker.state,
@@ -21,7 +21,7 @@ export function migrationStatusRouter({ config, db }: { config: AppConfig; db: D
       dryRun: marker.dry_run,
       startedAt: marker.started_at,
       finishedAt: marker.finished_at,
-      progress: marker.progress,
+      progress: { passes },
       report: marker.report,
     });
   });

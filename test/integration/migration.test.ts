@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { Client as PgClient } from 'pg';
-import { base32Decode } from '../../activities/migration/passes/identity';
+import { base32Decode } from '../../activities/migration/passes/user-children';
 import type { MigrationOptions } from '../../activities/migration/types';
 import { migrationOptions, startOrAttachMigration } from '../../infra/migration-control';
 import { verifyAnyPassword } from '../../passwords/formats';
@@ -88,9 +88,10 @@ describe('a real run copies every pass of the mapping table', () => {
     }
   });
 
-  test('logins, roles and role assignments are copied; rows of skipped users are skipped with a warning', async () => {
+  test('logins, roles and role assignments are copied for the users the run created; a skipped user brings none', async () => {
     expect(await countOf('user_logins')).toBe(USERS / 4 - 2);
-    expect(pass(report, 'logins').warnings.join('\n')).toMatch(/user-00000500/);
+    expect(pass(report, 'logins')).toMatchObject({ read: USERS / 4 - 2, created: USERS / 4 - 2 });
+    expect(await h.context.db.selectFrom('user_logins').select('user_id').where('user_id', '=', 'user-00000500').execute()).toEqual([]);
     expect((await h.context.db.selectFrom('roles').select('name').orderBy('name').execute()).map((r) => r.name)).toEqual(['Admin', 'Auditor', 'User']);
     expect(await countOf('user_roles')).toBe(USERS - 2);
   });
@@ -178,6 +179,18 @@ describe('a real run copies every pass of the mapping table', () => {
     expect(pass(upsert, 'users').updated).toBe(USERS - 2 + 2 + 1);
     expect((await h.context.db.selectFrom('users').select('first_name').where('id', '=', 'user-00000002').executeTakeFirstOrThrow()).first_name).toBe('Renamed');
   }, 120_000);
+
+  test('deleting a migrated user through the admin API deletes its logins, role links and MFA credentials', async () => {
+    const id = 'user-00000020';
+    const children = () =>
+      Promise.all((['user_logins', 'user_roles', 'mfa_credentials'] as const).map(async (table) => (await h.context.db.selectFrom(table).select('user_id').where('user_id', '=', id).execute()).length));
+    const [logins, roles, mfa] = await children();
+    expect(logins).toBeGreaterThan(0);
+    expect(roles).toBeGreaterThan(0);
+    expect(mfa).toBeGreaterThan(0);
+    expect((await h.admin('DELETE', `/api/v1/profile/${id}`)).status).toBe(204);
+    expect(await children()).toEqual([0, 0, 0]);
+  });
 
   test('refresh tokens are copied when MigrateRefreshTokens and SourceGrantKeysAreUnhashed are both true', async () => {
     const withGrants = await run({ version: 'v5', migrateRefreshTokens: true, sourceGrantKeysAreUnhashed: true });

@@ -1,5 +1,6 @@
 import { clientsPass, scopesPass } from '../../activities/migration/passes/configuration';
-import { loginsPass, mfaPass, rolesPass, userRolesPass } from '../../activities/migration/passes/identity';
+import { rolesPass } from '../../activities/migration/passes/roles';
+import { loginsPass, mfaPass, userRolesPass } from '../../activities/migration/passes/user-children';
 import { oidcProvidersPass, refreshTokensPass, samlProvidersPass } from '../../activities/migration/passes/providers';
 import { usersPass } from '../../activities/migration/passes/users';
 import type { MigrationOptions, Pass } from '../../activities/migration/types';
@@ -10,7 +11,7 @@ import type { Db } from '../../store/database';
 import { recordingMssql } from '../support/recording-dialect';
 
 const options: MigrationOptions = {
-  version: 't', dryRun: true, usersMode: 'CreateOnly', migrateClients: true, migrateRefreshTokens: true, sourceGrantKeysAreUnhashed: true, pageSize: 500,
+  version: 't', dryRun: true, usersMode: 'CreateOnly', migrateClients: true, migrateRefreshTokens: true, sourceGrantKeysAreUnhashed: true, pageSize: 500, parallelism: 1,
 };
 
 // No SQL Server runs here: these check the T-SQL kysely compiles for every source query of every pass.
@@ -21,8 +22,9 @@ describe('source queries compile to valid SQL Server SQL', () => {
   };
 
   test.each(Object.keys(passes))('%s: keyset pages use OFFSET … FETCH NEXT, never LIMIT', async (name) => {
-    const { db, queries } = recordingMssql<SourceDatabase>();
-    await passes[name]({ source: db, target: undefined as unknown as Db, options }, null);
+    // A page of users, so the user-keyed passes go on to read their child rows.
+    const { db, queries } = recordingMssql<SourceDatabase>((q) => (q.sql.includes('from "AspNetUsers"') ? [{ Id: 'user-1' }] : []));
+    await passes[name]({ source: db, target: undefined as unknown as Db, options }, null, null);
     expect(queries.length).toBeGreaterThan(0);
     for (const q of queries) {
       expect(q.sql).not.toMatch(/\blimit\b/i);
@@ -32,17 +34,21 @@ describe('source queries compile to valid SQL Server SQL', () => {
     }
   });
 
-  test('the users page reads exactly the columns it needs, after the cursor', async () => {
-    const { db, queries } = recordingMssql<SourceDatabase>();
-    await usersPass({ source: db, target: undefined as unknown as Db, options }, JSON.stringify('user-00000042'));
-    expect(queries[0].sql).toBe('select "Id", "UserName", "Email", "PasswordHash" from "AspNetUsers" where "Id" > @1 order by "Id" offset @2 rows fetch next @3 rows only');
-    expect(queries[0].parameters).toEqual(['user-00000042', 0, 500]);
+  test('the users page reads the ids of its partition after the cursor, then exactly the columns it needs up to its last id', async () => {
+    const { db, queries } = recordingMssql<SourceDatabase>((q) => (q.sql.startsWith('select "Id" from "AspNetUsers"') ? [{ Id: 'user-00000043' }, { Id: 'user-00000050' }] : []));
+    await usersPass({ source: db, target: undefined as unknown as Db, options }, JSON.stringify('user-00000042'), 'user-00000500');
+    expect(queries[0].sql).toBe('select "Id" from "AspNetUsers" where "Id" > @1 and "Id" <= @2 order by "Id" offset @3 rows fetch next @4 rows only');
+    expect(queries[0].parameters).toEqual(['user-00000042', 'user-00000500', 0, 500]);
+    expect(queries[1].sql).toBe('select "Id", "UserName", "Email", "PasswordHash" from "AspNetUsers" where "Id" > @1 and "Id" <= @2 order by "Id" offset @3 rows fetch next @4 rows only');
+    expect(queries[1].parameters).toEqual(['user-00000042', 'user-00000050', 0, 500]);
   });
 
-  test('the composite keyset of logins continues after (LoginProvider, ProviderKey)', async () => {
-    const { db, queries } = recordingMssql<SourceDatabase>();
-    await loginsPass({ source: db, target: undefined as unknown as Db, options }, JSON.stringify(['Google', 'g-8']));
-    expect(queries[0].sql).toContain('where "LoginProvider" >= @1 and ("LoginProvider" > @2 or "ProviderKey" > @3)');
+  test("a page's child rows are read by a UserId range: after the cursor, up to the page's last user", async () => {
+    const { db, queries } = recordingMssql<SourceDatabase>((q) => (q.sql.includes('from "AspNetUsers"') ? [{ Id: 'user-00000043' }, { Id: 'user-00000050' }] : []));
+    await loginsPass({ source: db, target: undefined as unknown as Db, options }, JSON.stringify('user-00000042'), null);
+    expect(queries[0].sql).toBe('select "Id" from "AspNetUsers" where "Id" > @1 order by "Id" offset @2 rows fetch next @3 rows only');
+    expect(queries[1].sql).toBe('select "LoginProvider", "ProviderKey", "ProviderDisplayName", "UserId" from "AspNetUserLogins" where "UserId" > @1 and "UserId" <= @2');
+    expect(queries[1].parameters).toEqual(['user-00000042', 'user-00000050']);
   });
 
   test('validation reads INFORMATION_SCHEMA and groups duplicate e-mails', async () => {

@@ -1,5 +1,5 @@
 import { identifierProblem, uuidV5 } from '../identifiers';
-import { emptyPage, type Pass, type PageResult } from '../types';
+import { emptyPage, IN_LIST_LIMIT, type Pass, type PageResult } from '../types';
 
 /** Duende stores shared secrets as base64 digests; the digest length says which one. */
 export function tagSecret(value: string): string | undefined {
@@ -75,13 +75,14 @@ export const clientsPass: Pass = async ({ source, target, options }, cursorText)
     page.warnings.push('MigrateClients is false: clients were not migrated');
     return page;
   }
+  const pageSize = Math.min(options.pageSize, IN_LIST_LIMIT);
   const cursor: ClientCursor = cursorText ? JSON.parse(cursorText) : { phase: 'clients', after: 0 };
   const clients: Array<{ clientId: string; row: Record<string, unknown>; secrets: ReturnType<typeof secretsFor> }> = [];
 
   if (cursor.phase === 'clients') {
-    const rows = await source.selectFrom('Clients').selectAll().where('Id', '>', cursor.after).orderBy('Id').offset(0).fetch(options.pageSize).execute();
+    const rows = await source.selectFrom('Clients').selectAll().where('Id', '>', cursor.after).orderBy('Id').offset(0).fetch(pageSize).execute();
     page.read = rows.length;
-    page.next = JSON.stringify(rows.length === options.pageSize ? { phase: 'clients', after: rows[rows.length - 1].Id } : { phase: 'resources', after: 0 });
+    page.next = JSON.stringify(rows.length === pageSize ? { phase: 'clients', after: rows[rows.length - 1].Id } : { phase: 'resources', after: 0 });
     if (rows.length > 0) {
       const ids = rows.map((r) => r.Id);
       const [secrets, scopes, redirects, logoutRedirects, grantTypes, origins, claims] = await Promise.all([
@@ -121,9 +122,9 @@ export const clientsPass: Pass = async ({ source, target, options }, cursorText)
       }
     }
   } else {
-    const resources = await source.selectFrom('ApiResources').select(['Id', 'Name', 'DisplayName', 'Enabled']).where('Id', '>', cursor.after).orderBy('Id').offset(0).fetch(options.pageSize).execute();
+    const resources = await source.selectFrom('ApiResources').select(['Id', 'Name', 'DisplayName', 'Enabled']).where('Id', '>', cursor.after).orderBy('Id').offset(0).fetch(pageSize).execute();
     page.read = resources.length;
-    page.next = resources.length === options.pageSize ? JSON.stringify({ phase: 'resources', after: resources[resources.length - 1].Id }) : null;
+    page.next = resources.length === pageSize ? JSON.stringify({ phase: 'resources', after: resources[resources.length - 1].Id }) : null;
     if (resources.length > 0) {
       const ids = resources.map((r) => r.Id);
       const [scopes, secrets] = await Promise.all([

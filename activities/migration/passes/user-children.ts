@@ -1,0 +1,164 @@
+import { createHmac } from 'node:crypto';
+import { sql } from 'kysely';
+import { protectSecret } from '../../../security/data-protection';
+import { jsonRows } from '../../../store/json-rows';
+import { normalize } from '../../../store/users';
+import { uuidV5 } from '../identifiers';
+import { emptyPage, type PageResult, type Pass, type PassContext } from '../types';
+import { nextUserCursor, ofUserPage, parseUserCursor, readUserIds } from '../user-pages';
+
+const anyOf = (values: string[]) => sql<string>`any(${values})`;
+const keyOf = (...parts: Array<string | null>) => parts.join('\u0000');
+
+/** The target users of a page this run writes child rows for: all that exist under Upsert, only its own under CreateOnly. */
+function writableUsers(ctx: PassContext, ids: string[]) {
+  const users = ctx.target.selectFrom('users as u').where('u.id', '=', anyOf(ids));
+  return ctx.options.usersMode === 'CreateOnly' ? users.where('u.migration_version', '=', ctx.options.version) : users;
+}
+
+/**
+ * One page of a child pass (user-roles, logins, MFA), over a page of source users:
+ * 1. `held`: the users of the page this run writes for, joined to the child rows they hold already. Under CreateOnly
+ *    a user that existed before the run is left as it is, children included (after cutover its roles, logins and
+ *    MFA are the service's), so a page of such users ends here, before reading the source: an unchanged re-run
+ *    costs two index reads per page. Users the run skipped are reported by the users pass.
+ * 2. the page's child rows from the source, by UserId range, of which those of the users in `held` count as read.
+ */
+async function childPage<C extends { UserId: string }, H extends { id: string }>(
+  ctx: PassContext,
+  cursor: string | null,
+  until: string | null,
+  steps: { held: (ids: string[]) => Promise<H[]>; children: (after: string | null, last: string) => Promise<C[]> },
+) {
+  const after = parseUserCursor(cursor);
+  const ids = await readUserIds(ctx.source, { after, until }, ctx.options.pageSize);
+  const page = { ...emptyPage(), next: nextUserCursor(ids, ctx.options.pageSize) };
+  if (ids.length === 0) return { page, children: [] as C[], held: [] as H[] };
+  const last = ids[ids.length - 1];
+  if (ctx.options.dryRun) {
+    page.read = (await steps.children(after, last)).length;
+    return { page, children: [] as C[], held: [] as H[] };
+  }
+  const held = await steps.held(ids);
+  if (held.length === 0) return { page, children: [] as C[], held };
+  const users = new Set(held.map((h) => h.id));
+  const children = (await steps.children(after, last)).filter((c) => users.has(c.UserId));
+  page.read = children.length;
+  return { page, children, held };
+}
+
+async function insertedCount(query: { executeTakeFirst(): Promise<{ numInsertedOrUpdatedRows?: bigint } | undefined> }): Promise<number> {
+  return Number((await query.executeTakeFirst())?.numInsertedOrUpdatedRows ?? 0);
+}
+
+function count(page: PageResult, attempted: number, written: number): void {
+  page.created += written;
+  page.skipped += attempted - written;
+}
+
+/** AspNetUserRoles → user_roles through a role id → name map, so a source role that matched an existing role by name still resolves. */
+export const userRolesPass: Pass = async (ctx, cursor, until) => {
+  const { page, children: links, held } = await childPage(ctx, cursor, until, {
+    held: (ids) => writableUsers(ctx, ids).leftJoin('user_roles as r', 'r.user_id', 'u.id').select(['u.id', 'r.role_id']).execute(),
+    children: (after, last) => ofUserPage(ctx.source.selectFrom('AspNetUserRoles').select(['UserId', 'RoleId']), after, last).execute(),
+  });
+  if (links.length === 0) return page;
+  const sourceRoles = await ctx.source.selectFrom('AspNetRoles').select(['Id', 'Name']).where('Id', 'in', [...new Set(links.map((l) => l.RoleId))]).execute();
+  const nameById = new Map(sourceRoles.map((r) => [r.Id, r.Name ? normalize(r.Name) : undefined]));
+  const names = [...new Set([...nameById.values()].filter((n): n is string => !!n))];
+  const targetRoles = names.length ? await ctx.target.selectFrom('roles').select(['id', 'normalized_name']).where('normalized_name', 'in', names).execute() : [];
+  const roleIdByName = new Map(targetRoles.map((r) => [r.normalized_name, r.id]));
+  const present = new Set(held.map((h) => keyOf(h.id, h.role_id)));
+  const rows: Array<{ user_id: string; role_id: string }> = [];
+  for (const link of links) {
+    const roleId = roleIdByName.get(nameById.get(link.RoleId) ?? '');
+    if (roleId && present.has(keyOf(link.UserId, roleId))) page.skipped++;
+    else if (!roleId) {
+      page.skipped++;
+      page.warnings.push(`role assignment ${link.UserId} → ${link.RoleId} skipped: the role was not migrated`);
+    } else rows.push({ user_id: link.UserId, role_id: roleId });
+  }
+  if (rows.length === 0) return page;
+  const columns = ['user_id', 'role_id'] as const;
+  count(page, rows.length, await insertedCount(ctx.target.insertInto('user_roles').columns(columns).expression(jsonRows('user_roles', columns, rows)).onConflict((oc) => oc.doNothing())));
+  return page;
+};
+
+/** AspNetUserLogins → user_logins; a login that exists already (the spec's 409) is skipped, not an error. */
+export const loginsPass: Pass = async (ctx, cursor, until) => {
+  const { page, children: logins, held } = await childPage(ctx, cursor, until, {
+    held: (ids) => writableUsers(ctx, ids).leftJoin('user_logins as l', 'l.user_id', 'u.id').select(['u.id', 'l.login_provider', 'l.provider_key']).execute(),
+    children: (after, last) => ofUserPage(ctx.source.selectFrom('AspNetUserLogins').select(['LoginProvider', 'ProviderKey', 'ProviderDisplayName', 'UserId']), after, last).execute(),
+  });
+  const present = new Set(held.map((h) => keyOf(h.login_provider, h.provider_key)));
+  const rows: Array<{ login_provider: string; provider_key: string; provider_display_name: string | null; user_id: string }> = [];
+  for (const l of logins) {
+    if (present.has(keyOf(l.LoginProvider, l.ProviderKey))) page.skipped++;
+    else rows.push({ login_provider: l.LoginProvider, provider_key: l.ProviderKey, provider_display_name: l.ProviderDisplayName, user_id: l.UserId });
+  }
+  if (rows.length === 0) return page;
+  const columns = ['login_provider', 'provider_key', 'provider_display_name', 'user_id'] as const;
+  count(page, rows.length, await insertedCount(ctx.target.insertInto('user_logins').columns(columns).expression(jsonRows('user_logins', columns, rows)).onConflict((oc) => oc.doNothing())));
+  return page;
+};
+
+const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
+
+export function base32Decode(value: string): Buffer {
+  const clean = value.toUpperCase().replace(/[\s=-]/g, '');
+  let bits = 0;
+  let buffer = 0;
+  const out: number[] = [];
+  for (const char of clean) {
+    const index = BASE32.indexOf(char);
+    if (index < 0) throw new Error('not base32');
+    buffer = (buffer << 5) | index;
+    bits += 5;
+    if (bits >= 8) {
+      out.push((buffer >> (bits - 8)) & 0xff);
+      bits -= 8;
+    }
+  }
+  return Buffer.from(out);
+}
+
+const AUTHENTICATOR_STORE = '[AspNetUserStore]';
+
+/** AspNetUserTokens (AuthenticatorKey, RecoveryCodes) → mfa_credentials with deterministic ids; users who already have MFA are skipped. */
+export const mfaPass: Pass = async (ctx, cursor, until) => {
+  const key = ctx.dataProtectionKey;
+  if (!key && !ctx.options.dryRun) throw new Error('DataProtection:Key is required to migrate MFA credentials (32 bytes, base64)');
+  const { page, children: tokens, held } = await childPage(ctx, cursor, until, {
+    held: (ids) => writableUsers(ctx, ids).leftJoin('mfa_credentials as m', 'm.user_id', 'u.id').select(['u.id', 'm.label']).execute(),
+    children: (after, last) =>
+      ofUserPage(ctx.source.selectFrom('AspNetUserTokens').select(['UserId', 'Name', 'Value']).where('LoginProvider', '=', AUTHENTICATOR_STORE).where('Name', 'in', ['AuthenticatorKey', 'RecoveryCodes']), after, last).execute(),
+  });
+  // Any MFA the user holds, its own or migrated earlier (deterministic ids), means the user is skipped.
+  const enrolled = new Set(held.filter((h) => h.label !== null).map((h) => h.id));
+  const rows: Array<{ id: string; user_id: string; kind: 'totp' | 'recovery-code'; label: string; secret: string }> = [];
+  for (const token of tokens) {
+    if (enrolled.has(token.UserId) || !token.Value) {
+      page.skipped++;
+      continue;
+    }
+    if (token.Name === 'AuthenticatorKey') {
+      try {
+        rows.push({ id: uuidV5(`${token.UserId}:source-totp`), user_id: token.UserId, kind: 'totp', label: 'source-totp', secret: protectSecret(base32Decode(token.Value), key!) });
+      } catch {
+        page.skipped++;
+        page.warnings.push(`authenticator key of user ${token.UserId} is not base32 and was skipped`);
+      }
+    } else {
+      token.Value.split(';').map((c) => c.trim()).filter(Boolean).forEach((code, index) => {
+        const label = `source-rc-${index + 1}`;
+        rows.push({ id: uuidV5(`${token.UserId}:${label}`), user_id: token.UserId, kind: 'recovery-code', label, secret: createHmac('sha256', key!).update(code).digest('base64') });
+      });
+    }
+  }
+  if (rows.length === 0) return page;
+  const columns = ['id', 'user_id', 'kind', 'label', 'secret'] as const;
+  const written = await insertedCount(ctx.target.insertInto('mfa_credentials').columns(columns).expression(jsonRows('mfa_credentials', columns, rows)).onConflict((oc) => oc.doNothing()));
+  page.created += written;
+  page.skipped += rows.length - written;
+  return page;
+};

@@ -1,0 +1,159 @@
+import { sql, type Kysely } from 'kysely';
+import type { SourceDatabase } from '../../../source/schema';
+import type { Db } from '../../../store/database';
+import { jsonRows } from '../../../store/json-rows';
+import type { NewUserRow } from '../../../store/schema';
+import type { PageResult } from '../types';
+
+const USER_COLUMNS = [
+  'id',
+  'email',
+  'normalized_email',
+  'user_name',
+  'normalized_user_name',
+  'first_name',
+  'last_name',
+  'company_name',
+  'organization_id',
+  'custom_attributes',
+  'password_hash',
+  'password_format',
+  'migration_version',
+] as const satisfies ReadonlyArray<keyof NewUserRow>;
+
+export type MigratedUser = Required<Pick<NewUserRow, Exclude<(typeof USER_COLUMNS)[number], 'custom_attributes'>>> & { custom_attributes: Record<string, string> };
+
+interface WriteContext {
+  source: Kysely<SourceDatabase>;
+  target: Db;
+  version: string;
+}
+
+interface Holder {
+  id: string;
+  email: string;
+  createdByThisRun: boolean;
+}
+
+const anyOf = (values: string[]) => sql<string>`any(${values})`;
+
+/** The other users holding the e-mail addresses and user names of these rows in the target, looked up by key. */
+async function holdersOf({ target, version }: WriteContext, rows: MigratedUser[]): Promise<(row: MigratedUser) => Holder[]> {
+  const taken = await target
+    .selectFrom('users')
+    .select(['id', 'email', 'normalized_email', 'normalized_user_name', 'migration_version'])
+    .where((eb) => eb.or([eb('normalized_email', '=', anyOf(rows.map((r) => r.normalized_email))), eb('normalized_user_name', '=', anyOf(rows.map((r) => r.normalized_user_name)))]))
+    .execute();
+  const holder = (t: (typeof taken)[number]): Holder => ({ id: t.id, email: t.email, createdByThisRun: t.migration_version === version });
+  const byEmail = new Map(taken.map((t) => [t.normalized_email, holder(t)]));
+  const byUserName = new Map(taken.map((t) => [t.normalized_user_name, holder(t)]));
+  return (row) => {
+    const found = [byEmail.get(row.normalized_email), byUserName.get(row.normalized_user_name)].filter((h): h is Holder => h !== undefined && h.id !== row.id);
+    return found.filter((h, i) => found.findIndex((o) => o.id === h.id) === i);
+  };
+}
+
+// A duplicate is skipped with a warning, never merged.
+function skipDuplicate(page: PageResult, user: { id: string; email: string }, holder: string): void {
+  page.skipped++;
+  page.warnings.push(`user ${user.id} skipped: e-mail or user name ${user.email} belongs to user ${holder}`);
+}
+
+/**
+ * Of two source users sharing an e-mail address or user name, the first in the source's key order is migrated. The
+ * partitions of the users pass write side by side, so the later one may have been written first: it is removed
+ * again, which is safe because this very run created it and the roles, logins and MFA passes have not started.
+ * Returns the rows whose holders were removed, to be written now.
+ */
+async function displaceLaterDuplicates(ctx: WriteContext, contested: Array<{ row: MigratedUser; holders: Holder[] }>, page: PageResult): Promise<MigratedUser[]> {
+  if (contested.length === 0) return [];
+  const ids = [...new Set(contested.flatMap(({ row, holders }) => [row.id, ...holders.map((h) => h.id)]))];
+  const sourceOrder = (await ctx.source.selectFrom('AspNetUsers').select('Id').where('Id', 'in', ids).orderBy('Id').execute()).map((u) => u.Id);
+  const rank = (id: string) => sourceOrder.indexOf(id);
+  const winnerOf = new Map<string, MigratedUser>();
+  for (const { row, holders } of contested) {
+    const earlier = holders.find((h) => !h.createdByThisRun || rank(h.id) < rank(row.id));
+    if (earlier) skipDuplicate(page, row, earlier.id);
+    else for (const h of holders) winnerOf.set(h.id, row);
+  }
+  if (winnerOf.size === 0) return [];
+  const removed = await ctx.target.deleteFrom('users').where('id', '=', anyOf([...winnerOf.keys()])).where('migration_version', '=', ctx.version).returning(['id', 'email']).execute();
+  // The removed users were counted as created by their own pages.
+  page.created -= removed.length;
+  for (const user of removed) skipDuplicate(page, user, winnerOf.get(user.id)!.id);
+  return [...new Set(winnerOf.values())];
+}
+
+/** Rounds of displacement before a still-refused row is skipped: each round settles every duplicate seen so far. */
+const DISPLACEMENT_ROUNDS = 3;
+
+/**
+ * CreateOnly: insert, letting every unique key refuse what exists (`on conflict do nothing` also keeps the first of
+ * two page rows sharing an e-mail); only the refused rows, usually none, are looked up.
+ */
+export async function createUsers(ctx: WriteContext, rows: MigratedUser[], page: PageResult): Promise<void> {
+  let pending = rows;
+  for (let round = 1; pending.length > 0; round++) {
+    const inserted = await ctx.target.insertInto('users').columns(USER_COLUMNS).expression(jsonRows('users', USER_COLUMNS, pending)).onConflict((oc) => oc.doNothing()).returning('id').execute();
+    page.created += inserted.length;
+    const insertedIds = new Set(inserted.map((r) => r.id));
+    const refused = pending.filter((row) => !insertedIds.has(row.id));
+    if (refused.length === 0) return;
+    const holdersOfRow = await holdersOf(ctx, refused);
+    const contested: Array<{ row: MigratedUser; holders: Holder[] }> = [];
+    for (const row of refused) {
+      const holders = holdersOfRow(row);
+      // No other holder: the user itself arrived since the existence check (another writer), a plain skip.
+      if (holders.length === 0) page.skipped++;
+      else if (round < DISPLACEMENT_ROUNDS) contested.push({ row, holders });
+      else skipDuplicate(page, row, holders[0].id);
+    }
+    pending = await displaceLaterDuplicates(ctx, contested, page);
+  }
+}
+
+/** Upsert: every duplicate is found first, because `on conflict (id) do update` cannot skip a clash on another key. */
+export async function upsertUsers(ctx: WriteContext, rows: MigratedUser[], page: PageResult): Promise<void> {
+  const holdersOfRow = await holdersOf(ctx, rows);
+  const contested = rows.map((row) => ({ row, holders: holdersOfRow(row) })).filter((c) => c.holders.length > 0);
+  const freed = new Set((await displaceLaterDuplicates(ctx, contested, page)).map((row) => row.id));
+  const blocked = new Set(contested.map((c) => c.row.id).filter((id) => !freed.has(id)));
+  // Within the page, rows come in source key order: the first of two sharing a key wins.
+  const seen = new Map<string, string>();
+  const writable = rows.filter((row) => {
+    if (blocked.has(row.id)) return false;
+    const earlier = seen.get(row.normalized_email) ?? seen.get(row.normalized_user_name);
+    if (earlier) {
+      skipDuplicate(page, row, earlier);
+      return false;
+    }
+    seen.set(row.normalized_email, row.id).set(row.normalized_user_name, row.id);
+    return true;
+  });
+  if (writable.length === 0) return;
+  const written = await ctx.target
+    .insertInto('users')
+    .columns(USER_COLUMNS)
+    .expression(jsonRows('users', USER_COLUMNS, writable))
+    // migration_version stays: it names the run that created the user.
+    .onConflict((oc) =>
+      oc.column('id').doUpdateSet((eb) => ({
+        email: eb.ref('excluded.email'),
+        normalized_email: eb.ref('excluded.normalized_email'),
+        user_name: eb.ref('excluded.user_name'),
+        normalized_user_name: eb.ref('excluded.normalized_user_name'),
+        first_name: eb.ref('excluded.first_name'),
+        last_name: eb.ref('excluded.last_name'),
+        company_name: eb.ref('excluded.company_name'),
+        organization_id: eb.ref('excluded.organization_id'),
+        custom_attributes: eb.ref('excluded.custom_attributes'),
+        password_hash: eb.ref('excluded.password_hash'),
+        password_format: eb.ref('excluded.password_format'),
+        updated_at: new Date(),
+      })),
+    )
+    .returning(sql<boolean>`(xmax = 0)`.as('inserted'))
+    .execute();
+  page.created += written.filter((w) => w.inserted).length;
+  page.updated += written.filter((w) => !w.inserted).length;
+}

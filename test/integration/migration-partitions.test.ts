@@ -1,0 +1,92 @@
+import type { Kysely } from 'kysely';
+import { usersPass } from '../../activities/migration/passes/users';
+import { userRolesPass } from '../../activities/migration/passes/user-children';
+import type { MigrationOptions, PageResult, Pass, PassContext } from '../../activities/migration/types';
+import { userCursor } from '../../activities/migration/types';
+import { connectSource } from '../../source/connection';
+import { createScratchDatabase, generateSource } from '../../source/fixture/generate';
+import type { SourceDatabase } from '../../source/schema';
+import { createDb, migrateToLatest, type Db } from '../../store/database';
+
+// The users pass runs in key-range partitions side by side; these drive its pages directly against real databases,
+// in the order that used to decide the outcome by timing.
+const ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const USERS = 600;
+let sourceDb: Awaited<ReturnType<typeof createScratchDatabase>>;
+let source: Kysely<SourceDatabase>;
+
+beforeAll(async () => {
+  sourceDb = await createScratchDatabase(ADMIN_URL, 'ips_source');
+  await generateSource(sourceDb.url, { users: USERS });
+  source = connectSource(sourceDb.url).db;
+}, 120_000);
+afterAll(async () => {
+  await source?.destroy();
+  await sourceDb?.drop();
+});
+
+const options = (overrides: Partial<MigrationOptions> = {}): MigrationOptions => ({
+  version: 'p1', dryRun: false, usersMode: 'CreateOnly', migrateClients: true, migrateRefreshTokens: false, sourceGrantKeysAreUnhashed: false, pageSize: 100, parallelism: 2,
+  ...overrides,
+});
+
+/** Every page of one partition (after, until], summed. */
+async function runPartition(pass: Pass, ctx: PassContext, after: string | null, until: string | null): Promise<PageResult> {
+  const total: PageResult = { read: 0, created: 0, updated: 0, skipped: 0, warnings: [], next: null };
+  let cursor = userCursor(after);
+  do {
+    const page = await pass(ctx, cursor, until);
+    for (const key of ['read', 'created', 'updated', 'skipped'] as const) total[key] += page[key];
+    total.warnings.push(...page.warnings);
+    cursor = page.next;
+  } while (cursor !== null);
+  return total;
+}
+
+describe('partitions of the users pass', () => {
+  let targetDb: Awaited<ReturnType<typeof createScratchDatabase>>;
+  let target: Db;
+  beforeEach(async () => {
+    targetDb = await createScratchDatabase(ADMIN_URL, 'ips_target');
+    target = createDb(targetDb.url, 2);
+    await migrateToLatest(target);
+  });
+  afterEach(async () => {
+    await target.destroy();
+    await targetDb.drop();
+  });
+
+  // user-00000500 shares the e-mail of user-00000499; the boundary puts them in different partitions.
+  const BOUNDARY = 'user-00000499';
+  const userIds = async () => (await target.selectFrom('users').select('id').where('id', 'in', ['user-00000499', 'user-00000500']).execute()).map((u) => u.id);
+
+  test.each(['CreateOnly', 'Upsert'] as const)('%s: the first of two users sharing an e-mail in source order wins, even when the later partition writes first', async (usersMode) => {
+    const ctx = { source, target, options: options({ usersMode }) };
+    const later = await runPartition(usersPass, ctx, BOUNDARY, null);
+    expect(await userIds()).toEqual(['user-00000500']);
+    const earlier = await runPartition(usersPass, ctx, null, BOUNDARY);
+
+    expect(await userIds()).toEqual(['user-00000499']);
+    expect(later.warnings.join('\n') + earlier.warnings.join('\n')).toContain('user user-00000500 skipped: e-mail or user name user499@example.com belongs to user user-00000499');
+    // Counted once: the displaced user moves from created to skipped.
+    const created = later.created + earlier.created;
+    expect(created).toBe(Number((await target.selectFrom('users').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()).n));
+    expect(later.read + earlier.read).toBe(created + later.skipped + earlier.skipped);
+  });
+
+  test('CreateOnly: roles, logins and MFA are added only for users this run created; earlier users are left as they are', async () => {
+    const first = { source, target, options: options({ version: 'p1' }) };
+    await runPartition(usersPass, first, null, null);
+    await runPartition(userRolesPass, first, null, null);
+    // After cutover the service owns the user: a role removed there must not come back with the next sweep.
+    await target.deleteFrom('user_roles').where('user_id', '=', 'user-00000002').execute();
+
+    const sweep = { source, target, options: options({ version: 'p2' }) };
+    const users = await runPartition(usersPass, sweep, null, null);
+    const roles = await runPartition(userRolesPass, sweep, null, null);
+
+    expect(users.created).toBe(0);
+    expect(roles).toMatchObject({ read: 0, created: 0 });
+    expect(await target.selectFrom('user_roles').select('role_id').where('user_id', '=', 'user-00000002').execute()).toEqual([]);
+  });
+});

@@ -12,7 +12,8 @@ import { createScratchDatabase, generateSource } from '../source/fixture/generat
 import { createMigrationWorker } from '../workers/create-worker';
 
 /**
- * `npm run bench:migration -- --users 1000000 [--page-size 2000] [--parallelism 4]`: the generator fills a source first (not timed);
+ * `npm run bench:migration -- --users 1000000 [--page-size 10000] [--parallelism 4]`: the generator fills a source first (not timed;
+ * `--source <postgres url>` uses an existing source instead, which is left as it is);
  * then a full run, an unchanged-source re-run under a new version, and as the baseline a raw COPY of the same
  * user rows into an empty table. Prints JSON lines.
  */
@@ -41,17 +42,31 @@ async function copyBaseline(sourceUrl: string, targetUrl: string): Promise<numbe
   }
 }
 
+async function countSourceUsers(url: string): Promise<number> {
+  const client = new PgClient({ connectionString: url });
+  await client.connect();
+  try {
+    return Number((await client.query('select count(*) as n from "AspNetUsers"')).rows[0].n);
+  } finally {
+    await client.end();
+  }
+}
+
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const users = arg('users') ?? 100_000;
   const adminUrl = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-  const source = await createScratchDatabase(adminUrl, 'ips_bench_source');
+  const givenSource = process.argv.includes('--source') ? process.argv[process.argv.indexOf('--source') + 1] : undefined;
+  const source = givenSource ? { url: givenSource, drop: async () => {} } : await createScratchDatabase(adminUrl, 'ips_bench_source');
   const target = await createScratchDatabase(adminUrl, 'ips_bench_target');
   const server = await startDevServer({ port: await freePort(), readyTimeoutMs: 120_000 });
   try {
-    const generateStarted = performance.now();
-    await generateSource(source.url, { users });
-    console.error(`bench: generated ${users} source users in ${((performance.now() - generateStarted) / 1000).toFixed(1)} s`);
+    let users = arg('users') ?? 100_000;
+    if (givenSource) users = await countSourceUsers(givenSource);
+    else {
+      const generateStarted = performance.now();
+      await generateSource(source.url, { users });
+      console.error(`bench: generated ${users} source users in ${((performance.now() - generateStarted) / 1000).toFixed(1)} s`);
+    }
 
     const config = parseConfig({
       Temporal: { Address: server.address },

@@ -28,7 +28,7 @@ Options (the Migration section's names; --Migration:Name works too):
   --Source:ConnectionString <SOURCE_CONNECTION_STRING>   SQL Server (Server=…) or PostgreSQL (Host=… or postgres://…)
   --Target:ConnectionString <TARGET_CONNECTION_STRING>   the service's PostgreSQL (default: DATABASE_URL)
   --DryRun true|false   --UsersMode CreateOnly|Upsert   --Version <marker>   --MigrateClients true|false
-  --MigrateRefreshTokens true|false   --SourceGrantKeysAreUnhashed true|false   --PageSize <rows>
+  --MigrateRefreshTokens true|false   --SourceGrantKeysAreUnhashed true|false   --PageSize <users>   --Parallelism <ranges>
 
 Without TEMPORAL_ADDRESS the tool starts its own Temporal dev server and worker; with it, the run is submitted to
 that cluster, whose migration workers need the source connection string in their own configuration.`;

@@ -137,7 +137,12 @@ export async function migrationRun(input: { options: MigrationOptions }): Promis
     // Dependency order: users need nothing, their roles, logins and MFA need users; independent chains run side by side
     // (SAML before OIDC, so the owner of a domain both list is always the same).
     await Promise.all([chain('roles', 'users'), chain('scopes'), chain('clients'), chain('saml-providers', 'oidc-providers'), chain('refresh-tokens')]);
-    await Promise.all([runPass('user-roles'), runPass('logins'), runPass('mfa')]);
+    const childPasses = ['user-roles', 'logins', 'mfa'] as const;
+    // Under CreateOnly these passes work only on the users this run (or an earlier attempt of it) created: when there
+    // are none, as in a sweep of an unchanged source, there is nothing for them to read.
+    if (options.usersMode === 'CreateOnly' && !options.dryRun && !(await markers.anyUserCreatedBy({ version: options.version }))) {
+      report.passes.push(...childPasses.map((pass) => ({ ...emptyReport(pass), warnings: ['no user was created by this run, so no roles, logins or MFA were read'] })));
+    } else await Promise.all(childPasses.map(runPass));
     report.passes.sort((a, b) => PASSES.indexOf(a.pass) - PASSES.indexOf(b.pass));
     await markers.finishRun({ version: options.version, state: 'Completed', report: { ...report } });
     return report;

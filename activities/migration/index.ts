@@ -69,6 +69,10 @@ export function createMigrationActivities({ target, source, dataProtectionKey }:
       return bounds.map((after, i) => ({ after, until: bounds[i + 1] ?? null }));
     },
 
+    async anyUserCreatedBy(input: { version: string }): Promise<boolean> {
+      return (await target.selectFrom('users').select('id').where('migration_version', '=', input.version).limit(1).executeTakeFirst()) !== undefined;
+    },
+
     /** One keyset page of one partition of a pass; progress goes to the marker so the status endpoint can show it. */
     async runPassPage(input: { pass: PassName; options: MigrationOptions; cursor: string | null; until: string | null; partition: number; partitions: number; totals: Record<string, number> }): Promise<PageResult> {
       Context.current().heartbeat(input.cursor);

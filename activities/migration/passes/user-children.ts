@@ -7,14 +7,28 @@ import { uuidV5 } from '../identifiers';
 import { emptyPage, type PageResult, type Pass, type PassContext } from '../types';
 import { nextUserCursor, ofUserPage, parseUserCursor, readUserIds } from '../user-pages';
 
-const anyOf = (values: string[]) => sql<string>`any(${values})`;
 const keyOf = (...parts: Array<string | null>) => parts.join('\u0000');
 
-/** The target users of a page this run writes child rows for: all that exist under Upsert, only its own under CreateOnly. */
+/**
+ * The target users of a page this run writes child rows for: all that exist under Upsert, only its own under
+ * CreateOnly. Each id is its own index probe (a lateral subquery behind `offset 0`): given `id = any(…)` with a page
+ * of 10,000 ids, PostgreSQL estimated the probes dearer than reading the whole table, and at 1M users read all of
+ * `users` for every page.
+ */
 function writableUsers(ctx: PassContext, ids: string[]) {
-  const users = ctx.target.selectFrom('users as u').where('u.id', '=', anyOf(ids));
-  return ctx.options.usersMode === 'CreateOnly' ? users.where('u.migration_version', '=', ctx.options.version) : users;
+  return ctx.target.selectFrom(sql<{ id: string }>`(select unnest(${ids}::text[]) as id)`.as('p')).innerJoinLateral(
+    (eb) => {
+      const user = eb.selectFrom('users').select('users.id').whereRef('users.id', '=', 'p.id');
+      return (ctx.options.usersMode === 'CreateOnly' ? user.where('users.migration_version', '=', ctx.options.version) : user).offset(0).as('u');
+    },
+    (join) => join.onTrue(),
+  );
 }
+
+/*
+ * The `held` queries probe each user's child rows through the child table's index, for the same reason: without
+ * the lateral subquery's `offset 0`, PostgreSQL flattened it into a hash join that read the whole child table.
+ */
 
 /**
  * One page of a child pass (user-roles, logins, MFA), over a page of source users:
@@ -59,7 +73,11 @@ function count(page: PageResult, attempted: number, written: number): void {
 /** AspNetUserRoles → user_roles through a role id → name map, so a source role that matched an existing role by name still resolves. */
 export const userRolesPass: Pass = async (ctx, cursor, until) => {
   const { page, children: links, held } = await childPage(ctx, cursor, until, {
-    held: (ids) => writableUsers(ctx, ids).leftJoin('user_roles as r', 'r.user_id', 'u.id').select(['u.id', 'r.role_id']).execute(),
+    held: (ids) =>
+      writableUsers(ctx, ids)
+        .leftJoinLateral((eb) => eb.selectFrom('user_roles').select('role_id').whereRef('user_roles.user_id', '=', 'u.id').offset(0).as('r'), (join) => join.onTrue())
+        .select(['u.id', 'r.role_id'])
+        .execute(),
     children: (after, last) => ofUserPage(ctx.source.selectFrom('AspNetUserRoles').select(['UserId', 'RoleId']), after, last).execute(),
   });
   if (links.length === 0) return page;
@@ -87,7 +105,11 @@ export const userRolesPass: Pass = async (ctx, cursor, until) => {
 /** AspNetUserLogins → user_logins; a login that exists already (the spec's 409) is skipped, not an error. */
 export const loginsPass: Pass = async (ctx, cursor, until) => {
   const { page, children: logins, held } = await childPage(ctx, cursor, until, {
-    held: (ids) => writableUsers(ctx, ids).leftJoin('user_logins as l', 'l.user_id', 'u.id').select(['u.id', 'l.login_provider', 'l.provider_key']).execute(),
+    held: (ids) =>
+      writableUsers(ctx, ids)
+        .leftJoinLateral((eb) => eb.selectFrom('user_logins').select(['login_provider', 'provider_key']).whereRef('user_logins.user_id', '=', 'u.id').offset(0).as('l'), (join) => join.onTrue())
+        .select(['u.id', 'l.login_provider', 'l.provider_key'])
+        .execute(),
     children: (after, last) => ofUserPage(ctx.source.selectFrom('AspNetUserLogins').select(['LoginProvider', 'ProviderKey', 'ProviderDisplayName', 'UserId']), after, last).execute(),
   });
   const present = new Set(held.map((h) => keyOf(h.login_provider, h.provider_key)));
@@ -129,7 +151,11 @@ export const mfaPass: Pass = async (ctx, cursor, until) => {
   const key = ctx.dataProtectionKey;
   if (!key && !ctx.options.dryRun) throw new Error('DataProtection:Key is required to migrate MFA credentials (32 bytes, base64)');
   const { page, children: tokens, held } = await childPage(ctx, cursor, until, {
-    held: (ids) => writableUsers(ctx, ids).leftJoin('mfa_credentials as m', 'm.user_id', 'u.id').select(['u.id', 'm.label']).execute(),
+    held: (ids) =>
+      writableUsers(ctx, ids)
+        .leftJoinLateral((eb) => eb.selectFrom('mfa_credentials').select('label').whereRef('mfa_credentials.user_id', '=', 'u.id').offset(0).as('m'), (join) => join.onTrue())
+        .select(['u.id', 'm.label'])
+        .execute(),
     children: (after, last) =>
       ofUserPage(ctx.source.selectFrom('AspNetUserTokens').select(['UserId', 'Name', 'Value']).where('LoginProvider', '=', AUTHENTICATOR_STORE).where('Name', 'in', ['AuthenticatorKey', 'RecoveryCodes']), after, last).execute(),
   });

@@ -21,7 +21,8 @@ export const usersPass: Pass = async ({ source, target, options }, cursor, until
   // answers with the missing ids only, which on a re-run is usually none.
   let wanted = new Set(ids);
   if (options.usersMode === 'CreateOnly' && !options.dryRun) {
-    const missing = await sql<{ id: string }>`select u.id from unnest(${ids}::text[]) as u(id) where not exists (select from users where users.id = u.id)`.execute(target);
+    // `offset 0` keeps each id an index probe (see writableUsers in user-children.ts).
+    const missing = await sql<{ id: string }>`select u.id from unnest(${ids}::text[]) as u(id) where not exists (select from users where users.id = u.id offset 0)`.execute(target);
     wanted = new Set(missing.rows.map((r) => r.id));
     page.skipped += ids.length - wanted.size;
     if (wanted.size === 0) return page;

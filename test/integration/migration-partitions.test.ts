@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { usersPass } from '../../activities/migration/passes/users';
-import { userRolesPass } from '../../activities/migration/passes/user-children';
+import { mfaPass, userRolesPass } from '../../activities/migration/passes/user-children';
 import type { MigrationOptions, PageResult, Pass, PassContext } from '../../activities/migration/types';
 import { userCursor } from '../../activities/migration/types';
 import { connectSource } from '../../source/connection';
@@ -88,5 +88,20 @@ describe('partitions of the users pass', () => {
     expect(users.created).toBe(0);
     expect(roles).toMatchObject({ read: 0, created: 0 });
     expect(await target.selectFrom('user_roles').select('role_id').where('user_id', '=', 'user-00000002').execute()).toEqual([]);
+  });
+
+  test('Upsert: a user who enrolled MFA in the service keeps it and gets none from the source; the others get theirs', async () => {
+    const ctx = { source, target, options: options({ usersMode: 'Upsert' }), dataProtectionKey: Buffer.alloc(32, 7) };
+    await runPartition(usersPass, ctx, null, null);
+    await target.insertInto('mfa_credentials').values({ id: 'own-1', user_id: 'user-00000005', kind: 'totp', label: 'authenticator-app', secret: 'x' }).execute();
+
+    const mfa = await runPartition(mfaPass, ctx, null, null);
+
+    const labels = async (userId: string) => (await target.selectFrom('mfa_credentials').select('label').where('user_id', '=', userId).orderBy('label').execute()).map((m) => m.label);
+    expect(await labels('user-00000005')).toEqual(['authenticator-app']);
+    expect(await labels('user-00000010')).toEqual(['source-rc-1', 'source-rc-2', 'source-rc-3', 'source-totp']);
+    // The four source credentials of user 5 are skipped; every other row of the table was created by the pass.
+    expect(mfa.skipped).toBe(4);
+    expect(mfa.created).toBe(Number((await target.selectFrom('mfa_credentials').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()).n) - 1);
   });
 });

@@ -1,64 +1,57 @@
 import { createHmac } from 'node:crypto';
 import { sql } from 'kysely';
 import { protectSecret } from '../../../security/data-protection';
-import { jsonRows } from '../../../store/json-rows';
+import { JSON_ROWS, jsonRows } from '../../../store/json-rows';
 import { normalize } from '../../../store/users';
 import { uuidV5 } from '../identifiers';
 import { emptyPage, type PageResult, type Pass, type PassContext } from '../types';
 import { nextUserCursor, ofUserPage, parseUserCursor, readUserIds } from '../user-pages';
 
-const keyOf = (...parts: Array<string | null>) => parts.join('\u0000');
-
 /**
- * The target users of a page this run writes child rows for: all that exist under Upsert, only its own under
- * CreateOnly. Each id is its own index probe (a lateral subquery behind `offset 0`): given `id = any(…)` with a page
- * of 10,000 ids, PostgreSQL estimated the probes dearer than reading the whole table, and at 1M users read all of
- * `users` for every page.
+ * The users of a page this run writes child rows for: all that exist under Upsert, only its own under CreateOnly.
+ * Each id is its own index probe (a lateral subquery behind `offset 0`): given `id = any(…)` with a page of 10,000
+ * ids, PostgreSQL estimated the probes dearer than reading the whole table, and at 1M users read all of `users` for
+ * every page.
  */
-function writableUsers(ctx: PassContext, ids: string[]) {
-  return ctx.target.selectFrom(sql<{ id: string }>`(select unnest(${ids}::text[]) as id)`.as('p')).innerJoinLateral(
-    (eb) => {
-      const user = eb.selectFrom('users').select('users.id').whereRef('users.id', '=', 'p.id');
-      return (ctx.options.usersMode === 'CreateOnly' ? user.where('users.migration_version', '=', ctx.options.version) : user).offset(0).as('u');
-    },
-    (join) => join.onTrue(),
-  );
+async function writableUsers(ctx: PassContext, ids: string[]): Promise<Set<string>> {
+  const rows = await ctx.target
+    .selectFrom(sql<{ id: string }>`(select unnest(${ids}::text[]) as id)`.as('p'))
+    .innerJoinLateral(
+      (eb) => {
+        const user = eb.selectFrom('users').select('users.id').whereRef('users.id', '=', 'p.id');
+        return (ctx.options.usersMode === 'CreateOnly' ? user.where('users.migration_version', '=', ctx.options.version) : user).offset(0).as('u');
+      },
+      (join) => join.onTrue(),
+    )
+    .select('u.id')
+    .execute();
+  return new Set(rows.map((r) => r.id));
 }
-
-/*
- * The `held` queries probe each user's child rows through the child table's index, for the same reason: without
- * the lateral subquery's `offset 0`, PostgreSQL flattened it into a hash join that read the whole child table.
- */
 
 /**
  * One page of a child pass (user-roles, logins, MFA), over a page of source users:
- * 1. `held`: the users of the page this run writes for, joined to the child rows they hold already. Under CreateOnly
- *    a user that existed before the run is left as it is, children included (after cutover its roles, logins and
- *    MFA are the service's), so a page of such users ends here, before reading the source: an unchanged re-run
- *    costs two index reads per page. Users the run skipped are reported by the users pass.
- * 2. the page's child rows from the source, by UserId range, of which those of the users in `held` count as read.
+ * 1. the users of the page this run writes for. Under CreateOnly a user that existed before the run is left as it
+ *    is, children included (after cutover its roles, logins and MFA are the service's), so a page of such users ends
+ *    here, before reading the source: an unchanged re-run costs two index reads per page. Users the run skipped are
+ *    reported by the users pass.
+ * 2. the page's child rows from the source, by UserId range, of which those of these users count as read. Rows the
+ *    target holds already are skipped by their unique keys (`on conflict do nothing`), counted as skipped.
  */
-async function childPage<C extends { UserId: string }, H extends { id: string }>(
-  ctx: PassContext,
-  cursor: string | null,
-  until: string | null,
-  steps: { held: (ids: string[]) => Promise<H[]>; children: (after: string | null, last: string) => Promise<C[]> },
-) {
+async function childPage<C extends { UserId: string }>(ctx: PassContext, cursor: string | null, until: string | null, readChildren: (after: string | null, last: string) => Promise<C[]>) {
   const after = parseUserCursor(cursor);
   const ids = await readUserIds(ctx.source, { after, until }, ctx.options.pageSize);
   const page = { ...emptyPage(), next: nextUserCursor(ids, ctx.options.pageSize) };
-  if (ids.length === 0) return { page, children: [] as C[], held: [] as H[] };
+  if (ids.length === 0) return { page, children: [] as C[] };
   const last = ids[ids.length - 1];
   if (ctx.options.dryRun) {
-    page.read = (await steps.children(after, last)).length;
-    return { page, children: [] as C[], held: [] as H[] };
+    page.read = (await readChildren(after, last)).length;
+    return { page, children: [] as C[] };
   }
-  const held = await steps.held(ids);
-  if (held.length === 0) return { page, children: [] as C[], held };
-  const users = new Set(held.map((h) => h.id));
-  const children = (await steps.children(after, last)).filter((c) => users.has(c.UserId));
+  const users = await writableUsers(ctx, ids);
+  if (users.size === 0) return { page, children: [] as C[] };
+  const children = (await readChildren(after, last)).filter((c) => users.has(c.UserId));
   page.read = children.length;
-  return { page, children, held };
+  return { page, children };
 }
 
 async function insertedCount(query: { executeTakeFirst(): Promise<{ numInsertedOrUpdatedRows?: bigint } | undefined> }): Promise<number> {
@@ -72,26 +65,17 @@ function count(page: PageResult, attempted: number, written: number): void {
 
 /** AspNetUserRoles → user_roles through a role id → name map, so a source role that matched an existing role by name still resolves. */
 export const userRolesPass: Pass = async (ctx, cursor, until) => {
-  const { page, children: links, held } = await childPage(ctx, cursor, until, {
-    held: (ids) =>
-      writableUsers(ctx, ids)
-        .leftJoinLateral((eb) => eb.selectFrom('user_roles').select('role_id').whereRef('user_roles.user_id', '=', 'u.id').offset(0).as('r'), (join) => join.onTrue())
-        .select(['u.id', 'r.role_id'])
-        .execute(),
-    children: (after, last) => ofUserPage(ctx.source.selectFrom('AspNetUserRoles').select(['UserId', 'RoleId']), after, last).execute(),
-  });
+  const { page, children: links } = await childPage(ctx, cursor, until, (after, last) => ofUserPage(ctx.source.selectFrom('AspNetUserRoles').select(['UserId', 'RoleId']), after, last).execute());
   if (links.length === 0) return page;
   const sourceRoles = await ctx.source.selectFrom('AspNetRoles').select(['Id', 'Name']).where('Id', 'in', [...new Set(links.map((l) => l.RoleId))]).execute();
   const nameById = new Map(sourceRoles.map((r) => [r.Id, r.Name ? normalize(r.Name) : undefined]));
   const names = [...new Set([...nameById.values()].filter((n): n is string => !!n))];
   const targetRoles = names.length ? await ctx.target.selectFrom('roles').select(['id', 'normalized_name']).where('normalized_name', 'in', names).execute() : [];
   const roleIdByName = new Map(targetRoles.map((r) => [r.normalized_name, r.id]));
-  const present = new Set(held.map((h) => keyOf(h.id, h.role_id)));
   const rows: Array<{ user_id: string; role_id: string }> = [];
   for (const link of links) {
     const roleId = roleIdByName.get(nameById.get(link.RoleId) ?? '');
-    if (roleId && present.has(keyOf(link.UserId, roleId))) page.skipped++;
-    else if (!roleId) {
+    if (!roleId) {
       page.skipped++;
       page.warnings.push(`role assignment ${link.UserId} → ${link.RoleId} skipped: the role was not migrated`);
     } else rows.push({ user_id: link.UserId, role_id: roleId });
@@ -104,20 +88,10 @@ export const userRolesPass: Pass = async (ctx, cursor, until) => {
 
 /** AspNetUserLogins → user_logins; a login that exists already (the spec's 409) is skipped, not an error. */
 export const loginsPass: Pass = async (ctx, cursor, until) => {
-  const { page, children: logins, held } = await childPage(ctx, cursor, until, {
-    held: (ids) =>
-      writableUsers(ctx, ids)
-        .leftJoinLateral((eb) => eb.selectFrom('user_logins').select(['login_provider', 'provider_key']).whereRef('user_logins.user_id', '=', 'u.id').offset(0).as('l'), (join) => join.onTrue())
-        .select(['u.id', 'l.login_provider', 'l.provider_key'])
-        .execute(),
-    children: (after, last) => ofUserPage(ctx.source.selectFrom('AspNetUserLogins').select(['LoginProvider', 'ProviderKey', 'ProviderDisplayName', 'UserId']), after, last).execute(),
-  });
-  const present = new Set(held.map((h) => keyOf(h.login_provider, h.provider_key)));
-  const rows: Array<{ login_provider: string; provider_key: string; provider_display_name: string | null; user_id: string }> = [];
-  for (const l of logins) {
-    if (present.has(keyOf(l.LoginProvider, l.ProviderKey))) page.skipped++;
-    else rows.push({ login_provider: l.LoginProvider, provider_key: l.ProviderKey, provider_display_name: l.ProviderDisplayName, user_id: l.UserId });
-  }
+  const { page, children: logins } = await childPage(ctx, cursor, until, (after, last) =>
+    ofUserPage(ctx.source.selectFrom('AspNetUserLogins').select(['LoginProvider', 'ProviderKey', 'ProviderDisplayName', 'UserId']), after, last).execute(),
+  );
+  const rows = logins.map((l) => ({ login_provider: l.LoginProvider, provider_key: l.ProviderKey, provider_display_name: l.ProviderDisplayName, user_id: l.UserId }));
   if (rows.length === 0) return page;
   const columns = ['login_provider', 'provider_key', 'provider_display_name', 'user_id'] as const;
   count(page, rows.length, await insertedCount(ctx.target.insertInto('user_logins').columns(columns).expression(jsonRows('user_logins', columns, rows)).onConflict((oc) => oc.doNothing())));
@@ -150,20 +124,12 @@ const AUTHENTICATOR_STORE = '[AspNetUserStore]';
 export const mfaPass: Pass = async (ctx, cursor, until) => {
   const key = ctx.dataProtectionKey;
   if (!key && !ctx.options.dryRun) throw new Error('DataProtection:Key is required to migrate MFA credentials (32 bytes, base64)');
-  const { page, children: tokens, held } = await childPage(ctx, cursor, until, {
-    held: (ids) =>
-      writableUsers(ctx, ids)
-        .leftJoinLateral((eb) => eb.selectFrom('mfa_credentials').select('label').whereRef('mfa_credentials.user_id', '=', 'u.id').offset(0).as('m'), (join) => join.onTrue())
-        .select(['u.id', 'm.label'])
-        .execute(),
-    children: (after, last) =>
-      ofUserPage(ctx.source.selectFrom('AspNetUserTokens').select(['UserId', 'Name', 'Value']).where('LoginProvider', '=', AUTHENTICATOR_STORE).where('Name', 'in', ['AuthenticatorKey', 'RecoveryCodes']), after, last).execute(),
-  });
-  // Any MFA the user holds, its own or migrated earlier (deterministic ids), means the user is skipped.
-  const enrolled = new Set(held.filter((h) => h.label !== null).map((h) => h.id));
+  const { page, children: tokens } = await childPage(ctx, cursor, until, (after, last) =>
+    ofUserPage(ctx.source.selectFrom('AspNetUserTokens').select(['UserId', 'Name', 'Value']).where('LoginProvider', '=', AUTHENTICATOR_STORE).where('Name', 'in', ['AuthenticatorKey', 'RecoveryCodes']), after, last).execute(),
+  );
   const rows: Array<{ id: string; user_id: string; kind: 'totp' | 'recovery-code'; label: string; secret: string }> = [];
   for (const token of tokens) {
-    if (enrolled.has(token.UserId) || !token.Value) {
+    if (!token.Value) {
       page.skipped++;
       continue;
     }
@@ -183,8 +149,8 @@ export const mfaPass: Pass = async (ctx, cursor, until) => {
   }
   if (rows.length === 0) return page;
   const columns = ['id', 'user_id', 'kind', 'label', 'secret'] as const;
-  const written = await insertedCount(ctx.target.insertInto('mfa_credentials').columns(columns).expression(jsonRows('mfa_credentials', columns, rows)).onConflict((oc) => oc.doNothing()));
-  page.created += written;
-  page.skipped += rows.length - written;
+  // Any MFA the user holds already, enrolled in the service or migrated earlier, means the user is skipped.
+  const notEnrolled = sql`${jsonRows('mfa_credentials', columns, rows)} where not exists (select from mfa_credentials m where m.user_id = ${sql.ref(`${JSON_ROWS}.user_id`)} offset 0)`;
+  count(page, rows.length, await insertedCount(ctx.target.insertInto('mfa_credentials').columns(columns).expression(notEnrolled).onConflict((oc) => oc.doNothing())));
   return page;
 };

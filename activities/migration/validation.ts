@@ -25,7 +25,8 @@ export const EXPECTED_INVENTORY: Record<string, string[]> = {
   ClientGrantTypes: ['ClientId', 'GrantType'],
   ClientCorsOrigins: ['ClientId', 'Origin'],
   ClientClaims: ['ClientId', 'Type', 'Value'],
-  PersistedGrants: ['Id', 'Key', 'Type', 'SubjectId', 'ClientId', 'CreationTime', 'Expiration', 'ConsumedTime', 'Data'],
+  // `Id` only since Duende IdentityServer 6.1; before it `Key` was the primary key, and both shapes are read.
+  PersistedGrants: ['Key', 'Type', 'SubjectId', 'ClientId', 'CreationTime', 'Expiration', 'ConsumedTime', 'Data'],
   SamlProviderConfigurations: ['Id', 'Name', 'EntityId', 'SingleSignOnUrl', 'AllowedDomains', 'Enabled'],
   OidcProviderConfigurations: ['Id', 'Name', 'Authority', 'ClientId', 'AllowedDomains', 'Enabled'],
 };

@@ -1,3 +1,5 @@
+import { sql, type Kysely } from 'kysely';
+import type { SourceDatabase } from '../../../source/schema';
 import { emptyPage, nextCursor, type Pass, type PassContext, type PageResult } from '../types';
 
 /** `AllowedDomains` is a comma-separated list: one SSO domain record per domain. */
@@ -68,6 +70,12 @@ export const oidcProvidersPass: Pass = async (ctx, cursor) => {
   return page;
 };
 
+/** Whether the source table has the column: INFORMATION_SCHEMA, the same on SQL Server and PostgreSQL. */
+async function hasColumn(source: Kysely<SourceDatabase>, table: string, column: string): Promise<boolean> {
+  const found = await sql<{ n: number }>`select count(*) as n from INFORMATION_SCHEMA.COLUMNS where TABLE_NAME = ${table} and COLUMN_NAME = ${column}`.execute(source);
+  return Number(found.rows[0]?.n ?? 0) > 0;
+}
+
 /**
  * Refresh tokens only from a source fork that keeps grant keys verbatim: a stock source stores a hash of each
  * handle, which can never be redeemed again, so those are counted and skipped with a warning.
@@ -75,17 +83,20 @@ export const oidcProvidersPass: Pass = async (ctx, cursor) => {
 export const refreshTokensPass: Pass = async (ctx, cursor) => {
   const { source, target, options } = ctx;
   const now = new Date();
+  // Before Duende IdentityServer 6.1 the table had no Id: Key was its primary key, and pages follow it instead.
+  const keyColumn = (await hasColumn(source, 'PersistedGrants', 'Id')) ? 'Id' : 'Key';
   let query = source
     .selectFrom('PersistedGrants')
-    .select(['Id', 'Key', 'Type', 'SubjectId', 'SessionId', 'ClientId', 'Description', 'CreationTime', 'Expiration', 'ConsumedTime', 'Data'])
+    .select(['Key', 'Type', 'SubjectId', 'SessionId', 'ClientId', 'Description', 'CreationTime', 'Expiration', 'ConsumedTime', 'Data'])
+    .$if(keyColumn === 'Id', (q) => q.select('Id'))
     .where('Type', '=', 'refresh_token')
     .where('ConsumedTime', 'is', null)
     .where((eb) => eb.or([eb('Expiration', 'is', null), eb('Expiration', '>', now)]))
-    .orderBy('Id')
+    .orderBy(keyColumn)
     .offset(0).fetch(options.pageSize);
-  if (cursor) query = query.where('Id', '>', JSON.parse(cursor));
+  if (cursor) query = query.where(keyColumn, '>', JSON.parse(cursor));
   const grants = await query.execute();
-  const page = { ...emptyPage(), read: grants.length, next: nextCursor(grants, options.pageSize, (g) => g.Id) };
+  const page = { ...emptyPage(), read: grants.length, next: nextCursor(grants, options.pageSize, (g) => (keyColumn === 'Id' ? g.Id : g.Key)) };
   if (!(options.migrateRefreshTokens && options.sourceGrantKeysAreUnhashed)) {
     page.skipped = grants.length;
     if (!cursor) {

@@ -1,0 +1,60 @@
+import type { Kysely } from 'kysely';
+import { Client as PgClient } from 'pg';
+import { refreshTokensPass } from '../../activities/migration/passes/providers';
+import type { MigrationOptions, PageResult } from '../../activities/migration/types';
+import { validateSource } from '../../activities/migration/validation';
+import { connectSource } from '../../source/connection';
+import { createScratchDatabase, generateSource } from '../../source/fixture/generate';
+import type { SourceDatabase } from '../../source/schema';
+import { createDb, migrateToLatest, type Db } from '../../store/database';
+
+const ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+describe('a source from before Duende IdentityServer 6.1, whose PersistedGrants has Key as its primary key and no Id', () => {
+  let sourceDb: Awaited<ReturnType<typeof createScratchDatabase>>;
+  let targetDb: Awaited<ReturnType<typeof createScratchDatabase>>;
+  let source: Kysely<SourceDatabase>;
+  let target: Db;
+
+  beforeAll(async () => {
+    sourceDb = await createScratchDatabase(ADMIN_URL, 'ips_source');
+    await generateSource(sourceDb.url, { users: 40 });
+    const pg = new PgClient({ connectionString: sourceDb.url });
+    await pg.connect();
+    await pg.query(`alter table "PersistedGrants" drop column "Id"; alter table "PersistedGrants" alter column "Key" set not null; alter table "PersistedGrants" add constraint "PK_PersistedGrants" primary key ("Key")`);
+    await pg.end();
+    source = connectSource(sourceDb.url).db;
+    targetDb = await createScratchDatabase(ADMIN_URL, 'ips_target');
+    target = createDb(targetDb.url, 2);
+    await migrateToLatest(target);
+  }, 120_000);
+  afterAll(async () => {
+    await source?.destroy();
+    await target?.destroy();
+    await sourceDb?.drop();
+    await targetDb?.drop();
+  });
+
+  test('the inventory finds everything it reads', async () => {
+    const grants = (await validateSource(source)).inventory.find((t) => t.table === 'PersistedGrants');
+    expect(grants).toEqual({ table: 'PersistedGrants', found: true, missingColumns: [] });
+  });
+
+  test('refresh tokens are paged by Key and copied', async () => {
+    const options: MigrationOptions = { version: 's1', dryRun: false, usersMode: 'CreateOnly', migrateClients: true, migrateRefreshTokens: true, sourceGrantKeysAreUnhashed: true, pageSize: 3, parallelism: 1 };
+    const total: PageResult = { read: 0, created: 0, updated: 0, skipped: 0, warnings: [], next: null };
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const page = await refreshTokensPass({ source, target, options }, cursor, null);
+      total.read += page.read;
+      total.created += page.created;
+      cursor = page.next;
+      pages++;
+    } while (cursor !== null);
+    // The fixture holds 20 grants, 10 of them live refresh tokens.
+    expect(total).toMatchObject({ read: 10, created: 10 });
+    expect(pages).toBe(4);
+    expect((await target.selectFrom('grants').select('key').orderBy('key').execute()).map((g) => g.key)).toHaveLength(10);
+  });
+});

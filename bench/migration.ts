@@ -12,7 +12,7 @@ import { createScratchDatabase, generateSource } from '../source/fixture/generat
 import { createMigrationWorker } from '../workers/create-worker';
 
 /**
- * `npm run bench:migration -- --users 1000000 [--page-size 10000] [--parallelism 4]`: the generator fills a source first (not timed;
+ * `npm run bench:migration -- --users 1000000 [--page-size 10000] [--parallelism 2]`: the generator fills a source first (not timed;
  * `--source <postgres url>` uses an existing source instead, which is left as it is);
  * then a full run, an unchanged-source re-run under a new version, and as the baseline a raw COPY of the same
  * user rows into an empty table. Prints JSON lines.

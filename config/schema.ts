@@ -82,7 +82,7 @@ export const configSchema = z
         /** Users per page of the user-keyed passes; the other passes page at most 2,000 rows (SQL Server's parameter limit). */
         PageSize: z.coerce.number().int().min(10).max(10000).default(10000),
         /** Key ranges of the users and their roles, logins and MFA migrated side by side. */
-        Parallelism: z.coerce.number().int().min(1).max(16).default(4),
+        Parallelism: z.coerce.number().int().min(1).max(16).default(2),
         /** GET /admin/migration/status exists only when mapped. */
         MapStatusEndpoint: flag.default(false),
         Source: z.object({ ConnectionString: z.string().min(1).optional() }).prefault({}),

@@ -42,7 +42,7 @@ export async function createProvisioningWorker({ connection, namespace, taskQueu
 
 /**
  * Migration pages are regular activities that heartbeat. Up to 16 at a time per worker: the roles, logins and MFA
- * passes run side by side, each in Migration:Parallelism partitions (4 by default), beside the small passes.
+ * passes run side by side, each in Migration:Parallelism partitions (2 by default), beside the small passes.
  */
 export const MIGRATION_PAGES_AT_ONCE = 16;
 

@@ -63,7 +63,7 @@ describe('a worker killed mid-run', () => {
     const client = new Client({ connection });
     const handle = await startOrAttachMigration(client, config, migrationOptions(config));
 
-    // Kill the only worker while the users pass (four partitions) is part-way through.
+    // Kill the only worker while the users pass (two partitions) is part-way through.
     await eventually(async () => {
       const marker = await findMarker(context.db, 'kill-1');
       expect(passProgress(marker?.progress).users?.read ?? 0).toBeGreaterThanOrEqual(300);

@@ -38,9 +38,9 @@ describe('configuration: appsettings, Section__Key environment variables, --Sect
     expect(() => loadConfig({ base: {}, env: { Auth__AllowedInternalTargets__0: '10.0.0.0/99' }, argv: [] })).toThrow(/Auth:AllowedInternalTargets:0/);
   });
 
-  test('migration pages hold 10,000 users and four key ranges run side by side unless configured; out-of-range values name their key', () => {
-    expect(loadConfig({ base: {}, env: {}, argv: [] }).Migration).toMatchObject({ PageSize: 10000, Parallelism: 4 });
-    expect(loadConfig({ base: {}, env: { Migration__Parallelism: '2' }, argv: ['--Migration:PageSize', '500'] }).Migration).toMatchObject({ PageSize: 500, Parallelism: 2 });
+  test('migration pages hold 10,000 users and two key ranges run side by side unless configured; out-of-range values name their key', () => {
+    expect(loadConfig({ base: {}, env: {}, argv: [] }).Migration).toMatchObject({ PageSize: 10000, Parallelism: 2 });
+    expect(loadConfig({ base: {}, env: { Migration__Parallelism: '8' }, argv: ['--Migration:PageSize', '500'] }).Migration).toMatchObject({ PageSize: 500, Parallelism: 8 });
     expect(() => loadConfig({ base: {}, env: {}, argv: ['--Migration:PageSize', '20000'] })).toThrow(/Migration:PageSize/);
     expect(() => loadConfig({ base: {}, env: { Migration__Parallelism: '0' }, argv: [] })).toThrow(/Migration:Parallelism/);
   });

@@ -1,3 +1,4 @@
+import { createMigrationActivities } from '../../activities/migration';
 import { clientsPass, scopesPass } from '../../activities/migration/passes/configuration';
 import { rolesPass } from '../../activities/migration/passes/roles';
 import { loginsPass, mfaPass, userRolesPass } from '../../activities/migration/passes/user-children';
@@ -49,6 +50,21 @@ describe('source queries compile to valid SQL Server SQL', () => {
     expect(queries[0].sql).toBe('select "Id" from "AspNetUsers" where "Id" > @1 order by "Id" offset @2 rows fetch next @3 rows only');
     expect(queries[1].sql).toBe('select "LoginProvider", "ProviderKey", "ProviderDisplayName", "UserId" from "AspNetUserLogins" where "UserId" > @1 and "UserId" <= @2');
     expect(queries[1].parameters).toEqual(['user-00000042', 'user-00000050']);
+  });
+
+  test('partition planning counts the users and finds each boundary id with OFFSET … FETCH NEXT', async () => {
+    const { db, queries } = recordingMssql<SourceDatabase>((q) => (q.sql.includes('count(*)') ? [{ users: 9000 }] : [{ Id: `user-${q.parameters[0]}` }]));
+    const partitions = await createMigrationActivities({ target: undefined as unknown as Db, source: db }).planUserPartitions({ partitions: 3, pageSize: 1000 });
+    expect(queries.map((q) => q.sql)).toEqual([
+      'select count(*) as "users" from "AspNetUsers"',
+      'select "Id" from "AspNetUsers" order by "Id" offset @1 rows fetch next @2 rows only',
+      'select "Id" from "AspNetUsers" order by "Id" offset @1 rows fetch next @2 rows only',
+    ]);
+    expect(partitions).toEqual([
+      { after: null, until: 'user-2999' },
+      { after: 'user-2999', until: 'user-5999' },
+      { after: 'user-5999', until: null },
+    ]);
   });
 
   test('validation reads INFORMATION_SCHEMA and groups duplicate e-mails', async () => {

@@ -37,12 +37,25 @@ interface Holder {
 
 const anyOf = (values: string[]) => sql<string>`any(${values})`;
 
-/** The other users holding the e-mail addresses and user names of these rows in the target, looked up by key. */
+/**
+ * The other users holding the e-mail addresses and user names of these rows in the target, looked up by key: one
+ * index probe per row (a lateral subquery behind `offset 0`; see writableUsers in user-children.ts for why).
+ */
 async function holdersOf({ target, version }: WriteContext, rows: MigratedUser[]): Promise<(row: MigratedUser) => Holder[]> {
+  const keys = sql<{ email: string; user_name: string }>`(select unnest(${rows.map((r) => r.normalized_email)}::text[]) as email, unnest(${rows.map((r) => r.normalized_user_name)}::text[]) as user_name)`;
   const taken = await target
-    .selectFrom('users')
-    .select(['id', 'email', 'normalized_email', 'normalized_user_name', 'migration_version'])
-    .where((eb) => eb.or([eb('normalized_email', '=', anyOf(rows.map((r) => r.normalized_email))), eb('normalized_user_name', '=', anyOf(rows.map((r) => r.normalized_user_name)))]))
+    .selectFrom(keys.as('k'))
+    .innerJoinLateral(
+      (eb) =>
+        eb
+          .selectFrom('users')
+          .select(['id', 'email', 'normalized_email', 'normalized_user_name', 'migration_version'])
+          .where((w) => w.or([w('normalized_email', '=', w.ref('k.email')), w('normalized_user_name', '=', w.ref('k.user_name'))]))
+          .offset(0)
+          .as('t'),
+      (join) => join.onTrue(),
+    )
+    .selectAll('t')
     .execute();
   const holder = (t: (typeof taken)[number]): Holder => ({ id: t.id, email: t.email, createdByThisRun: t.migration_version === version });
   const byEmail = new Map(taken.map((t) => [t.normalized_email, holder(t)]));

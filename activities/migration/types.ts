@@ -64,6 +64,12 @@ export const userCursor = (id: string | null): string | null => (id === null ? n
 /** Passes that page through source users and can therefore run as several key-range partitions side by side. */
 export const USER_KEYED_PASSES: ReadonlySet<PassName> = new Set(['users', 'user-roles', 'logins', 'mfa']);
 
+/** A write of `attempted` rows that created `written`: the rest existed already (unique keys) and count as skipped. */
+export function countWrites(page: PageResult, attempted: number, written: number): void {
+  page.created += written;
+  page.skipped += attempted - written;
+}
+
 export const emptyPage = (): PageResult => ({ read: 0, created: 0, updated: 0, skipped: 0, warnings: [], next: null });
 
 /** The next cursor for a keyset page: the last key when the page was full, else null. */

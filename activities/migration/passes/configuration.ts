@@ -1,5 +1,5 @@
 import { identifierProblem, uuidV5 } from '../identifiers';
-import { emptyPage, IN_LIST_LIMIT, type Pass, type PageResult } from '../types';
+import { countWrites, emptyPage, IN_LIST_LIMIT, type Pass, type PageResult } from '../types';
 
 /** Duende stores shared secrets as base64 digests; the digest length says which one. */
 export function tagSecret(value: string): string | undefined {
@@ -43,8 +43,7 @@ export const scopesPass: Pass = async ({ source, target, options }) => {
   page.skipped += page.read - unique.length;
   if (unique.length === 0 || options.dryRun) return page;
   const written = await target.insertInto('scopes').values(unique).onConflict((oc) => oc.column('name').doNothing()).returning('name').execute();
-  page.created += written.length;
-  page.skipped += unique.length - written.length;
+  countWrites(page, unique.length, written.length);
   return page;
 };
 
@@ -158,8 +157,7 @@ export const clientsPass: Pass = async ({ source, target, options }, cursorText)
       .returning('client_id')
       .execute();
     const created = new Set(written.map((w) => w.client_id));
-    page.created += created.size;
-    page.skipped += clients.length - created.size;
+    countWrites(page, clients.length, created.size);
     const secrets = clients.filter((c) => created.has(c.clientId)).flatMap((c) => c.secrets);
     if (secrets.length > 0) await trx.insertInto('client_secrets').values(secrets).onConflict((oc) => oc.column('id').doNothing()).execute();
   });

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type { SourceDatabase } from '../../../source/schema';
-import { emptyPage, nextCursor, type Pass, type PassContext, type PageResult } from '../types';
+import { countWrites, emptyPage, nextCursor, type Pass, type PassContext, type PageResult } from '../types';
 
 /** `AllowedDomains` is a comma-separated list: one SSO domain record per domain. */
 export function splitDomains(value: string | null): string[] {
@@ -36,8 +36,7 @@ export const samlProvidersPass: Pass = async (ctx, cursor) => {
     .onConflict((oc) => oc.column('id').doNothing())
     .returning('id')
     .execute();
-  page.created += written.length;
-  page.skipped += providers.length - written.length;
+  countWrites(page, providers.length, written.length);
   await writeDomains(ctx, page, 'saml', providers);
   return page;
 };
@@ -64,8 +63,7 @@ export const oidcProvidersPass: Pass = async (ctx, cursor) => {
     .onConflict((oc) => oc.column('id').doNothing())
     .returning('id')
     .execute();
-  page.created += written.length;
-  page.skipped += providers.length - written.length;
+  countWrites(page, providers.length, written.length);
   await writeDomains(ctx, page, 'oidc', providers);
   return page;
 };
@@ -122,7 +120,6 @@ export const refreshTokensPass: Pass = async (ctx, cursor) => {
     data: g.Data,
   }));
   const written = rows.length ? await target.insertInto('grants').values(rows).onConflict((oc) => oc.column('key').doNothing()).returning('key').execute() : [];
-  page.created += written.length;
-  page.skipped += grants.length - written.length;
+  countWrites(page, grants.length, written.length);
   return page;
 };

@@ -1,5 +1,5 @@
 import { normalize } from '../../../store/users';
-import { emptyPage, nextCursor, type Pass } from '../types';
+import { countWrites, emptyPage, nextCursor, type Pass } from '../types';
 
 /** AspNetRoles → roles, ids verbatim; a role whose name exists already is skipped (assignments resolve by name). */
 export const rolesPass: Pass = async (ctx, cursor) => {
@@ -11,7 +11,6 @@ export const rolesPass: Pass = async (ctx, cursor) => {
   page.skipped += roles.length - rows.length;
   if (rows.length === 0 || ctx.options.dryRun) return page;
   const written = await ctx.target.insertInto('roles').values(rows).onConflict((oc) => oc.doNothing()).returning('id').execute();
-  page.created += written.length;
-  page.skipped += rows.length - written.length;
+  countWrites(page, rows.length, written.length);
   return page;
 };

@@ -4,7 +4,7 @@ import { protectSecret } from '../../../security/data-protection';
 import { JSON_ROWS, jsonRows } from '../../../store/json-rows';
 import { normalize } from '../../../store/users';
 import { uuidV5 } from '../identifiers';
-import { emptyPage, type PageResult, type Pass, type PassContext } from '../types';
+import { countWrites, emptyPage, type Pass, type PassContext } from '../types';
 import { nextUserCursor, ofUserPage, parseUserCursor, readUserIds } from '../user-pages';
 
 /**
@@ -58,11 +58,6 @@ async function insertedCount(query: { executeTakeFirst(): Promise<{ numInsertedO
   return Number((await query.executeTakeFirst())?.numInsertedOrUpdatedRows ?? 0);
 }
 
-function count(page: PageResult, attempted: number, written: number): void {
-  page.created += written;
-  page.skipped += attempted - written;
-}
-
 /** AspNetUserRoles → user_roles through a role id → name map, so a source role that matched an existing role by name still resolves. */
 export const userRolesPass: Pass = async (ctx, cursor, until) => {
   const { page, children: links } = await childPage(ctx, cursor, until, (after, last) => ofUserPage(ctx.source.selectFrom('AspNetUserRoles').select(['UserId', 'RoleId']), after, last).execute());
@@ -82,7 +77,7 @@ export const userRolesPass: Pass = async (ctx, cursor, until) => {
   }
   if (rows.length === 0) return page;
   const columns = ['user_id', 'role_id'] as const;
-  count(page, rows.length, await insertedCount(ctx.target.insertInto('user_roles').columns(columns).expression(jsonRows('user_roles', columns, rows)).onConflict((oc) => oc.doNothing())));
+  countWrites(page, rows.length, await insertedCount(ctx.target.insertInto('user_roles').columns(columns).expression(jsonRows('user_roles', columns, rows)).onConflict((oc) => oc.doNothing())));
   return page;
 };
 
@@ -94,7 +89,7 @@ export const loginsPass: Pass = async (ctx, cursor, until) => {
   const rows = logins.map((l) => ({ login_provider: l.LoginProvider, provider_key: l.ProviderKey, provider_display_name: l.ProviderDisplayName, user_id: l.UserId }));
   if (rows.length === 0) return page;
   const columns = ['login_provider', 'provider_key', 'provider_display_name', 'user_id'] as const;
-  count(page, rows.length, await insertedCount(ctx.target.insertInto('user_logins').columns(columns).expression(jsonRows('user_logins', columns, rows)).onConflict((oc) => oc.doNothing())));
+  countWrites(page, rows.length, await insertedCount(ctx.target.insertInto('user_logins').columns(columns).expression(jsonRows('user_logins', columns, rows)).onConflict((oc) => oc.doNothing())));
   return page;
 };
 
@@ -151,6 +146,6 @@ export const mfaPass: Pass = async (ctx, cursor, until) => {
   const columns = ['id', 'user_id', 'kind', 'label', 'secret'] as const;
   // Any MFA the user holds already, enrolled in the service or migrated earlier, means the user is skipped.
   const notEnrolled = sql`${jsonRows('mfa_credentials', columns, rows)} where not exists (select from mfa_credentials m where m.user_id = ${sql.ref(`${JSON_ROWS}.user_id`)} offset 0)`;
-  count(page, rows.length, await insertedCount(ctx.target.insertInto('mfa_credentials').columns(columns).expression(notEnrolled).onConflict((oc) => oc.doNothing())));
+  countWrites(page, rows.length, await insertedCount(ctx.target.insertInto('mfa_credentials').columns(columns).expression(notEnrolled).onConflict((oc) => oc.doNothing())));
   return page;
 };

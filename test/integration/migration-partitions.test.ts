@@ -1,12 +1,12 @@
 import type { Kysely } from 'kysely';
 import { usersPass } from '../../activities/migration/passes/users';
 import { mfaPass, userRolesPass } from '../../activities/migration/passes/user-children';
-import type { MigrationOptions, PageResult, Pass, PassContext } from '../../activities/migration/types';
-import { userCursor } from '../../activities/migration/types';
+import type { MigrationOptions } from '../../activities/migration/types';
 import { connectSource } from '../../source/connection';
 import { createScratchDatabase, generateSource } from '../../source/fixture/generate';
 import type { SourceDatabase } from '../../source/schema';
 import { createDb, migrateToLatest, type Db } from '../../store/database';
+import { runPages } from '../support/pass-pages';
 
 // The users pass runs in key-range partitions side by side; these drive its pages directly against real databases,
 // in the order that used to decide the outcome by timing.
@@ -30,19 +30,6 @@ const options = (overrides: Partial<MigrationOptions> = {}): MigrationOptions =>
   ...overrides,
 });
 
-/** Every page of one partition (after, until], summed. */
-async function runPartition(pass: Pass, ctx: PassContext, after: string | null, until: string | null): Promise<PageResult> {
-  const total: PageResult = { read: 0, created: 0, updated: 0, skipped: 0, warnings: [], next: null };
-  let cursor = userCursor(after);
-  do {
-    const page = await pass(ctx, cursor, until);
-    for (const key of ['read', 'created', 'updated', 'skipped'] as const) total[key] += page[key];
-    total.warnings.push(...page.warnings);
-    cursor = page.next;
-  } while (cursor !== null);
-  return total;
-}
-
 describe('partitions of the users pass', () => {
   let targetDb: Awaited<ReturnType<typeof createScratchDatabase>>;
   let target: Db;
@@ -62,9 +49,9 @@ describe('partitions of the users pass', () => {
 
   test.each(['CreateOnly', 'Upsert'] as const)('%s: the first of two users sharing an e-mail in source order wins, even when the later partition writes first', async (usersMode) => {
     const ctx = { source, target, options: options({ usersMode }) };
-    const later = await runPartition(usersPass, ctx, BOUNDARY, null);
+    const later = await runPages(usersPass, ctx, BOUNDARY, null);
     expect(await userIds()).toEqual(['user-00000500']);
-    const earlier = await runPartition(usersPass, ctx, null, BOUNDARY);
+    const earlier = await runPages(usersPass, ctx, null, BOUNDARY);
 
     expect(await userIds()).toEqual(['user-00000499']);
     expect(later.warnings.join('\n') + earlier.warnings.join('\n')).toContain('user user-00000500 skipped: e-mail or user name user499@example.com belongs to user user-00000499');
@@ -76,14 +63,14 @@ describe('partitions of the users pass', () => {
 
   test('CreateOnly: roles, logins and MFA are added only for users this run created; earlier users are left as they are', async () => {
     const first = { source, target, options: options({ version: 'p1' }) };
-    await runPartition(usersPass, first, null, null);
-    await runPartition(userRolesPass, first, null, null);
+    await runPages(usersPass, first);
+    await runPages(userRolesPass, first);
     // After cutover the service owns the user: a role removed there must not come back with the next sweep.
     await target.deleteFrom('user_roles').where('user_id', '=', 'user-00000002').execute();
 
     const sweep = { source, target, options: options({ version: 'p2' }) };
-    const users = await runPartition(usersPass, sweep, null, null);
-    const roles = await runPartition(userRolesPass, sweep, null, null);
+    const users = await runPages(usersPass, sweep);
+    const roles = await runPages(userRolesPass, sweep);
 
     expect(users.created).toBe(0);
     expect(roles).toMatchObject({ read: 0, created: 0 });
@@ -92,10 +79,10 @@ describe('partitions of the users pass', () => {
 
   test('Upsert: a user who enrolled MFA in the service keeps it and gets none from the source; the others get theirs', async () => {
     const ctx = { source, target, options: options({ usersMode: 'Upsert' }), dataProtectionKey: Buffer.alloc(32, 7) };
-    await runPartition(usersPass, ctx, null, null);
+    await runPages(usersPass, ctx);
     await target.insertInto('mfa_credentials').values({ id: 'own-1', user_id: 'user-00000005', kind: 'totp', label: 'authenticator-app', secret: 'x' }).execute();
 
-    const mfa = await runPartition(mfaPass, ctx, null, null);
+    const mfa = await runPages(mfaPass, ctx);
 
     const labels = async (userId: string) => (await target.selectFrom('mfa_credentials').select('label').where('user_id', '=', userId).orderBy('label').execute()).map((m) => m.label);
     expect(await labels('user-00000005')).toEqual(['authenticator-app']);

@@ -1,12 +1,13 @@
 import type { Kysely } from 'kysely';
 import { Client as PgClient } from 'pg';
 import { refreshTokensPass } from '../../activities/migration/passes/providers';
-import type { MigrationOptions, PageResult } from '../../activities/migration/types';
+import type { MigrationOptions } from '../../activities/migration/types';
 import { validateSource } from '../../activities/migration/validation';
 import { connectSource } from '../../source/connection';
 import { createScratchDatabase, generateSource } from '../../source/fixture/generate';
 import type { SourceDatabase } from '../../source/schema';
 import { createDb, migrateToLatest, type Db } from '../../store/database';
+import { runPages } from '../support/pass-pages';
 
 const ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -42,19 +43,9 @@ describe('a source from before Duende IdentityServer 6.1, whose PersistedGrants 
 
   test('refresh tokens are paged by Key and copied', async () => {
     const options: MigrationOptions = { version: 's1', dryRun: false, usersMode: 'CreateOnly', migrateClients: true, migrateRefreshTokens: true, sourceGrantKeysAreUnhashed: true, pageSize: 3, parallelism: 1 };
-    const total: PageResult = { read: 0, created: 0, updated: 0, skipped: 0, warnings: [], next: null };
-    let cursor: string | null = null;
-    let pages = 0;
-    do {
-      const page = await refreshTokensPass({ source, target, options }, cursor, null);
-      total.read += page.read;
-      total.created += page.created;
-      cursor = page.next;
-      pages++;
-    } while (cursor !== null);
+    const total = await runPages(refreshTokensPass, { source, target, options });
     // The fixture holds 20 grants, 10 of them live refresh tokens.
-    expect(total).toMatchObject({ read: 10, created: 10 });
-    expect(pages).toBe(4);
+    expect(total).toMatchObject({ read: 10, created: 10, pages: 4 });
     expect((await target.selectFrom('grants').select('key').orderBy('key').execute()).map((g) => g.key)).toHaveLength(10);
   });
 });

@@ -2,6 +2,7 @@ import { Kysely, MssqlDialect, PostgresDialect } from 'kysely';
 import { Pool } from 'pg';
 import * as tarn from 'tarn';
 import * as tedious from 'tedious';
+import { MIGRATION_PAGES_AT_ONCE } from '../activities/migration/types';
 import type { SourceDatabase } from './schema';
 
 export type SourceKind = 'sqlserver' | 'postgres';
@@ -70,7 +71,7 @@ export function parseSourceConnectionString(value: string): ParsedConnection {
  * One kysely instance for either source: every source query is written once against SourceDatabase. The pool
  * serves every migration page a worker runs at once (MIGRATION_PAGES_AT_ONCE).
  */
-export function connectSource(connectionString: string, poolSize = 16): { db: Kysely<SourceDatabase>; kind: SourceKind } {
+export function connectSource(connectionString: string, poolSize = MIGRATION_PAGES_AT_ONCE): { db: Kysely<SourceDatabase>; kind: SourceKind } {
   const parsed = parseSourceConnectionString(connectionString);
   if (parsed.kind === 'postgres') {
     const pool = new Pool({ connectionString: parsed.url, max: poolSize });

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { createMigrationActivities, type MigrationDependencies } from '../activities/migration';
+import { MIGRATION_PAGES_AT_ONCE } from '../activities/migration/types';
 import { createProvisioningActivities, type ProvisioningDependencies } from '../activities/provisioning';
 
 export const WORKFLOWS_PATH = require.resolve('../workflows');
@@ -40,12 +41,7 @@ export async function createProvisioningWorker({ connection, namespace, taskQueu
   });
 }
 
-/**
- * Migration pages are regular activities that heartbeat. Up to 16 at a time per worker: the roles, logins and MFA
- * passes run side by side, each in Migration:Parallelism partitions (2 by default), beside the small passes.
- */
-export const MIGRATION_PAGES_AT_ONCE = 16;
-
+/** Migration pages are regular activities that heartbeat, MIGRATION_PAGES_AT_ONCE at a time per worker. */
 export async function createMigrationWorker({ connection, namespace, taskQueue, dependencies, workflowBundle }: Omit<WorkerOptions, 'dependencies'> & { dependencies: MigrationDependencies }): Promise<Worker> {
   return Worker.create({
     connection,

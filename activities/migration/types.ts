@@ -64,6 +64,12 @@ export const userCursor = (id: string | null): string | null => (id === null ? n
 /** Passes that page through source users and can therefore run as several key-range partitions side by side. */
 export const USER_KEYED_PASSES: ReadonlySet<PassName> = new Set(['users', 'user-roles', 'logins', 'mfa']);
 
+/**
+ * Migration pages a worker runs at once, and so the source connections it needs: the roles, logins and MFA passes
+ * run side by side, each in Migration:Parallelism partitions (2 by default), beside the small passes.
+ */
+export const MIGRATION_PAGES_AT_ONCE = 16;
+
 /** A write of `attempted` rows that created `written`: the rest existed already (unique keys) and count as skipped. */
 export function countWrites(page: PageResult, attempted: number, written: number): void {
   page.created += written;

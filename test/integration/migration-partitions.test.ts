@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import { usersPass } from '../../activities/migration/passes/users';
-import { mfaPass, userRolesPass } from '../../activities/migration/passes/user-children';
+import { loginsPass, mfaPass, userRolesPass } from '../../activities/migration/passes/user-children';
 import type { MigrationOptions } from '../../activities/migration/types';
 import { connectSource } from '../../source/connection';
 import { createScratchDatabase, generateSource } from '../../source/fixture/generate';
@@ -77,6 +77,23 @@ describe('partitions of the users pass', () => {
     expect(await target.selectFrom('user_roles').select('role_id').where('user_id', '=', 'user-00000002').execute()).toEqual([]);
   });
 
+  test('a login another user holds in the target is skipped; the rest of its page is written', async () => {
+    const ctx = { source, target, options: options() };
+    await runPages(usersPass, ctx);
+    // Linked in the service to an account of its own since: the spec's 409, a skip and not an error.
+    await target.insertInto('users').values({ id: 'own-1', email: 'own@example.com', normalized_email: 'OWN@EXAMPLE.COM', user_name: 'own@example.com', normalized_user_name: 'OWN@EXAMPLE.COM' }).execute();
+    await target.insertInto('user_logins').values({ login_provider: 'Google', provider_key: 'g-8', user_id: 'own-1' }).execute();
+
+    const logins = await runPages(loginsPass, ctx);
+
+    const ownerOf = async (key: string) => (await target.selectFrom('user_logins').select('user_id').where('login_provider', '=', 'Google').where('provider_key', '=', key).executeTakeFirst())?.user_id;
+    expect(await ownerOf('g-8')).toBe('own-1');
+    expect(await ownerOf('g-4')).toBe('user-00000004');
+    expect(await ownerOf('g-12')).toBe('user-00000012');
+    // Users 500 (a duplicate the users pass skipped) and 8 (the login taken) get none.
+    expect(logins).toMatchObject({ read: USERS / 4, created: USERS / 4 - 2, skipped: 2 });
+  });
+
   test('Upsert: a user who enrolled MFA in the service keeps it and gets none from the source; the others get theirs', async () => {
     const ctx = { source, target, options: options({ usersMode: 'Upsert' }), dataProtectionKey: Buffer.alloc(32, 7) };
     await runPages(usersPass, ctx);
@@ -87,8 +104,10 @@ describe('partitions of the users pass', () => {
     const labels = async (userId: string) => (await target.selectFrom('mfa_credentials').select('label').where('user_id', '=', userId).orderBy('label').execute()).map((m) => m.label);
     expect(await labels('user-00000005')).toEqual(['authenticator-app']);
     expect(await labels('user-00000010')).toEqual(['source-rc-1', 'source-rc-2', 'source-rc-3', 'source-totp']);
-    // The four source credentials of user 5 are skipped; every other row of the table was created by the pass.
-    expect(mfa.skipped).toBe(4);
+    // The four source credentials of user 5 are skipped, and so are the four of user 500, whom the users pass skipped as
+    // a duplicate; every other row of the table was created by the pass.
+    expect(await labels('user-00000500')).toEqual([]);
+    expect(mfa.skipped).toBe(8);
     expect(mfa.created).toBe(Number((await target.selectFrom('mfa_credentials').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()).n) - 1);
   });
 });

@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
+import { insertSkippingExisting } from '../../../store/insert-new';
 import { protectSecret } from '../../../security/data-protection';
 import { JSON_ROWS, jsonRows } from '../../../store/json-rows';
 import { normalize } from '../../../store/users';
@@ -8,54 +9,43 @@ import { countWrites, emptyPage, type Pass, type PassContext } from '../types';
 import { nextUserCursor, ofUserPage, parseUserCursor, readUserIds } from '../user-pages';
 
 /**
- * The users of a page this run writes child rows for: all that exist under Upsert, only its own under CreateOnly.
- * Each id is its own index probe (a lateral subquery behind `offset 0`): given `id = any(…)` with a page of 10,000
- * ids, PostgreSQL estimated the probes dearer than reading the whole table, and at 1M users read all of `users` for
- * every page.
+ * The users this run writes child rows for: all that exist under Upsert, only its own under CreateOnly. Under
+ * CreateOnly a user that existed before the run is left as it is, children included (after cutover its roles, logins
+ * and MFA are the service's). Each id is its own index probe (a subquery behind `offset 0`): given `id = any(…)` with
+ * a page of 10,000 ids, PostgreSQL estimated the probes dearer than reading the whole table, and at 1M users read all
+ * of `users` for every page.
  */
-async function writableUsers(ctx: PassContext, ids: string[]): Promise<Set<string>> {
-  const rows = await ctx.target
-    .selectFrom(sql<{ id: string }>`(select unnest(${ids}::text[]) as id)`.as('p'))
-    .innerJoinLateral(
-      (eb) => {
-        const user = eb.selectFrom('users').select('users.id').whereRef('users.id', '=', 'p.id');
-        return (ctx.options.usersMode === 'CreateOnly' ? user.where('users.migration_version', '=', ctx.options.version) : user).offset(0).as('u');
-      },
-      (join) => join.onTrue(),
-    )
-    .select('u.id')
-    .execute();
-  return new Set(rows.map((r) => r.id));
+function writableUser(ctx: PassContext, userId: RawBuilder<unknown>) {
+  const own = ctx.options.usersMode === 'CreateOnly' ? sql` and users.migration_version = ${ctx.options.version}` : sql``;
+  return sql`exists (select from users where users.id = ${userId}${own} offset 0)`;
+}
+
+/** Whether the run writes for any user of the page; stops at the first that it does. */
+async function anyWritableUser(ctx: PassContext, ids: string[]): Promise<boolean> {
+  const found = await sql`select from unnest(${ids}::text[]) as p(id) where ${writableUser(ctx, sql.ref('p.id'))} limit 1`.execute(ctx.target);
+  return found.rows.length > 0;
+}
+
+/** A page of child rows to insert, keeping those of writable users only (see writableUser). */
+function rowsOfWritableUsers<T extends 'user_roles' | 'user_logins' | 'mfa_credentials', C extends string>(ctx: PassContext, table: T, columns: readonly C[], rows: ReadonlyArray<Record<C, unknown>>) {
+  return sql`${jsonRows(table, columns, rows)} where ${writableUser(ctx, sql.ref(`${JSON_ROWS}.user_id`))}`;
 }
 
 /**
- * One page of a child pass (user-roles, logins, MFA), over a page of source users:
- * 1. the users of the page this run writes for. Under CreateOnly a user that existed before the run is left as it
- *    is, children included (after cutover its roles, logins and MFA are the service's), so a page of such users ends
- *    here, before reading the source: an unchanged re-run costs two index reads per page. Users the run skipped are
- *    reported by the users pass.
- * 2. the page's child rows from the source, by UserId range, of which those of these users count as read. Rows the
- *    target holds already are skipped by their unique keys (`on conflict do nothing`), counted as skipped.
+ * One page of a child pass (user-roles, logins, MFA), over a page of source users: unless the run writes for none
+ * of them (an unchanged re-run under CreateOnly: one index read per user, and the source's child rows are not read),
+ * the page's child rows from the source, by UserId range. The insert keeps those of writable users and lets unique
+ * keys skip what the target holds already; the rest count as skipped. Users the run skipped are reported by the
+ * users pass.
  */
 async function childPage<C extends { UserId: string }>(ctx: PassContext, cursor: string | null, until: string | null, readChildren: (after: string | null, last: string) => Promise<C[]>) {
   const after = parseUserCursor(cursor);
   const ids = await readUserIds(ctx.source, { after, until }, ctx.options.pageSize);
   const page = { ...emptyPage(), next: nextUserCursor(ids, ctx.options.pageSize) };
-  if (ids.length === 0) return { page, children: [] as C[] };
-  const last = ids[ids.length - 1];
-  if (ctx.options.dryRun) {
-    page.read = (await readChildren(after, last)).length;
-    return { page, children: [] as C[] };
-  }
-  const users = await writableUsers(ctx, ids);
-  if (users.size === 0) return { page, children: [] as C[] };
-  const children = (await readChildren(after, last)).filter((c) => users.has(c.UserId));
+  if (ids.length === 0 || (!ctx.options.dryRun && !(await anyWritableUser(ctx, ids)))) return { page, children: [] as C[] };
+  const children = await readChildren(after, ids[ids.length - 1]);
   page.read = children.length;
-  return { page, children };
-}
-
-async function insertedCount(query: { executeTakeFirst(): Promise<{ numInsertedOrUpdatedRows?: bigint } | undefined> }): Promise<number> {
-  return Number((await query.executeTakeFirst())?.numInsertedOrUpdatedRows ?? 0);
+  return { page, children: ctx.options.dryRun ? [] : children };
 }
 
 /** AspNetUserRoles → user_roles through a role id → name map, so a source role that matched an existing role by name still resolves. */
@@ -77,7 +67,7 @@ export const userRolesPass: Pass = async (ctx, cursor, until) => {
   }
   if (rows.length === 0) return page;
   const columns = ['user_id', 'role_id'] as const;
-  countWrites(page, rows.length, await insertedCount(ctx.target.insertInto('user_roles').columns(columns).expression(jsonRows('user_roles', columns, rows)).onConflict((oc) => oc.doNothing())));
+  countWrites(page, rows.length, await insertSkippingExisting(ctx.target.insertInto('user_roles').columns(columns).expression(rowsOfWritableUsers(ctx, 'user_roles', columns, rows))));
   return page;
 };
 
@@ -89,7 +79,7 @@ export const loginsPass: Pass = async (ctx, cursor, until) => {
   const rows = logins.map((l) => ({ login_provider: l.LoginProvider, provider_key: l.ProviderKey, provider_display_name: l.ProviderDisplayName, user_id: l.UserId }));
   if (rows.length === 0) return page;
   const columns = ['login_provider', 'provider_key', 'provider_display_name', 'user_id'] as const;
-  countWrites(page, rows.length, await insertedCount(ctx.target.insertInto('user_logins').columns(columns).expression(jsonRows('user_logins', columns, rows)).onConflict((oc) => oc.doNothing())));
+  countWrites(page, rows.length, await insertSkippingExisting(ctx.target.insertInto('user_logins').columns(columns).expression(rowsOfWritableUsers(ctx, 'user_logins', columns, rows))));
   return page;
 };
 
@@ -145,7 +135,7 @@ export const mfaPass: Pass = async (ctx, cursor, until) => {
   if (rows.length === 0) return page;
   const columns = ['id', 'user_id', 'kind', 'label', 'secret'] as const;
   // Any MFA the user holds already, enrolled in the service or migrated earlier, means the user is skipped.
-  const notEnrolled = sql`${jsonRows('mfa_credentials', columns, rows)} where not exists (select from mfa_credentials m where m.user_id = ${sql.ref(`${JSON_ROWS}.user_id`)} offset 0)`;
-  countWrites(page, rows.length, await insertedCount(ctx.target.insertInto('mfa_credentials').columns(columns).expression(notEnrolled).onConflict((oc) => oc.doNothing())));
+  const notEnrolled = sql`${rowsOfWritableUsers(ctx, 'mfa_credentials', columns, rows)} and not exists (select from mfa_credentials m where m.user_id = ${sql.ref(`${JSON_ROWS}.user_id`)} offset 0)`;
+  countWrites(page, rows.length, await insertSkippingExisting(ctx.target.insertInto('mfa_credentials').columns(columns).expression(notEnrolled)));
   return page;
 };

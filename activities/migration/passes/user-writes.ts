@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { SourceDatabase } from '../../../source/schema';
 import type { Db } from '../../../store/database';
+import { insertUnlessAnyExists } from '../../../store/insert-new';
 import { jsonRows } from '../../../store/json-rows';
 import type { NewUserRow } from '../../../store/schema';
 import type { PageResult } from '../types';
@@ -101,10 +102,34 @@ async function displaceLaterDuplicates(ctx: WriteContext, contested: Array<{ row
 const DISPLACEMENT_ROUNDS = 3;
 
 /**
- * CreateOnly: insert, letting every unique key refuse what exists (`on conflict do nothing` also keeps the first of
- * two page rows sharing an e-mail); only the refused rows, usually none, are looked up.
+ * CreateOnly. Most pages meet no existing key and go in with one plain insert (see insertUnlessAnyExists); a row
+ * sharing a key with an earlier row of the page would fail that insert every time, so such rows, and a whole page
+ * whose plain insert fails, take the careful way.
  */
 export async function createUsers(ctx: WriteContext, rows: MigratedUser[], page: PageResult): Promise<void> {
+  const emails = new Set<string>();
+  const userNames = new Set<string>();
+  const first: MigratedUser[] = [];
+  const later: MigratedUser[] = [];
+  for (const row of rows) {
+    if (emails.has(row.normalized_email) || userNames.has(row.normalized_user_name)) later.push(row);
+    else {
+      first.push(row);
+      emails.add(row.normalized_email);
+      userNames.add(row.normalized_user_name);
+    }
+  }
+  const written = await insertUnlessAnyExists(ctx.target.insertInto('users').columns(USER_COLUMNS).expression(jsonRows('users', USER_COLUMNS, first)));
+  if (written === undefined) return createCarefully(ctx, rows, page);
+  page.created += written;
+  await createCarefully(ctx, later, page);
+}
+
+/**
+ * Insert, letting every unique key refuse what exists (`on conflict do nothing` also keeps the first of two page rows
+ * sharing an e-mail); only the refused rows are looked up.
+ */
+async function createCarefully(ctx: WriteContext, rows: MigratedUser[], page: PageResult): Promise<void> {
   let pending = rows;
   for (let round = 1; pending.length > 0; round++) {
     const inserted = await ctx.target.insertInto('users').columns(USER_COLUMNS).expression(jsonRows('users', USER_COLUMNS, pending)).onConflict((oc) => oc.doNothing()).returning('id').execute();

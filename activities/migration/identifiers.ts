@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /** Ids are kept verbatim, so they must be usable as ids here: printable, no surrounding space, at most 256 characters. */
 export function identifierProblem(kind: string, id: string): string | undefined {
@@ -12,9 +12,10 @@ const NAMESPACE = Buffer.from('5b2f0e1c9a4d4b7e8f3a6c1d2e4f6a8b', 'hex');
 
 /** RFC 4122 version-5 UUID: the same name always gives the same id, so re-runs never duplicate records. */
 export function uuidV5(name: string): string {
-  const hash = createHash('sha1').update(NAMESPACE).update(name).digest();
-  hash[6] = (hash[6] & 0x0f) | 0x50;
-  hash[8] = (hash[8] & 0x3f) | 0x80;
-  const hex = hash.subarray(0, 16).toString('hex');
+  // One-shot hashing: a migration computes one of these per MFA credential and client secret.
+  const digest = hash('sha1', Buffer.concat([NAMESPACE, Buffer.from(name)]), 'buffer');
+  digest[6] = (digest[6] & 0x0f) | 0x50;
+  digest[8] = (digest[8] & 0x3f) | 0x80;
+  const hex = digest.subarray(0, 16).toString('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }

@@ -8,11 +8,22 @@ import type { Database } from './schema';
 
 export type Db = Kysely<Database>;
 
+const pools = new WeakMap<Db, Pool>();
+
 export function createDb(connectionString: string, poolSize = 10): Db {
   const pool = new Pool({ connectionString, max: poolSize });
   // An idle connection closed by the server (restart, shutdown) is replaced on next use; it must not crash the process.
   pool.on('error', (error) => console.warn(`store: idle database connection lost: ${error.message}`));
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  pools.set(db, pool);
+  return db;
+}
+
+/** The connection pool under a store, for what kysely does not speak: COPY (see copyUnlessAnyExists). */
+export function poolOf(db: Db): Pool {
+  const pool = pools.get(db);
+  if (!pool) throw new Error('store: this database handle was not made by createDb');
+  return pool;
 }
 
 /** Migrations are compiled in, so a bundled or containerised service needs no migration folder on disk. */

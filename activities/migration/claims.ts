@@ -26,10 +26,15 @@ export interface FoldedClaims {
   customAttributes: Record<string, string>;
 }
 
-export function foldClaims(claims: Array<{ type: string | null; value: string | null }>): FoldedClaims {
-  const folded: FoldedClaims = { firstName: null, lastName: null, companyName: null, organizationId: null, customAttributes: {} };
-  for (const { type, value } of claims) {
+export const noClaims = (): FoldedClaims => ({ firstName: null, lastName: null, companyName: null, organizationId: null, customAttributes: {} });
+
+/** Folds a page's claim rows per user as they come, without gathering each user's claims first. */
+export function foldClaimsByUser(claims: ReadonlyArray<{ UserId: string; ClaimType: string | null; ClaimValue: string | null }>): Map<string, FoldedClaims> {
+  const byUser = new Map<string, FoldedClaims>();
+  for (const { UserId: userId, ClaimType: type, ClaimValue: value } of claims) {
     if (!type || value === null) continue;
+    let folded = byUser.get(userId);
+    if (!folded) byUser.set(userId, (folded = noClaims()));
     const target = FOLDED_CLAIMS[type] ?? FOLDED_CLAIMS[type.toLowerCase()];
     if (target) folded[target] ??= value;
     else if (!DROPPED_CLAIMS.has(type.toLowerCase())) {
@@ -37,5 +42,5 @@ export function foldClaims(claims: Array<{ type: string | null; value: string | 
       folded.customAttributes[type] = folded.customAttributes[type] === undefined ? value : `${folded.customAttributes[type]},${value}`;
     }
   }
-  return folded;
+  return byUser;
 }

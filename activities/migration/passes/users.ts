@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { detectPasswordFormat } from '../../../passwords/formats';
 import { normalize } from '../../../store/users';
-import { foldClaims } from '../claims';
+import { foldClaimsByUser, noClaims } from '../claims';
 import { identifierProblem } from '../identifiers';
 import { emptyPage, IN_LIST_LIMIT, type Pass } from '../types';
 import { createUsers, upsertUsers, type MigratedUser } from './user-writes';
@@ -37,12 +37,7 @@ export const usersPass: Pass = async ({ source, target, options }, cursor, until
     : await Promise.all([withinUserPage(userRows, { after, until: last }, options.pageSize).execute(), ofUserPage(claimRows, after, last).execute()]);
   const users = read.filter((u) => wanted.has(u.Id));
 
-  const claimsByUser = new Map<string, Array<{ type: string | null; value: string | null }>>();
-  for (const c of claims) {
-    const list = claimsByUser.get(c.UserId) ?? [];
-    list.push({ type: c.ClaimType, value: c.ClaimValue });
-    claimsByUser.set(c.UserId, list);
-  }
+  const claimsByUser = foldClaimsByUser(claims);
   const rows: MigratedUser[] = [];
   for (const user of users) {
     const problem = identifierProblem('user', user.Id);
@@ -52,7 +47,7 @@ export const usersPass: Pass = async ({ source, target, options }, cursor, until
       page.warnings.push(problem ?? `user ${user.Id} has no e-mail address and was skipped`);
       continue;
     }
-    const folded = foldClaims(claimsByUser.get(user.Id) ?? []);
+    const folded = claimsByUser.get(user.Id) ?? noClaims();
     const userName = user.UserName ?? email;
     // A null hash is an external-SSO-only user; any other hash is kept verbatim and verifies unchanged.
     const passwordFormat = user.PasswordHash ? (detectPasswordFormat(user.PasswordHash) ?? 'unknown') : null;

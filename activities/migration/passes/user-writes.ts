@@ -101,7 +101,7 @@ async function displaceLaterDuplicates(ctx: WriteContext, contested: Array<{ row
 /** Rounds of displacement before a still-refused row is skipped: each round settles every duplicate seen so far. */
 const DISPLACEMENT_ROUNDS = 3;
 
-const insertPlainly = (ctx: WriteContext, rows: MigratedUser[]) => copyUnlessAnyExists(ctx.target, 'users', USER_COLUMNS, rows);
+const copyUsers = (ctx: WriteContext, rows: MigratedUser[]) => copyUnlessAnyExists(ctx.target, 'users', USER_COLUMNS, rows);
 
 /**
  * CreateOnly. Most rows of a page meet no existing key and go in with one COPY (see copyUnlessAnyExists);
@@ -119,11 +119,11 @@ export async function createUsers(ctx: WriteContext, rows: MigratedUser[], page:
     userNames.add(row.normalized_user_name);
     return true;
   });
-  let written = await insertPlainly(ctx, clear);
+  let written = await copyUsers(ctx, clear);
   if (written === undefined) {
     const holdersOfRow = await holdersOf(ctx, clear);
     clear = clear.filter((row) => holdersOfRow(row).length === 0);
-    written = clear.length === 0 ? 0 : await insertPlainly(ctx, clear);
+    written = clear.length === 0 ? 0 : await copyUsers(ctx, clear);
     if (written === undefined) return createCarefully(ctx, rows, page);
   }
   page.created += written;

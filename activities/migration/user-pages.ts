@@ -1,6 +1,5 @@
 import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
 import type { SourceDatabase } from '../../source/schema';
-import { userCursor } from './types';
 
 /**
  * The user-keyed passes (users, user-roles, logins, MFA) page through source users by `Id`, each partition covering
@@ -34,11 +33,6 @@ type UserChildTable = 'AspNetUserClaims' | 'AspNetUserLogins' | 'AspNetUserRoles
 export function ofUserPage<T extends UserChildTable, O>(query: SelectQueryBuilder<SourceDatabase, T, O>, after: string | null, last: string) {
   const bounded = after === null ? query : query.where(sql.ref('UserId'), '>', after);
   return bounded.where(sql.ref('UserId'), '<=', last);
-}
-
-/** The cursor after a page: its last id when the page was full (more may follow), else null. */
-export function nextUserCursor(ids: string[], pageSize: number): string | null {
-  return ids.length === pageSize ? userCursor(ids[ids.length - 1]) : null;
 }
 
 export function parseUserCursor(cursor: string | null): string | null {

@@ -3,22 +3,17 @@ import { sql, type RawBuilder } from 'kysely';
 import { insertSkippingExisting } from '../../../store/insert-new';
 import { protectSecret } from '../../../security/data-protection';
 import { JSON_ROWS, jsonRows } from '../../../store/json-rows';
-import { normalize } from '../../../store/users';
+import { normalize, userExists } from '../../../store/users';
 import { uuidV5 } from '../identifiers';
-import { countWrites, emptyPage, type Pass, type PassContext } from '../types';
-import { nextUserCursor, ofUserPage, parseUserCursor, readUserIds } from '../user-pages';
+import { countWrites, emptyPage, nextCursor, type Pass, type PassContext } from '../types';
+import { ofUserPage, parseUserCursor, readUserIds } from '../user-pages';
 
 /**
  * The users this run writes child rows for: all that exist under Upsert, only its own under CreateOnly. Under
  * CreateOnly a user that existed before the run is left as it is, children included (after cutover its roles, logins
- * and MFA are the service's). Each id is its own index probe (a subquery behind `offset 0`): given `id = any(…)` with
- * a page of 10,000 ids, PostgreSQL estimated the probes dearer than reading the whole table, and at 1M users read all
- * of `users` for every page.
+ * and MFA are the service's).
  */
-function writableUser(ctx: PassContext, userId: RawBuilder<unknown>) {
-  const own = ctx.options.usersMode === 'CreateOnly' ? sql` and users.migration_version = ${ctx.options.version}` : sql``;
-  return sql`exists (select from users where users.id = ${userId}${own} offset 0)`;
-}
+const writableUser = (ctx: PassContext, userId: RawBuilder<unknown>) => userExists(userId, ctx.options.usersMode === 'CreateOnly' ? ctx.options.version : undefined);
 
 /** Whether the run writes for any user of the page; stops at the first that it does. */
 async function anyWritableUser(ctx: PassContext, ids: string[]): Promise<boolean> {
@@ -41,7 +36,7 @@ function rowsOfWritableUsers<T extends 'user_roles' | 'user_logins' | 'mfa_crede
 async function childPage<C extends { UserId: string }>(ctx: PassContext, cursor: string | null, until: string | null, readChildren: (after: string | null, last: string) => Promise<C[]>) {
   const after = parseUserCursor(cursor);
   const ids = await readUserIds(ctx.source, { after, until }, ctx.options.pageSize);
-  const page = { ...emptyPage(), next: nextUserCursor(ids, ctx.options.pageSize) };
+  const page = { ...emptyPage(), next: nextCursor(ids, ctx.options.pageSize, (id) => id) };
   if (ids.length === 0 || (!ctx.options.dryRun && !(await anyWritableUser(ctx, ids)))) return { page, children: [] as C[] };
   const children = await readChildren(after, ids[ids.length - 1]);
   page.read = children.length;

@@ -40,7 +40,7 @@ const anyOf = (values: string[]) => sql<string>`any(${values})`;
 
 /**
  * The other users holding the e-mail addresses and user names of these rows in the target, looked up by key: one
- * index probe per row (a lateral subquery behind `offset 0`; see writableUsers in user-children.ts for why).
+ * index probe per row (a lateral subquery behind `offset 0`; see userExists in store/users.ts for why).
  */
 async function holdersOf({ target, version }: WriteContext, rows: MigratedUser[]): Promise<(row: MigratedUser) => Holder[]> {
   const keys = sql<{ email: string; user_name: string }>`(select unnest(${rows.map((r) => r.normalized_email)}::text[]) as email, unnest(${rows.map((r) => r.normalized_user_name)}::text[]) as user_name)`;

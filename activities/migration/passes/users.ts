@@ -1,11 +1,11 @@
 import { sql } from 'kysely';
 import { detectPasswordFormat } from '../../../passwords/formats';
-import { normalize } from '../../../store/users';
+import { normalize, userExists } from '../../../store/users';
 import { foldClaimsByUser, noClaims } from '../claims';
 import { identifierProblem } from '../identifiers';
-import { emptyPage, IN_LIST_LIMIT, type Pass } from '../types';
+import { emptyPage, IN_LIST_LIMIT, nextCursor, type Pass } from '../types';
 import { createUsers, upsertUsers, type MigratedUser } from './user-writes';
-import { nextUserCursor, ofUserPage, parseUserCursor, readUserIds, withinUserPage } from '../user-pages';
+import { ofUserPage, parseUserCursor, readUserIds, withinUserPage } from '../user-pages';
 
 const looksLikeEmail = (v: string | null) => v !== null && /^[^@\s]+@[^@\s]+$/.test(v);
 
@@ -13,7 +13,7 @@ const looksLikeEmail = (v: string | null) => v !== null && /^[^@\s]+@[^@\s]+$/.t
 export const usersPass: Pass = async ({ source, target, options }, cursor, until) => {
   const after = parseUserCursor(cursor);
   const ids = await readUserIds(source, { after, until }, options.pageSize);
-  const page = { ...emptyPage(), read: ids.length, next: nextUserCursor(ids, options.pageSize) };
+  const page = { ...emptyPage(), read: ids.length, next: nextCursor(ids, options.pageSize, (id) => id) };
   if (ids.length === 0) return page;
   const last = ids[ids.length - 1];
 
@@ -21,8 +21,7 @@ export const usersPass: Pass = async ({ source, target, options }, cursor, until
   // answers with the missing ids only, which on a re-run is usually none.
   let wanted = new Set(ids);
   if (options.usersMode === 'CreateOnly' && !options.dryRun) {
-    // `offset 0` keeps each id an index probe (see writableUsers in user-children.ts).
-    const missing = await sql<{ id: string }>`select u.id from unnest(${ids}::text[]) as u(id) where not exists (select from users where users.id = u.id offset 0)`.execute(target);
+    const missing = await sql<{ id: string }>`select u.id from unnest(${ids}::text[]) as u(id) where not ${userExists(sql.ref('u.id'))}`.execute(target);
     wanted = new Set(missing.rows.map((r) => r.id));
     page.skipped += ids.length - wanted.size;
     if (wanted.size === 0) return page;

@@ -5,18 +5,18 @@ import type { MigrationOptions } from '../../activities/migration/types';
 import { connectSource } from '../../source/connection';
 import { createScratchDatabase, generateSource } from '../../source/fixture/generate';
 import type { SourceDatabase } from '../../source/schema';
-import { createDb, migrateToLatest, type Db } from '../../store/database';
+import type { Db } from '../../store/database';
 import { runPages } from '../support/pass-pages';
+import { createScratchStore, TEST_ADMIN_URL } from '../support/scratch-store';
 
 // The users pass runs in key-range partitions side by side; these drive its pages directly against real databases,
 // in the order that used to decide the outcome by timing.
-const ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const USERS = 600;
 let sourceDb: Awaited<ReturnType<typeof createScratchDatabase>>;
 let source: Kysely<SourceDatabase>;
 
 beforeAll(async () => {
-  sourceDb = await createScratchDatabase(ADMIN_URL, 'ips_source');
+  sourceDb = await createScratchDatabase(TEST_ADMIN_URL, 'ips_source');
   await generateSource(sourceDb.url, { users: USERS });
   source = connectSource(sourceDb.url).db;
 }, 120_000);
@@ -31,16 +31,14 @@ const options = (overrides: Partial<MigrationOptions> = {}): MigrationOptions =>
 });
 
 describe('partitions of the users pass', () => {
-  let targetDb: Awaited<ReturnType<typeof createScratchDatabase>>;
+  let store: Awaited<ReturnType<typeof createScratchStore>>;
   let target: Db;
   beforeEach(async () => {
-    targetDb = await createScratchDatabase(ADMIN_URL, 'ips_target');
-    target = createDb(targetDb.url, 2);
-    await migrateToLatest(target);
+    store = await createScratchStore();
+    target = store.db;
   });
   afterEach(async () => {
-    await target.destroy();
-    await targetDb.drop();
+    await store.drop();
   });
 
   // user-00000500 shares the e-mail of user-00000499; the boundary puts them in different partitions.

@@ -6,34 +6,31 @@ import { validateSource } from '../../activities/migration/validation';
 import { connectSource } from '../../source/connection';
 import { createScratchDatabase, generateSource } from '../../source/fixture/generate';
 import type { SourceDatabase } from '../../source/schema';
-import { createDb, migrateToLatest, type Db } from '../../store/database';
+import type { Db } from '../../store/database';
 import { runPages } from '../support/pass-pages';
-
-const ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+import { createScratchStore, TEST_ADMIN_URL } from '../support/scratch-store';
 
 describe('a source from before Duende IdentityServer 6.1, whose PersistedGrants has Key as its primary key and no Id', () => {
   let sourceDb: Awaited<ReturnType<typeof createScratchDatabase>>;
-  let targetDb: Awaited<ReturnType<typeof createScratchDatabase>>;
+  let store: Awaited<ReturnType<typeof createScratchStore>>;
   let source: Kysely<SourceDatabase>;
   let target: Db;
 
   beforeAll(async () => {
-    sourceDb = await createScratchDatabase(ADMIN_URL, 'ips_source');
+    sourceDb = await createScratchDatabase(TEST_ADMIN_URL, 'ips_source');
     await generateSource(sourceDb.url, { users: 40 });
     const pg = new PgClient({ connectionString: sourceDb.url });
     await pg.connect();
     await pg.query(`alter table "PersistedGrants" drop column "Id"; alter table "PersistedGrants" alter column "Key" set not null; alter table "PersistedGrants" add constraint "PK_PersistedGrants" primary key ("Key")`);
     await pg.end();
     source = connectSource(sourceDb.url).db;
-    targetDb = await createScratchDatabase(ADMIN_URL, 'ips_target');
-    target = createDb(targetDb.url, 2);
-    await migrateToLatest(target);
+    store = await createScratchStore();
+    target = store.db;
   }, 120_000);
   afterAll(async () => {
     await source?.destroy();
-    await target?.destroy();
     await sourceDb?.drop();
-    await targetDb?.drop();
+    await store?.drop();
   });
 
   test('the inventory finds everything it reads', async () => {

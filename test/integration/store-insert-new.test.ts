@@ -1,8 +1,6 @@
-import { createScratchDatabase } from '../../source/fixture/generate';
-import { createDb, migrateToLatest, type Db } from '../../store/database';
+import type { Db } from '../../store/database';
 import { copyUnlessAnyExists, insertSkippingExisting } from '../../store/insert-new';
-
-const ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+import { createScratchStore } from '../support/scratch-store';
 const COLUMNS = ['id', 'email', 'normalized_email', 'user_name', 'normalized_user_name', 'first_name', 'custom_attributes'] as const;
 const user = (id: string, extra: Partial<Record<(typeof COLUMNS)[number], unknown>> = {}): Record<(typeof COLUMNS)[number], unknown> => ({
   id,
@@ -16,16 +14,14 @@ const user = (id: string, extra: Partial<Record<(typeof COLUMNS)[number], unknow
 });
 
 describe('writing rows that are expected to be new', () => {
-  let scratch: Awaited<ReturnType<typeof createScratchDatabase>>;
+  let store: Awaited<ReturnType<typeof createScratchStore>>;
   let db: Db;
   beforeAll(async () => {
-    scratch = await createScratchDatabase(ADMIN_URL, 'ips_store');
-    db = createDb(scratch.url, 2);
-    await migrateToLatest(db);
+    store = await createScratchStore('ips_store');
+    db = store.db;
   }, 60_000);
   afterAll(async () => {
-    await db?.destroy();
-    await scratch?.drop();
+    await store?.drop();
   });
 
   test('COPY carries every character a text or JSON value can hold, and null', async () => {

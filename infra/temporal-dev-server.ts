@@ -21,6 +21,16 @@ export interface DevServerOptions {
   readyTimeoutMs?: number;
 }
 
+/**
+ * The server's history service hands a new workflow task to matching only when its transfer-queue reader next polls
+ * for tasks, and by default that reader polls at most 20 times a second: every workflow task (the step after an
+ * activity, a child's start or its end) waited 30 ms on average, 50 ms at worst, on an idle machine. Polling more
+ * often halved an unchanged migration re-run and took a third off a single provisioning attempt; the dev server's
+ * store is its own, so the extra polls cost next to nothing.
+ */
+const DEV_SERVER_DYNAMIC_CONFIG = ['history.transferProcessorMaxPollRPS=1000'];
+const dynamicConfigArgs = DEV_SERVER_DYNAMIC_CONFIG.flatMap((value) => ['--dynamic-config-value', value]);
+
 async function waitUntilReady(address: string, child: ChildProcess, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
@@ -45,7 +55,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
   const address = `127.0.0.1:${options.port}`;
   if (!cli) return startWithSdkDownload(options);
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(options.port), '--log-level', 'error',
-    '--namespace', options.namespace ?? 'default'];
+    '--namespace', options.namespace ?? 'default', ...dynamicConfigArgs];
   if (options.uiPort) args.push('--ui-port', String(options.uiPort));
   else args.push('--headless');
   if (options.dbFile) {
@@ -90,6 +100,7 @@ async function startWithSdkDownload(options: DevServerOptions): Promise<DevServe
       dbFilename: options.dbFile,
       namespace: options.namespace,
       executable: { type: 'cached-download' },
+      extraArgs: dynamicConfigArgs,
     },
   });
   return {

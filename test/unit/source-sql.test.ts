@@ -42,6 +42,9 @@ describe('source queries compile to valid SQL Server SQL', () => {
     expect(queries[0].parameters).toEqual(['user-00000042', 'user-00000500', 0, 500]);
     expect(queries[1].sql).toBe('select "Id", "UserName", "Email", "PasswordHash" from "AspNetUsers" where "Id" > @1 and "Id" <= @2 order by "Id" offset @3 rows fetch next @4 rows only');
     expect(queries[1].parameters).toEqual(['user-00000042', 'user-00000050', 0, 500]);
+    // The claim types the fold drops stay in the source.
+    expect(queries[2].sql).toBe('select "UserId", "ClaimType", "ClaimValue" from "AspNetUserClaims" where "ClaimType" not in (@1, @2, @3) and "UserId" > @4 and "UserId" <= @5');
+    expect(queries[2].parameters).toEqual(['email', 'email_verified', 'http://schemas.xmlsoap.org/ws/2005/05/identity/claims/emailaddress', 'user-00000042', 'user-00000050']);
   });
 
   test("a page's child rows are read by a UserId range: after the cursor, up to the page's last user", async () => {

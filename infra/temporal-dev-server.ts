@@ -31,11 +31,20 @@ export interface DevServerOptions {
 const DEV_SERVER_DYNAMIC_CONFIG = ['history.transferProcessorMaxPollRPS=1000'];
 const dynamicConfigArgs = DEV_SERVER_DYNAMIC_CONFIG.flatMap((value) => ['--dynamic-config-value', value]);
 
+class DevServerExited extends Error {}
+
+/**
+ * The CLI picks free ports for the services inside the dev server (HTTP API, history, matching, …) and binds them a
+ * moment later; another process can take one in between ("bind: address already in use"), and the server exits.
+ * Starting it again picks other ports.
+ */
+const START_ATTEMPTS = 3;
+
 async function waitUntilReady(address: string, child: ChildProcess, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`temporal server start-dev exited with code ${child.exitCode}`);
+    if (child.exitCode !== null) throw new DevServerExited(`temporal server start-dev exited with code ${child.exitCode}`);
     try {
       const connection = await Connection.connect({ address, connectTimeout: 1000 });
       await connection.workflowService.getSystemInfo({});
@@ -52,7 +61,6 @@ async function waitUntilReady(address: string, child: ChildProcess, timeoutMs: n
 /** Starts `temporal server start-dev` (with its UI) and waits until it answers. */
 export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
   const cli = findTemporalCli();
-  const address = `127.0.0.1:${options.port}`;
   if (!cli) return startWithSdkDownload(options);
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(options.port), '--log-level', 'error',
     '--namespace', options.namespace ?? 'default', ...dynamicConfigArgs];
@@ -62,6 +70,18 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     mkdirSync(dirname(options.dbFile), { recursive: true });
     args.push('--db-filename', options.dbFile);
   }
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await launch(cli, args, options);
+    } catch (error) {
+      if (!(error instanceof DevServerExited) || attempt === START_ATTEMPTS) throw error;
+      console.warn(`temporal: ${error.message} while starting; starting it again (attempt ${attempt + 1} of ${START_ATTEMPTS})`);
+    }
+  }
+}
+
+async function launch(cli: string, args: string[], options: DevServerOptions): Promise<DevServer> {
+  const address = `127.0.0.1:${options.port}`;
   const child = spawn(cli, args, { stdio: ['ignore', 'ignore', 'inherit'] });
   // Never leave an orphaned server holding the port when this process dies without a clean shutdown.
   const killOnExit = () => child.kill('SIGKILL');
@@ -70,6 +90,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     await waitUntilReady(address, child, options.readyTimeoutMs ?? 60_000);
   } catch (error) {
     child.kill('SIGKILL');
+    process.removeListener('exit', killOnExit);
     throw error;
   }
   return {

@@ -17,30 +17,33 @@ async function unlessAnyExists<T>(write: () => Promise<T>): Promise<T | undefine
   }
 }
 
+async function rowsWritten<DB, TB extends keyof DB>(insert: InsertQueryBuilder<DB, TB, InsertResult>): Promise<number> {
+  return Number((await insert.executeTakeFirstOrThrow()).numInsertedOrUpdatedRows ?? 0);
+}
+
 /**
  * A plain insert of rows that are expected to be new: the number written, or undefined when a unique key of one of
  * them exists, in which case the statement has written nothing. Cheaper than `on conflict do nothing`, whose
  * speculative insertion checks and confirms every row: 1M users took 19.7 s plainly and 35.3 s with it.
  */
 export async function insertUnlessAnyExists<DB, TB extends keyof DB>(insert: InsertQueryBuilder<DB, TB, InsertResult>): Promise<number | undefined> {
-  return unlessAnyExists(async () => Number((await insert.executeTakeFirstOrThrow()).numInsertedOrUpdatedRows ?? 0));
+  return unlessAnyExists(() => rowsWritten(insert));
 }
 
 /** Inserts the rows, skipping those whose unique keys exist; returns the number written. */
 export async function insertSkippingExisting<DB, TB extends keyof DB>(insert: InsertQueryBuilder<DB, TB, InsertResult>): Promise<number> {
   const written = await insertUnlessAnyExists(insert);
-  if (written !== undefined) return written;
-  return Number((await insert.onConflict((oc) => oc.doNothing()).executeTakeFirstOrThrow()).numInsertedOrUpdatedRows ?? 0);
+  return written ?? rowsWritten(insert.onConflict((oc) => oc.doNothing()));
 }
 
-const NEEDS_ESCAPE = /[\\\n\r\t]/;
+const ESCAPED = /[\\\n\r\t]/g;
 const ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 
 /** A value in COPY's text format: `\N` for null, objects as JSON (for json and jsonb columns). */
 function copyField(value: unknown): string {
   if (value === null || value === undefined) return '\\N';
   const text = typeof value === 'string' ? value : typeof value === 'object' ? JSON.stringify(value) : String(value);
-  return NEEDS_ESCAPE.test(text) ? text.replace(/[\\\n\r\t]/g, (c) => ESCAPES[c]) : text;
+  return text.replace(ESCAPED, (c) => ESCAPES[c]);
 }
 
 /**

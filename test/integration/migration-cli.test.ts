@@ -3,14 +3,14 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createScratchDatabase, generateSource } from '../../source/fixture/generate';
 import { TEST_DATA_PROTECTION_KEY } from '../support/harness';
+import { TEST_ADMIN_URL } from '../support/scratch-store';
 
 const run = promisify(execFile);
-const ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 let source: Awaited<ReturnType<typeof createScratchDatabase>>;
 let target: Awaited<ReturnType<typeof createScratchDatabase>>;
 
 beforeAll(async () => {
-  [source, target] = await Promise.all([createScratchDatabase(ADMIN_URL, 'ips_source'), createScratchDatabase(ADMIN_URL, 'ips_target')]);
+  [source, target] = await Promise.all([createScratchDatabase(TEST_ADMIN_URL, 'ips_source'), createScratchDatabase(TEST_ADMIN_URL, 'ips_target')]);
   await generateSource(source.url, { users: 300 });
 }, 60_000);
 afterAll(async () => {

@@ -3,12 +3,13 @@ import { createSweepSchedule, deleteSweepSchedule, describeSweepSchedule, setSwe
 import { importSigningKey } from '../../infra/signing-keys';
 import { createScratchDatabase, generateSource } from '../../source/fixture/generate';
 import { eventually, startHarness, type Harness } from '../support/harness';
+import { TEST_ADMIN_URL } from '../support/scratch-store';
 
 let h: Harness;
 let source: Awaited<ReturnType<typeof createScratchDatabase>>;
 
 beforeAll(async () => {
-  source = await createScratchDatabase(process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres', 'ips_source');
+  source = await createScratchDatabase(TEST_ADMIN_URL, 'ips_source');
   await generateSource(source.url, { users: 200 });
   h = await startHarness({ apps: {}, migrationSource: source.url });
 }, 120_000);

@@ -11,15 +11,15 @@ import { createScratchDatabase, generateSource } from '../../source/fixture/gene
 import { findMarker, passProgress } from '../../store/migration-markers';
 import { createMigrationWorker } from '../../workers/create-worker';
 import { eventually, startHarness, TEST_DATA_PROTECTION_KEY, type Harness } from '../support/harness';
+import { TEST_ADMIN_URL } from '../support/scratch-store';
 
-const ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const USERS = 3000;
 /** Every source user but the six duplicate e-mails and two unusable ids. */
 const MIGRATED_USERS = USERS - 6 + 2;
 let sourceDb: Awaited<ReturnType<typeof createScratchDatabase>>;
 
 beforeAll(async () => {
-  sourceDb = await createScratchDatabase(ADMIN_URL, 'ips_source');
+  sourceDb = await createScratchDatabase(TEST_ADMIN_URL, 'ips_source');
   await generateSource(sourceDb.url, { users: USERS });
 }, 120_000);
 afterAll(async () => {
@@ -42,7 +42,7 @@ describe('a worker killed mid-run', () => {
   });
 
   test('the run continues on a restarted worker and ends with counts equal to the source and no duplicates', async () => {
-    target = await createScratchDatabase(ADMIN_URL, 'ips_target');
+    target = await createScratchDatabase(TEST_ADMIN_URL, 'ips_target');
     const taskQueue = `test-migration-kill-${randomUUID()}`;
     // Small pages (30 per partition) keep the users pass running well past the check below, so the kill lands in it.
     const config = parseConfig({

@@ -8,13 +8,14 @@ import { unprotectSecret } from '../../security/data-protection';
 import { createScratchDatabase, FIXTURE_PASSWORD, generateSource } from '../../source/fixture/generate';
 import type { MigrationReport } from '../../workflows/migration';
 import { startHarness, TEST_DATA_PROTECTION_KEY, type Harness } from '../support/harness';
+import { TEST_ADMIN_URL } from '../support/scratch-store';
 
 const USERS = 1200;
 let h: Harness;
 let source: Awaited<ReturnType<typeof createScratchDatabase>>;
 
 beforeAll(async () => {
-  source = await createScratchDatabase(process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres', 'ips_source');
+  source = await createScratchDatabase(TEST_ADMIN_URL, 'ips_source');
   await generateSource(source.url, { users: USERS });
   h = await startHarness({ apps: {}, migrationSource: source.url, config: { Migration: { MapStatusEndpoint: true, PageSize: 500, Version: 'v1' } } });
 }, 120_000);

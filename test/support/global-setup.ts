@@ -6,6 +6,7 @@ import { freePort } from '../../infra/ports';
 import { startDevServer, type DevServer } from '../../infra/temporal-dev-server';
 import { createScratchDatabase } from '../../source/fixture/generate';
 import { WORKFLOWS_PATH } from '../../workers/create-worker';
+import { TEST_ADMIN_URL } from './scratch-store';
 
 export interface TestRun {
   server: DevServer;
@@ -14,8 +15,7 @@ export interface TestRun {
 
 /** One real Temporal dev server, one fresh PostgreSQL database and one workflow bundle per test run. */
 export default async function globalSetup(): Promise<void> {
-  const adminUrl = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-  const database = await createScratchDatabase(adminUrl, 'ips_test');
+  const database = await createScratchDatabase(TEST_ADMIN_URL, 'ips_test');
   const [server, bundle] = await Promise.all([
     startDevServer({ port: await freePort(), readyTimeoutMs: 120_000 }),
     bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: { info() {}, warn: console.warn, error: console.error, debug() {}, trace() {}, log() {} } }),

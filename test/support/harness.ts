@@ -9,6 +9,7 @@ import { startDownstreamApp, type Behaviour, type RunningDownstreamApp } from '.
 import { createScratchDatabase } from '../../source/fixture/generate';
 import { createServiceContext, type ServiceContext, type ServiceContextOptions } from '../../infra/service-context';
 import { createMigrationWorker, createProvisioningWorker } from '../../workers/create-worker';
+import { TEST_ADMIN_URL } from './scratch-store';
 
 export const ADMIN_KEY = 'test-admin-key';
 
@@ -57,7 +58,7 @@ export interface Harness {
 export async function startHarness(options: HarnessOptions): Promise<Harness> {
   // Migration tests count rows, so each gets a target database of its own; the rest share the run's database.
   const scratch = options.migrationSource
-    ? await createScratchDatabase(process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres', 'ips_target')
+    ? await createScratchDatabase(TEST_ADMIN_URL, 'ips_target')
     : undefined;
   const databaseUrl = scratch?.url ?? process.env.TEST_DATABASE_URL!;
   const apps: Record<string, RunningDownstreamApp> = {};

@@ -1,9 +1,24 @@
-// got 14 and parts of its dependency tree are ESM-only: the project stays CommonJS (Node 20.19+ loads them
+// got 14 and parts of its dependency tree are ESM-only: the project stays CommonJS (Node 22 loads them
 // through require(esm) at run time) and jest, which has its own module loader, transforms them with babel.
 const esmPackages = [
-  'got', '@sindresorhus/is', 'byte-counter', 'cacheable-lookup', 'cacheable-request', 'get-stream', '@sec-ant/readable-stream',
-  'is-stream', 'keyv', '@keyv/serialize', 'mimic-response', 'normalize-url', 'responselike', 'lowercase-keys',
-  'decompress-response', 'form-data-encoder', 'p-cancelable', 'request-filtering-agent',
+  'got',
+  '@sindresorhus/is',
+  'byte-counter',
+  'cacheable-lookup',
+  'cacheable-request',
+  'get-stream',
+  '@sec-ant/readable-stream',
+  'is-stream',
+  'keyv',
+  '@keyv/serialize',
+  'mimic-response',
+  'normalize-url',
+  'responselike',
+  'lowercase-keys',
+  'decompress-response',
+  'form-data-encoder',
+  'p-cancelable',
+  'request-filtering-agent',
 ];
 
 /** @type {import('jest').Config} */
@@ -13,7 +28,10 @@ module.exports = {
   testMatch: ['**/*.test.ts'],
   transform: {
     '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],
-    '^.+\\.m?js$': ['babel-jest', { plugins: ['@babel/plugin-transform-modules-commonjs'], babelrc: false, configFile: false }],
+    '^.+\\.m?js$': [
+      'babel-jest',
+      { plugins: ['@babel/plugin-transform-modules-commonjs'], babelrc: false, configFile: false },
+    ],
   },
   transformIgnorePatterns: [`/node_modules/(?!(${esmPackages.join('|')})/)`],
   setupFiles: ['<rootDir>/test/support/captured-log.ts'],

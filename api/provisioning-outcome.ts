@@ -1,27 +1,51 @@
 import type { UserProfile } from '../store/users';
 import type { CreationOutcome } from '../workflows/provisioning';
 import type { Response } from 'express';
-import { sendProblem, type Problem } from './problem';
+import type { StoredAnswer } from '../store/schema';
+import { sendProblem, userNotFound, type Problem } from './problem';
 
 export type UserView = UserProfile & { provisionedApps: string[] };
 
 export type HttpOutcome = { status: number; user: UserView } | { problem: Problem };
 
+/** The provisioning outcome as an HTTP answer: the user on success, else the outcome's problem. */
+export function toHttpOutcome(outcome: CreationOutcome, successStatus: number, { revealIds = true } = {}): HttpOutcome {
+  if (outcome.status === 'provisioned') {
+    return { status: successStatus, user: { ...outcome.user, provisionedApps: outcome.provisionedApps } };
+  }
+  return outcomeProblem(outcome, { revealIds });
+}
+
 /**
- * Maps a provisioning outcome onto the admin API's answers: 201/200 provisioned, 409 duplicate,
- * 422 rejection or failure (with the app and its reason), 502 partially confirmed (the user is kept).
+ * The one table from a provisioning outcome that is not a success to its answer, rendered as problem+json by the
+ * admin API and registration and as a SCIM error by /scim/v2: 409 duplicate, 404 no such user, 422 rejection or
+ * failure (with the app and its reason), 502 partially confirmed (the user is kept).
  */
-export function toHttpOutcome(outcome: CreationOutcome, successStatus: number): HttpOutcome {
+export function outcomeProblem(
+  outcome: Exclude<CreationOutcome, { status: 'provisioned' }>,
+  { revealIds = true } = {},
+): { problem: Problem } {
   switch (outcome.status) {
-    case 'provisioned':
-      return { status: successStatus, user: { ...outcome.user, provisionedApps: outcome.provisionedApps } };
     case 'duplicate':
-      return { problem: { status: 409, title: 'User already exists', detail: outcome.detail } };
+      // Authenticated callers learn which user holds the e-mail; the public registration endpoint reveals no ids.
+      return {
+        problem: {
+          status: 409,
+          title: 'User already exists',
+          detail: outcome.detail,
+          ...(revealIds && outcome.existingUserId ? { userId: outcome.existingUserId } : {}),
+        },
+      };
     case 'not-found':
-      return { problem: { status: 404, title: 'User not found', detail: `no user with id ${outcome.userId}` } };
+      return { problem: userNotFound(`id ${outcome.userId}`) };
     case 'unknown-apps':
       return {
-        problem: { status: 422, title: 'Unknown provisioning apps', detail: `provisioning apps not configured: ${outcome.appIds.join(', ')}`, appIds: outcome.appIds },
+        problem: {
+          status: 422,
+          title: 'Unknown provisioning apps',
+          detail: `provisioning apps not configured: ${outcome.appIds.join(', ')}`,
+          appIds: outcome.appIds,
+        },
       };
     case 'rejected':
       return {
@@ -47,6 +71,16 @@ export function toHttpOutcome(outcome: CreationOutcome, successStatus: number): 
         },
       };
   }
+}
+
+export function toAnswer(outcome: HttpOutcome): StoredAnswer {
+  if ('problem' in outcome)
+    return {
+      status: outcome.problem.status,
+      contentType: 'application/problem+json',
+      body: { type: 'about:blank', ...outcome.problem },
+    };
+  return { status: outcome.status, contentType: 'application/json', body: outcome.user };
 }
 
 export function answer(res: Response, outcome: HttpOutcome): void {

@@ -1,36 +1,52 @@
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { Client, Connection } from '@temporalio/client';
 import { loadConfig } from '../config/load';
 import type { AppConfig } from '../config/schema';
-import type { TccClient } from '../activities/provisioning/tcc-client';
-import { createServiceContext } from '../infra/service-context';
-import type { Db } from '../store/database';
-import { required, runMain } from '../infra/process';
+import { createServiceContext, type ServiceContext } from '../composition/service-context';
+import { closeServer, listen, listeningUrl } from '../composition/listen';
+import { runMain, standaloneSettings } from '../composition/process';
+import { purgeExpiredIdempotencyKeys } from '../store/creation-guards';
 import { purgeAbandonedCredentials } from '../store/pending-credentials';
 import { createApiApp } from './app';
 
 export interface RunningApi {
   server: Server;
+  /** Where it listens, with 127.0.0.1 for a wildcard address. */
   url: string;
-  close(): Promise<void>;
+  publicUrl: string;
+  close: () => Promise<void>;
 }
 
-export async function startApi(config: AppConfig, { db, http }: { db: Db; http: TccClient }, temporal: Client): Promise<RunningApi> {
-  if (config.Auth.AdminApiKeys.length === 0) console.warn('api: Auth:AdminApiKeys is empty, so every admin request is refused');
+export async function startApi(
+  config: AppConfig,
+  { db, http, dataProtection }: Pick<ServiceContext, 'db' | 'http' | 'dataProtection'>,
+  temporal: Client,
+): Promise<RunningApi> {
+  if (config.Auth.AdminApiKeys.length === 0)
+    console.warn('api: Auth:AdminApiKeys is empty, so every admin request is refused');
   await purgeAbandonedCredentials(db);
-  const app = createApiApp({ config, db, temporal, http });
-  const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(config.Api.Port, config.Api.Host, () => resolve(s)).on('error', reject);
-  });
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : config.Api.Port;
+  // The port is bound first: its number, when 0 was asked for, is part of the default public URL the routes build on.
+  const server = createServer();
+  await listen(server, config.Api.Port, config.Api.Host, 'api', 'PORT (or Api:Port)');
+  const url = listeningUrl(server, config.Api.Host);
+  const publicUrl = config.Api.PublicUrl ?? url;
+  server.on('request', createApiApp({ config, db, temporal, http, publicUrl, dataProtection }));
+  const purge = setInterval(() => {
+    purgeAbandonedCredentials(db).catch((error: Error) =>
+      console.warn(`api: purging abandoned credentials failed: ${error.message}`),
+    );
+    purgeExpiredIdempotencyKeys(db).catch((error: Error) =>
+      console.warn(`api: purging expired idempotency keys failed: ${error.message}`),
+    );
+  }, 3600_000).unref();
   return {
     server,
-    url: `http://${config.Api.Host}:${port}`,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    url,
+    publicUrl,
+    close: () => {
+      clearInterval(purge);
+      return closeServer(server);
+    },
   };
 }
 
@@ -42,8 +58,7 @@ export async function connectTemporal(config: AppConfig, address: string): Promi
 if (require.main === module) {
   runMain('api', async () => {
     const config = loadConfig();
-    const databaseUrl = required(config.Database.Url, 'the API alone needs DATABASE_URL (or Database:Url); `npm start` runs everything embedded');
-    const address = required(config.Temporal.Address, 'the API alone needs TEMPORAL_ADDRESS (or Temporal:Address); `npm start` runs everything embedded');
+    const { databaseUrl, temporalAddress: address } = standaloneSettings(config, 'API');
     const context = await createServiceContext(config, databaseUrl);
     const temporal = await connectTemporal(config, address);
     const api = await startApi(config, context, temporal);

@@ -1,33 +1,66 @@
 import { randomUUID } from 'node:crypto';
-import { hashPassword } from '../passwords/native';
+import { hashPassword } from '../security/password-hashing';
+import { releaseEmail, reserveEmail, takeOverReservation } from '../store/creation-guards';
 import type { Db } from '../store/database';
 import { discardPasswordHash, stashPasswordHash } from '../store/pending-credentials';
 import type { NewUser } from '../store/users';
-import { creationWorkflowId, type Trigger } from '../workflows/ids';
+import { provisioningWorkflowId, type Trigger } from '../workflows/ids';
 import { createUserAndProvision, type CreationOutcome } from '../workflows/provisioning';
-import { ResultDeadlineError, type WorkflowRunner } from './workflow-runner';
+import { AttemptInProgressError, ResultDeadlineError, type WorkflowRunner } from '../client/workflow-runner';
 
 export interface CreationRequest {
   trigger: Trigger;
   user: Omit<NewUser, 'userId'>;
   password?: string;
+  /** The new user's id; an Idempotency-Key derives it, so a repeat lands on the same attempt. Random otherwise. */
+  userId?: string;
+}
+
+/** A reservation whose workflow is not (yet) to be found is left alone this long: its API may be about to start it. */
+const RESERVATION_GRACE_MS = 30_000;
+
+/** One creation attempt per e-mail at a time: the reservation, or 409 naming the attempt that holds it. */
+async function reserve(db: Db, run: WorkflowRunner, email: string, workflowId: string): Promise<void> {
+  for (;;) {
+    const reservation = await reserveEmail(db, email, workflowId);
+    if (reservation.reserved || reservation.holder === workflowId) return;
+    const young = Date.now() - reservation.since.getTime() < RESERVATION_GRACE_MS;
+    if (young || (await run.isRunning(reservation.holder))) throw new AttemptInProgressError(reservation.holder);
+    if (await takeOverReservation(db, email, reservation.holder, workflowId)) return;
+  }
 }
 
 /**
- * Every creation path goes through here: the password is hashed in the API and handed over through the store,
- * so neither it nor its hash ever enters workflow history; then the creation workflow runs and is waited for.
+ * Every creation path goes through here: the e-mail is reserved for this attempt, the password is hashed in the API
+ * and handed over through the store (so neither it nor its hash enters workflow history), then the creation workflow
+ * runs and is waited for. A repeat with the same user id attaches to that attempt, or gets its result when it ended.
  */
-export async function createUserThroughWorkflow({ db, run }: { db: Db; run: WorkflowRunner }, request: CreationRequest): Promise<CreationOutcome> {
-  const credentialRef = request.password === undefined ? undefined : await stashPasswordHash(db, await hashPassword(request.password));
+export async function createUserThroughWorkflow(
+  { db, run }: { db: Db; run: WorkflowRunner },
+  request: CreationRequest,
+): Promise<CreationOutcome> {
+  const userId = request.userId ?? randomUUID();
+  const workflowId = provisioningWorkflowId(userId);
+  await reserve(db, run, request.user.email, workflowId);
+  let credentialRef: string | undefined;
+  let stillRunning = false;
   try {
+    credentialRef =
+      request.password === undefined ? undefined : await stashPasswordHash(db, await hashPassword(request.password));
     return await run(createUserAndProvision, {
-      workflowId: creationWorkflowId(request.trigger, request.user.email),
-      onRunning: 'fail',
-      args: [{ trigger: request.trigger, credentialRef, user: { ...request.user, userId: randomUUID() } }],
+      workflowId,
+      onEnded: 'result',
+      args: [{ trigger: request.trigger, credentialRef, user: { ...request.user, userId } }],
     });
   } catch (error) {
-    // Past the deadline the workflow may still need the credential; otherwise nothing will consume it.
-    if (credentialRef && !(error instanceof ResultDeadlineError)) await discardPasswordHash(db, credentialRef);
+    stillRunning = error instanceof ResultDeadlineError;
     throw error;
+  } finally {
+    // Past the deadline the workflow may still need both. Otherwise the attempt has ended: a credential of a request
+    // that attached to an earlier attempt was never read, and the e-mail is free again.
+    if (!stillRunning) {
+      if (credentialRef) await discardPasswordHash(db, credentialRef);
+      await releaseEmail(db, request.user.email, workflowId);
+    }
   }
 }

@@ -4,11 +4,11 @@ import { Client } from '@temporalio/client';
 import { Client as PgClient } from 'pg';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 import { parseConfig } from '../config/load';
-import { migrationOptions, startOrAttachMigration } from '../infra/migration-control';
-import { freePort } from '../infra/ports';
-import { createServiceContext } from '../infra/service-context';
-import { startDevServer } from '../infra/temporal-dev-server';
-import { createScratchDatabase, generateSource } from '../source/fixture/generate';
+import { migrationOptions, startOrAttachMigration } from '../client/migration-control';
+import { freePort } from '../dev/ports';
+import { createServiceContext, migrationDependencies } from '../composition/service-context';
+import { startDevServer } from '../dev/temporal-dev-server';
+import { createScratchDatabase, generateSource } from '../test/fixtures/source/generate';
 import { createMigrationWorker } from '../workers/create-worker';
 
 /**
@@ -32,10 +32,16 @@ async function copyBaseline(sourceUrl: string, targetUrl: string): Promise<numbe
   const target = new PgClient({ connectionString: targetUrl });
   await Promise.all([source.connect(), target.connect()]);
   try {
-    const columns = '"Id","UserName","NormalizedUserName","Email","NormalizedEmail","EmailConfirmed","PasswordHash","SecurityStamp","TwoFactorEnabled"';
-    await target.query(`create table copy_baseline ("Id" text primary key, "UserName" text, "NormalizedUserName" text, "Email" text, "NormalizedEmail" text, "EmailConfirmed" boolean, "PasswordHash" text, "SecurityStamp" text, "TwoFactorEnabled" boolean)`);
+    const columns =
+      '"Id","UserName","NormalizedUserName","Email","NormalizedEmail","EmailConfirmed","PasswordHash","SecurityStamp","TwoFactorEnabled"';
+    await target.query(
+      `create table copy_baseline ("Id" text primary key, "UserName" text, "NormalizedUserName" text, "Email" text, "NormalizedEmail" text, "EmailConfirmed" boolean, "PasswordHash" text, "SecurityStamp" text, "TwoFactorEnabled" boolean)`,
+    );
     const started = performance.now();
-    await pipeline(source.query(copyTo(`copy (select ${columns} from "AspNetUsers") to stdout`)), target.query(copyFrom(`copy copy_baseline (${columns}) from stdin`)));
+    await pipeline(
+      source.query(copyTo(`copy (select ${columns} from "AspNetUsers") to stdout`)),
+      target.query(copyFrom(`copy copy_baseline (${columns}) from stdin`)),
+    );
     return (performance.now() - started) / 1000;
   } finally {
     await Promise.all([source.end(), target.end()]);
@@ -46,7 +52,7 @@ async function countSourceUsers(url: string): Promise<number> {
   const client = new PgClient({ connectionString: url });
   await client.connect();
   try {
-    return Number((await client.query('select count(*) as n from "AspNetUsers"')).rows[0].n);
+    return Number((await client.query<{ n: string }>('select count(*) as n from "AspNetUsers"')).rows[0].n);
   } finally {
     await client.end();
   }
@@ -55,8 +61,12 @@ async function countSourceUsers(url: string): Promise<number> {
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
   const adminUrl = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-  const givenSource = process.argv.includes('--source') ? process.argv[process.argv.indexOf('--source') + 1] : undefined;
-  const source = givenSource ? { url: givenSource, drop: async () => {} } : await createScratchDatabase(adminUrl, 'ips_bench_source');
+  const givenSource = process.argv.includes('--source')
+    ? process.argv[process.argv.indexOf('--source') + 1]
+    : undefined;
+  const source = givenSource
+    ? { url: givenSource, drop: async () => {} }
+    : await createScratchDatabase(adminUrl, 'ips_bench_source');
   const target = await createScratchDatabase(adminUrl, 'ips_bench_target');
   const server = await startDevServer({ port: await freePort(), readyTimeoutMs: 120_000 });
   try {
@@ -65,13 +75,19 @@ async function main(): Promise<void> {
     else {
       const generateStarted = performance.now();
       await generateSource(source.url, { users });
-      console.error(`bench: generated ${users} source users in ${((performance.now() - generateStarted) / 1000).toFixed(1)} s`);
+      console.error(
+        `bench: generated ${users} source users in ${((performance.now() - generateStarted) / 1000).toFixed(1)} s`,
+      );
     }
 
     const config = parseConfig({
       Temporal: { Address: server.address },
       // Page size and parallelism are the configuration's defaults unless given.
-      Migration: { Source: { ConnectionString: source.url }, PageSize: arg('page-size'), Parallelism: arg('parallelism') },
+      Migration: {
+        Source: { ConnectionString: source.url },
+        PageSize: arg('page-size'),
+        Parallelism: arg('parallelism'),
+      },
       DataProtection: { Key: Buffer.alloc(32, 1).toString('base64') },
     });
     const context = await createServiceContext(config, target.url);
@@ -80,13 +96,15 @@ async function main(): Promise<void> {
       connection,
       namespace: 'default',
       taskQueue: config.Temporal.MigrationTaskQueue,
-      dependencies: { target: context.db, source: context.source, dataProtectionKey: context.dataProtectionKey },
+      dependencies: migrationDependencies(context),
     });
     const running = worker.run();
     const client = new Client({ connection });
     const timed = async (version: string) => {
       const started = performance.now();
-      const report = await (await startOrAttachMigration(client, config, migrationOptions(config, { version }))).result();
+      const report = await (
+        await startOrAttachMigration(client, config, migrationOptions(config, { version }))
+      ).result();
       return { report, seconds: (performance.now() - started) / 1000 };
     };
 
@@ -101,20 +119,54 @@ async function main(): Promise<void> {
     const copySeconds = await copyBaseline(source.url, target.url);
 
     const round = (n: number) => Math.round(n * 100) / 100;
-    console.log(JSON.stringify({
-      bench: 'migration', variant: 'full-run', users, pageSize: config.Migration.PageSize, parallelism: config.Migration.Parallelism, state: first.report.state, seconds: round(first.seconds),
-      usersPerSecond: Math.round(users / first.seconds), peakRssMb: Math.round(firstRss),
-      passes: Object.fromEntries(first.report.passes.map((p) => [p.pass, { seconds: p.seconds, read: p.read, created: p.created }])),
-    }));
-    console.log(JSON.stringify({
-      bench: 'migration', variant: 'unchanged-rerun-new-version', users, seconds: round(rerun.seconds), ratioToFirst: round(rerun.seconds / first.seconds),
-      passes: Object.fromEntries(rerun.report.passes.map((p) => [p.pass, { seconds: p.seconds, created: p.created, skipped: p.skipped }])),
-    }));
-    console.log(JSON.stringify({ bench: 'migration', variant: 'baseline-raw-copy-users', users, seconds: round(copySeconds), usersPerSecond: Math.round(users / copySeconds) }));
-    console.log(JSON.stringify({
-      bench: 'migration', ratio: { fullRunToCopy: round(first.seconds / copySeconds) },
-      targets: { usersPerSecond: 20_000, rerunRatioMax: 0.2, met: users / first.seconds >= 20_000 && rerun.seconds / first.seconds <= 0.2 },
-    }));
+    console.log(
+      JSON.stringify({
+        bench: 'migration',
+        variant: 'full-run',
+        users,
+        pageSize: config.Migration.PageSize,
+        parallelism: config.Migration.Parallelism,
+        state: first.report.state,
+        seconds: round(first.seconds),
+        usersPerSecond: Math.round(users / first.seconds),
+        peakRssMb: Math.round(firstRss),
+        passes: Object.fromEntries(
+          first.report.passes.map((p) => [p.pass, { seconds: p.seconds, read: p.read, created: p.created }]),
+        ),
+      }),
+    );
+    console.log(
+      JSON.stringify({
+        bench: 'migration',
+        variant: 'unchanged-rerun-new-version',
+        users,
+        seconds: round(rerun.seconds),
+        ratioToFirst: round(rerun.seconds / first.seconds),
+        passes: Object.fromEntries(
+          rerun.report.passes.map((p) => [p.pass, { seconds: p.seconds, created: p.created, skipped: p.skipped }]),
+        ),
+      }),
+    );
+    console.log(
+      JSON.stringify({
+        bench: 'migration',
+        variant: 'baseline-raw-copy-users',
+        users,
+        seconds: round(copySeconds),
+        usersPerSecond: Math.round(users / copySeconds),
+      }),
+    );
+    console.log(
+      JSON.stringify({
+        bench: 'migration',
+        ratio: { fullRunToCopy: round(first.seconds / copySeconds) },
+        targets: {
+          usersPerSecond: 20_000,
+          rerunRatioMax: 0.2,
+          met: users / first.seconds >= 20_000 && rerun.seconds / first.seconds <= 0.2,
+        },
+      }),
+    );
   } finally {
     clearInterval(sampler);
     await server.stop();

@@ -3,8 +3,8 @@ import { Client as PgClient } from 'pg';
 import { startApi } from '../api/server';
 import { parseConfig } from '../config/load';
 import { startDownstreamApp } from '../examples/downstream-app/app';
-import { startDevServer } from '../infra/temporal-dev-server';
-import { freePort } from '../infra/ports';
+import { startDevServer } from '../dev/temporal-dev-server';
+import { freePort } from '../dev/ports';
 import { startWorker } from '../workers/worker';
 import { runLoad } from './stats';
 
@@ -30,7 +30,13 @@ async function main(): Promise<void> {
   dbUrl.pathname = `/${database}`;
 
   const temporalServer = await startDevServer({ port: await freePort(), readyTimeoutMs: 120_000 });
-  const apps = await Promise.all(['crm', 'billing', 'wiki'].map(async (id) => ({ id, key: `bench-${id}`, app: await startDownstreamApp({ apiKey: `bench-${id}` }) })));
+  const apps = await Promise.all(
+    ['crm', 'billing', 'wiki'].map(async (id) => ({
+      id,
+      key: `bench-${id}`,
+      app: await startDownstreamApp({ apiKey: `bench-${id}` }),
+    })),
+  );
   const config = parseConfig({
     ProvisioningApps: Object.fromEntries(apps.map(({ id, key, app }) => [id, { CallbackUrl: app.url, ApiKey: key }])),
     Auth: { AllowedInternalTargets: ['127.0.0.1'], AdminApiKeys: ['bench-admin'] },
@@ -52,7 +58,12 @@ async function main(): Promise<void> {
   const appList = await worker.context.apps.listApps({ userId: 'bench', organizationId: null });
   const direct = async () => {
     const transactionId = randomUUID();
-    const user = { transactionId, userId: randomUUID(), email: `direct-${transactionId}@example.test`, firstName: 'Bench' };
+    const user = {
+      transactionId,
+      userId: randomUUID(),
+      email: `direct-${transactionId}@example.test`,
+      firstName: 'Bench',
+    };
     for (const app of appList) if (!(await worker.context.http.try(app, user)).approved) return false;
     for (const app of appList) await worker.context.http.confirm(app, transactionId);
     return true;
@@ -64,12 +75,21 @@ async function main(): Promise<void> {
   const baseline = await runLoad(users, concurrency, direct);
 
   console.log(JSON.stringify({ bench: 'provisioning', variant: 'http-api-temporal', users, concurrency, ...service }));
-  console.log(JSON.stringify({ bench: 'provisioning', variant: 'baseline-direct-tcc-calls', users, concurrency, ...baseline }));
+  console.log(
+    JSON.stringify({ bench: 'provisioning', variant: 'baseline-direct-tcc-calls', users, concurrency, ...baseline }),
+  );
   console.log(
     JSON.stringify({
       bench: 'provisioning',
-      ratio: { p50: Math.round((service.p50 / baseline.p50) * 10) / 10, throughput: Math.round((baseline.perSecond / service.perSecond) * 10) / 10 },
-      targets: { p50Ms: 60, perSecond: 100, met: service.p50 <= 60 && service.perSecond >= 100 && service.failures === 0 },
+      ratio: {
+        p50: Math.round((service.p50 / baseline.p50) * 10) / 10,
+        throughput: Math.round((baseline.perSecond / service.perSecond) * 10) / 10,
+      },
+      targets: {
+        p50Ms: 60,
+        perSecond: 100,
+        met: service.p50 <= 60 && service.perSecond >= 100 && service.failures === 0,
+      },
     }),
   );
 

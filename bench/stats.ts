@@ -15,7 +15,11 @@ export interface LoadResult {
 }
 
 /** Runs `task` `count` times with at most `concurrency` in flight; latencies in milliseconds. */
-export async function runLoad(count: number, concurrency: number, task: (i: number) => Promise<boolean>): Promise<LoadResult> {
+export async function runLoad(
+  count: number,
+  concurrency: number,
+  task: (i: number) => Promise<boolean>,
+): Promise<LoadResult> {
   const latencies: number[] = [];
   let next = 0;
   let failures = 0;

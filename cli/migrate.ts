@@ -1,16 +1,21 @@
 import { readFileSync } from 'node:fs';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
-import { PASSES } from '../activities/migration/types';
+import { PASSES } from '../activities/migration/plan';
 import { ConfigError, loadConfig } from '../config/load';
 import { configSchema, type AppConfig } from '../config/schema';
-import { migrationOptions, startOrAttachMigration } from '../infra/migration-control';
-import { createSweepSchedule, deleteSweepSchedule, describeSweepSchedule, setSweepSchedulePaused } from '../infra/migration-schedule';
-import { createServiceContext, type ServiceContext } from '../infra/service-context';
-import { importSigningKey } from '../infra/signing-keys';
-import { freePort } from '../infra/ports';
-import { startDevServer } from '../infra/temporal-dev-server';
-import { parseSourceConnectionString } from '../source/connection';
+import { migrationOptions, startOrAttachMigration } from '../client/migration-control';
+import {
+  createSweepSchedule,
+  deleteSweepSchedule,
+  describeSweepSchedule,
+  setSweepSchedulePaused,
+} from '../client/migration-schedule';
+import { createServiceContext, type ServiceContext, migrationDependencies } from '../composition/service-context';
+import { importSigningKey } from '../store/signing-keys';
+import { freePort } from '../dev/ports';
+import { startDevServer } from '../dev/temporal-dev-server';
+import { parseSourceConnectionString } from '../migration-source/connection';
 import { createDb, migrateToLatest } from '../store/database';
 import { createMigrationWorker } from '../workers/create-worker';
 import { followProgress, printReport } from './migration-progress';
@@ -61,14 +66,15 @@ function targetUrl(config: AppConfig): string {
   const target = config.Migration.Target.ConnectionString;
   if (target) {
     const parsed = parseSourceConnectionString(target);
-    if (parsed.kind !== 'postgres') throw new ConfigError('Target:ConnectionString must point to the service\'s PostgreSQL store');
+    if (parsed.kind !== 'postgres')
+      throw new ConfigError("Target:ConnectionString must point to the service's PostgreSQL store");
     return parsed.url!;
   }
   if (config.Database.Url) return config.Database.Url;
-  throw new ConfigError('set --Target:ConnectionString (or DATABASE_URL) to the service\'s PostgreSQL store');
+  throw new ConfigError("set --Target:ConnectionString (or DATABASE_URL) to the service's PostgreSQL store");
 }
 
-async function connectClient(config: AppConfig): Promise<{ client: Client; close(): Promise<void> }> {
+async function connectClient(config: AppConfig): Promise<{ client: Client; close: () => Promise<void> }> {
   if (!config.Temporal.Address) throw new ConfigError('schedules live in a Temporal cluster: set TEMPORAL_ADDRESS');
   const connection = await Connection.connect({ address: config.Temporal.Address });
   return { client: new Client({ connection, namespace: config.Temporal.Namespace }), close: () => connection.close() };
@@ -77,13 +83,30 @@ async function connectClient(config: AppConfig): Promise<{ client: Client; close
 /** Row counts of the large source tables, so the progress lines can show bars. */
 async function sourceTotals(source: ServiceContext['source']): Promise<Record<string, number>> {
   if (!source) return {};
+  // Only for the progress lines: a table the source lacks has no total, and the run's own check says what is missing.
   const count = async (table: 'AspNetUsers' | 'AspNetUserLogins' | 'AspNetUserRoles' | 'AspNetRoles') =>
-    Number((await source.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
-  return { users: await count('AspNetUsers'), logins: await count('AspNetUserLogins'), 'user-roles': await count('AspNetUserRoles'), roles: await count('AspNetRoles') };
+    source
+      .selectFrom(table)
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow()
+      .then(
+        (row) => Number(row.n),
+        () => undefined,
+      );
+  const totals = {
+    users: await count('AspNetUsers'),
+    logins: await count('AspNetUserLogins'),
+    'user-roles': await count('AspNetUserRoles'),
+    roles: await count('AspNetRoles'),
+  };
+  return Object.fromEntries(
+    Object.entries(totals).filter((entry): entry is [string, number] => entry[1] !== undefined),
+  );
 }
 
 async function run(config: AppConfig): Promise<number> {
-  if (!config.Migration.Source.ConnectionString && !config.Temporal.Address) throw new ConfigError('set --Source:ConnectionString <SOURCE_CONNECTION_STRING>');
+  if (!config.Migration.Source.ConnectionString && !config.Temporal.Address)
+    throw new ConfigError('set --Source:ConnectionString <SOURCE_CONNECTION_STRING>');
   const stops: Array<() => Promise<void>> = [];
   try {
     // The target store (migrated to the current schema) and, when given, the source: one context for the whole run.
@@ -104,7 +127,7 @@ async function run(config: AppConfig): Promise<number> {
         connection,
         namespace: config.Temporal.Namespace,
         taskQueue: config.Temporal.MigrationTaskQueue,
-        dependencies: { target: context.db, source: context.source, dataProtectionKey: context.dataProtectionKey },
+        dependencies: migrationDependencies(context),
       });
       const running = worker.run();
       stops.push(async () => {
@@ -116,7 +139,9 @@ async function run(config: AppConfig): Promise<number> {
     const options = migrationOptions(config);
     const totals = await sourceTotals(context.source);
     const handle = await startOrAttachMigration(client, config, options);
-    console.log(`migration ${handle.workflowId}: ${options.dryRun ? 'dry run' : options.usersMode}, passes ${PASSES.join(', ')}`);
+    console.log(
+      `migration ${handle.workflowId}: ${options.dryRun ? 'dry run' : options.usersMode}, passes ${PASSES.join(', ')}`,
+    );
     const stopProgress = followProgress(context.db, options.version, totals);
     const report = await handle.result().finally(stopProgress);
     printReport(report);
@@ -144,7 +169,9 @@ async function main(): Promise<number> {
       try {
         await migrateToLatest(db);
         const result = await importSigningKey(db, readFileSync(own.file, 'utf8'), own.kid);
-        console.log(result.imported ? `signing key ${result.kid} imported` : `signing key ${result.kid} was already imported`);
+        console.log(
+          result.imported ? `signing key ${result.kid} imported` : `signing key ${result.kid} was already imported`,
+        );
         return 0;
       } finally {
         await db.destroy();
@@ -154,17 +181,22 @@ async function main(): Promise<number> {
       const { client, close } = await connectClient(config);
       try {
         if (sub === 'create') {
-          if (!own.every && !own.cron) throw new ConfigError('schedule create needs --Every <interval, e.g. 24h> or --Cron "<expression>"');
+          if (!own.every && !own.cron)
+            throw new ConfigError('schedule create needs --Every <interval, e.g. 24h> or --Cron "<expression>"');
           await createSweepSchedule(client, config, own.every ? { every: own.every } : { cron: own.cron });
           console.log('delta-sweep schedule created');
-        } else if (sub === 'list') console.log(JSON.stringify((await describeSweepSchedule(client)) ?? 'no delta-sweep schedule', null, 2));
+        } else if (sub === 'list')
+          console.log(JSON.stringify((await describeSweepSchedule(client)) ?? 'no delta-sweep schedule', null, 2));
         else if (sub === 'pause' || sub === 'unpause') {
           await setSweepSchedulePaused(client, sub === 'pause');
           console.log(`delta-sweep schedule ${sub}d`);
         } else if (sub === 'delete') {
           await deleteSweepSchedule(client);
           console.log('delta-sweep schedule deleted');
-        } else throw new ConfigError(`unknown schedule command ${sub ?? '(none)'}; use create, list, pause, unpause or delete`);
+        } else
+          throw new ConfigError(
+            `unknown schedule command ${sub ?? '(none)'}; use create, list, pause, unpause or delete`,
+          );
         return 0;
       } finally {
         await close();
@@ -178,6 +210,8 @@ async function main(): Promise<number> {
 main()
   .then((code) => process.exit(code))
   .catch((error) => {
-    console.error(`migrate: ${error instanceof Error && !(error instanceof ConfigError) ? (error.stack ?? error.message) : (error as Error).message}`);
+    console.error(
+      `migrate: ${error instanceof Error && !(error instanceof ConfigError) ? (error.stack ?? error.message) : (error as Error).message}`,
+    );
     process.exit(1);
   });

@@ -7,7 +7,9 @@ type Totals = Omit<PassTotals, 'done'>;
 const BAR_WIDTH = 24;
 
 function line(pass: string, t: Totals, total?: number): string {
-  const bar = total ? `${'█'.repeat(Math.min(BAR_WIDTH, Math.round((t.read / Math.max(total, 1)) * BAR_WIDTH))).padEnd(BAR_WIDTH, '░')} ` : '';
+  const bar = total
+    ? `${'█'.repeat(Math.min(BAR_WIDTH, Math.round((t.read / Math.max(total, 1)) * BAR_WIDTH))).padEnd(BAR_WIDTH, '░')} `
+    : '';
   const of = total ? `/${total}` : '';
   return `${pass.padEnd(15)} ${bar}read ${t.read}${of}  created ${t.created}  updated ${t.updated}  skipped ${t.skipped}`;
 }
@@ -16,10 +18,15 @@ function line(pass: string, t: Totals, total?: number): string {
  * Follows the run through its marker (the same data /admin/migration/status shows): one line per pass, redrawn
  * in place on a terminal, printed once per finished pass otherwise.
  */
-export function followProgress(db: Db, version: string, totals: Record<string, number>, out: NodeJS.WriteStream = process.stdout): () => void {
+export function followProgress(
+  db: Db,
+  version: string,
+  totals: Record<string, number>,
+  out: NodeJS.WriteStream = process.stdout,
+): () => void {
   const printed = new Set<string>();
   let current: string | undefined;
-  const timer = setInterval(async () => {
+  const tick = async () => {
     const marker = await findMarker(db, version).catch(() => undefined);
     if (!marker) return;
     const passes = passProgress(marker.progress);
@@ -34,7 +41,8 @@ export function followProgress(db: Db, version: string, totals: Record<string, n
       out.write(`\r\x1b[K${running.map(([pass, t]) => line(pass, t, totals[pass])).join(' | ')}`);
       current = running[0][0];
     }
-  }, 500);
+  };
+  const timer = setInterval(() => void tick(), 500);
   return () => {
     clearInterval(timer);
     if (current) out.write('\n');
@@ -42,11 +50,16 @@ export function followProgress(db: Db, version: string, totals: Record<string, n
 }
 
 export function printReport(report: MigrationReport, out: NodeJS.WriteStream = process.stdout): void {
-  out.write(`\nmigration ${report.version}${report.dryRun ? ' (dry run)' : ''}: ${report.state}${report.reason ? ` — ${report.reason}` : ''}${report.error ? ` — ${report.error}` : ''}\n`);
+  out.write(
+    `\nmigration ${report.version}${report.dryRun ? ' (dry run)' : ''}: ${report.state}${report.reason ? ` — ${report.reason}` : ''}${report.error ? ` — ${report.error}` : ''}\n`,
+  );
   if (report.validation) {
     const missing = report.validation.inventory.filter((t) => !t.found || t.missingColumns.length > 0);
-    out.write(`inventory: ${report.validation.inventory.length - missing.length}/${report.validation.inventory.length} tables as expected\n`);
-    for (const t of missing) out.write(`  ${t.table}: ${t.found ? `missing columns ${t.missingColumns.join(', ')}` : 'table not found'}\n`);
+    out.write(
+      `inventory: ${report.validation.inventory.length - missing.length}/${report.validation.inventory.length} tables as expected\n`,
+    );
+    for (const t of missing)
+      out.write(`  ${t.table}: ${t.found ? `missing columns ${t.missingColumns.join(', ')}` : 'table not found'}\n`);
     out.write(`duplicate e-mails: ${report.validation.duplicateEmailCount}\n`);
     for (const d of report.validation.duplicateEmails.slice(0, 10)) out.write(`  ${d.email} (${d.count} users)\n`);
   }

@@ -1,10 +1,11 @@
 import { resolve } from 'node:path';
 import { startApi } from '../api/server';
-import { loadConfig } from '../config/load';
-import { startEmbeddedPostgres } from '../infra/embedded-postgres';
-import { startHostedMigrationRunner } from '../infra/migration-runner';
-import { runMain } from '../infra/process';
-import { startDevServer } from '../infra/temporal-dev-server';
+import { ConfigError, loadConfig } from '../config/load';
+import { keyRingFromConfig, MISSING_KEY_MESSAGE, withEmbeddedKey } from '../security/key-ring-config';
+import { startEmbeddedPostgres } from '../dev/embedded-postgres';
+import { startHostedMigrationRunner } from '../client/migration-runner';
+import { runMain } from '../composition/process';
+import { startDevServer } from '../dev/temporal-dev-server';
 import { startWorker } from '../workers/worker';
 
 /**
@@ -12,11 +13,14 @@ import { startWorker } from '../workers/worker';
  * (PostgreSQL and the Temporal dev server with its UI, both keeping their data under Embedded:DataDir).
  */
 runMain('start', async () => {
-  const config = loadConfig();
+  let config = loadConfig();
+  const keyConfigured = keyRingFromConfig(config) !== undefined;
+  if (config.Database.Url && !keyConfigured) throw new ConfigError(MISSING_KEY_MESSAGE);
   const log = (line: string) => console.log(line);
   const stops: Array<() => Promise<void>> = [];
   const stopAll = async () => {
-    for (const stop of stops.reverse()) await stop().catch((error) => console.error('start: shutdown step failed:', error));
+    for (const stop of stops.reverse())
+      await stop().catch((error) => console.error('start: shutdown step failed:', error));
   };
   try {
     const dataDir = resolve(config.Embedded.DataDir);
@@ -25,7 +29,8 @@ runMain('start', async () => {
       const pg = await startEmbeddedPostgres(resolve(dataDir, 'postgres'), config.Embedded.PostgresPort, log);
       stops.push(pg.stop);
       databaseUrl = pg.url;
-      log(`postgres: embedded server on 127.0.0.1:${config.Embedded.PostgresPort} (data in ${resolve(dataDir, 'postgres')})`);
+      log(`postgres: embedded server on 127.0.0.1:${config.Embedded.PostgresPort} (data in ${pg.dataDir})`);
+      if (!keyConfigured) config = withEmbeddedKey(config, dataDir, log);
     }
     let temporalAddress = config.Temporal.Address;
     if (!temporalAddress) {
@@ -46,7 +51,7 @@ runMain('start', async () => {
     stops.push(api.close);
     log(`api: listening on ${api.url} (health: ${api.url}/healthz)`);
     const runner = startHostedMigrationRunner(config, worker.client, worker.context.db, log);
-    stops.push(async () => runner.stop());
+    stops.push(() => Promise.resolve(runner.stop()));
     log('start: ready; Ctrl-C stops everything');
   } catch (error) {
     await stopAll();

@@ -1,10 +1,11 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { findJsonProblem, isForbiddenKey } from '../security/object-keys';
 import { configSchema, type AppConfig } from './schema';
 
 export class ConfigError extends Error {}
 
-type Tree = { [key: string]: Tree | string | unknown };
+type Tree = { [key: string]: unknown };
 
 /** Plain environment variables that deployments commonly set, mapped onto configuration keys. */
 const WELL_KNOWN_ENV: Record<string, string> = {
@@ -17,6 +18,8 @@ const WELL_KNOWN_ENV: Record<string, string> = {
 /** Sets `a:b:c` in the tree; key matching is case-insensitive, as in ASP.NET configuration. */
 function setPath(tree: Tree, path: string, value: unknown): void {
   const parts = path.split(':').filter(Boolean);
+  const forbidden = parts.find(isForbiddenKey);
+  if (forbidden) throw new ConfigError(`configuration key ${path}: "${forbidden}" is not a configuration name`);
   let node = tree;
   parts.forEach((part, index) => {
     const existing = Object.keys(node).find((key) => key.toLowerCase() === part.toLowerCase()) ?? part;
@@ -70,16 +73,22 @@ export function loadConfig(options: LoadOptions = {}): AppConfig {
   const argv = options.argv ?? process.argv.slice(2);
   let tree: Tree = {};
   if (options.base) {
-    tree = structuredClone(options.base) as Tree;
+    tree = structuredClone(options.base);
   } else {
     const file = resolve(env.APPSETTINGS ?? 'appsettings.json');
-    if (env.APPSETTINGS && !existsSync(file)) throw new ConfigError(`APPSETTINGS points to ${file}, which does not exist`);
+    if (env.APPSETTINGS && !existsSync(file))
+      throw new ConfigError(`APPSETTINGS points to ${file}, which does not exist`);
     if (existsSync(file)) {
       try {
         tree = JSON.parse(readFileSync(file, 'utf8')) as Tree;
       } catch (error) {
         throw new ConfigError(`${file} is not valid JSON: ${(error as Error).message}`);
       }
+      const problem = findJsonProblem(tree);
+      if (problem)
+        throw new ConfigError(
+          `${file}: ${problem.path}: ${problem.problem === 'nul' ? 'contains a NUL character' : 'this key name is not allowed'}`,
+        );
     }
   }
   for (const [key, value] of collectOverrides(env, argv)) setPath(tree, key, value);

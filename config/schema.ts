@@ -1,15 +1,37 @@
 import { z } from 'zod';
-import { callbackUrlProblem, describeAllowListEntryProblem, parseAllowList } from '../net/callback-address';
+import { isForbiddenKey } from '../security/object-keys';
+import { callbackUrlProblem, describeAllowListEntryProblem, parseAllowList } from '../security/callback-address';
 
 /** Booleans arrive as strings from environment variables and flags; "false" must stay false. */
-const flag = z.union([z.boolean(), z.enum(['true', 'false', 'True', 'False']).transform((v) => v.toLowerCase() === 'true')]);
+const flag = z.union([
+  z.boolean(),
+  z.enum(['true', 'false', 'True', 'False']).transform((v) => v.toLowerCase() === 'true'),
+]);
 
 /** ASP.NET-style configuration lists arrive as a string (one value) or an index-keyed object from env/flags. */
-const stringList = z.preprocess((value) => {
-  if (typeof value === 'string') return value.split(',').map((s) => s.trim()).filter(Boolean);
-  if (value && typeof value === 'object' && !Array.isArray(value)) return Object.values(value);
-  return value;
-}, z.array(z.string().min(1)));
+const stringList = z.preprocess(
+  (value) => {
+    if (typeof value === 'string')
+      return value
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
+    if (value && typeof value === 'object' && !Array.isArray(value)) return Object.values(value) as unknown[];
+    return value;
+  },
+  z.array(z.string().min(1)),
+);
+
+/** Lists of objects arrive as an index-keyed object from env/flags (`DataProtection__Keys__0__Id`). */
+const indexedList = <T extends z.ZodType>(item: T) =>
+  z.preprocess(
+    (value) => (value && typeof value === 'object' && !Array.isArray(value) ? Object.values(value) : value),
+    z.array(item),
+  );
+
+const dataProtectionKey = z
+  .string()
+  .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be base64 of exactly 32 bytes');
 
 export const provisioningAppSchema = z.object({
   CallbackUrl: z.string().min(1),
@@ -17,7 +39,10 @@ export const provisioningAppSchema = z.object({
   TryTimeoutSeconds: z.coerce.number().int().positive().max(3600).default(60),
 });
 
-export const appIdSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'app ids use letters, digits, ".", "_" and "-" (at most 64)');
+export const appIdSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'app ids use letters, digits, ".", "_" and "-" (at most 64)')
+  .refine((id) => !isForbiddenKey(id), 'this app id is a reserved name');
 
 export const configSchema = z
   .object({
@@ -49,6 +74,15 @@ export const configSchema = z
         Port: z.coerce.number().int().min(0).max(65535).default(5000),
         Host: z.string().default('127.0.0.1'),
         ResultTimeoutSeconds: z.coerce.number().int().positive().default(180),
+        /**
+         * The service's public base URL (scheme, host, port, optional path), used for every URL it hands out (SCIM
+         * locations, later the sign-in issuer). Default: the listening URL, with 127.0.0.1 for a wildcard address.
+         */
+        PublicUrl: z
+          .url({ protocol: /^https?$/, error: 'must be an absolute http or https URL' })
+          .refine((v) => !new URL(v).search && !new URL(v).hash, 'must not carry a query or fragment')
+          .transform((v) => v.replace(/\/+$/, ''))
+          .optional(),
       })
       .prefault({}),
     Temporal: z
@@ -72,7 +106,13 @@ export const configSchema = z
       .object({
         Enabled: flag.default(false),
         DryRun: flag.default(false),
-        Version: z.string().trim().min(1).max(100).regex(/^[A-Za-z0-9._-]+$/, 'use letters, digits, ".", "_" and "-"').default('1'),
+        Version: z
+          .string()
+          .trim()
+          .min(1)
+          .max(100)
+          .regex(/^[A-Za-z0-9._-]+$/, 'use letters, digits, ".", "_" and "-"')
+          .default('1'),
         UsersMode: z.enum(['CreateOnly', 'Upsert']).default('CreateOnly'),
         MigrateClients: flag.default(true),
         MigrateRefreshTokens: flag.default(false),
@@ -89,13 +129,19 @@ export const configSchema = z
         Target: z.object({ ConnectionString: z.string().min(1).optional() }).prefault({}),
       })
       .prefault({}),
-    /** Base64 of 32 random bytes; protects migrated TOTP secrets at rest and keys recovery-code hashes. */
+    /**
+     * The key ring that protects every secret kept at rest (app keys, TOTP secrets) and keys recovery-code hashes.
+     * `Keys`: `[{ Id, Key }]`, new values use the first; `Key`: the single key of earlier configurations (id "default").
+     */
     DataProtection: z
       .object({
-        Key: z
-          .string()
-          .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be base64 of exactly 32 bytes')
-          .optional(),
+        Key: dataProtectionKey.optional(),
+        Keys: indexedList(
+          z.object({
+            Id: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'use 1-64 letters, digits, ".", "_" and "-"'),
+            Key: dataProtectionKey,
+          }),
+        ).optional(),
       })
       .prefault({}),
     /** What `npm start` runs itself when Database:Url or Temporal:Address is not set. */
@@ -120,7 +166,12 @@ export const configSchema = z
     }
     for (const [appId, app] of Object.entries(config.ProvisioningApps)) {
       const problem = callbackUrlProblem(app.CallbackUrl, allow);
-      if (problem) ctx.addIssue({ code: 'custom', path: ['ProvisioningApps', appId, 'CallbackUrl'], message: `refused: ${problem}` });
+      if (problem)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['ProvisioningApps', appId, 'CallbackUrl'],
+          message: `refused: ${problem}`,
+        });
     }
   });
 

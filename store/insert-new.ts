@@ -4,15 +4,14 @@ import type { InsertQueryBuilder, InsertResult } from 'kysely';
 import { from as copyFrom } from 'pg-copy-streams';
 import { poolOf, type Db } from './database';
 import type { Database } from './schema';
-
-const UNIQUE_VIOLATION = '23505';
+import { isUniqueViolation } from './errors';
 
 /** Runs a write that fails as a whole when a unique key of one of its rows exists: undefined then, else its result. */
 async function unlessAnyExists<T>(write: () => Promise<T>): Promise<T | undefined> {
   try {
     return await write();
   } catch (error) {
-    if ((error as { code?: unknown }).code === UNIQUE_VIOLATION) return undefined;
+    if (isUniqueViolation(error)) return undefined;
     throw error;
   }
 }
@@ -26,12 +25,16 @@ async function rowsWritten<DB, TB extends keyof DB>(insert: InsertQueryBuilder<D
  * them exists, in which case the statement has written nothing. Cheaper than `on conflict do nothing`, whose
  * speculative insertion checks and confirms every row: 1M users took 19.7 s plainly and 35.3 s with it.
  */
-export async function insertUnlessAnyExists<DB, TB extends keyof DB>(insert: InsertQueryBuilder<DB, TB, InsertResult>): Promise<number | undefined> {
+export async function insertUnlessAnyExists<DB, TB extends keyof DB>(
+  insert: InsertQueryBuilder<DB, TB, InsertResult>,
+): Promise<number | undefined> {
   return unlessAnyExists(() => rowsWritten(insert));
 }
 
 /** Inserts the rows, skipping those whose unique keys exist; returns the number written. */
-export async function insertSkippingExisting<DB, TB extends keyof DB>(insert: InsertQueryBuilder<DB, TB, InsertResult>): Promise<number> {
+export async function insertSkippingExisting<DB, TB extends keyof DB>(
+  insert: InsertQueryBuilder<DB, TB, InsertResult>,
+): Promise<number> {
   const written = await insertUnlessAnyExists(insert);
   return written ?? rowsWritten(insert.onConflict((oc) => oc.doNothing()));
 }
@@ -42,16 +45,26 @@ const ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r'
 /** A value in COPY's text format: `\N` for null, objects as JSON (for json and jsonb columns). */
 function copyField(value: unknown): string {
   if (value === null || value === undefined) return '\\N';
-  const text = typeof value === 'string' ? value : typeof value === 'object' ? JSON.stringify(value) : String(value);
+  const text =
+    typeof value === 'string'
+      ? value
+      : typeof value === 'object'
+        ? JSON.stringify(value)
+        : `${value as number | boolean | bigint}`;
   return text.replace(ESCAPED, (c) => ESCAPES[c]);
 }
 
 /**
  * insertUnlessAnyExists through `COPY … FROM STDIN`: PostgreSQL reads COPY's text format at a fraction of what
- * parsing the same rows as a JSON parameter costs it (10,000 users: about 230 ms against 380 ms to insert, most of
- * the difference in parsing). Like a plain insert it writes all rows or, when a unique key exists, none.
+ * parsing the same rows as a JSON parameter costs it (the README's benchmark section has the figures). Like a plain
+ * insert it writes all rows or, when a unique key exists, none.
  */
-export async function copyUnlessAnyExists<T extends keyof Database & string, C extends string>(db: Db, table: T, columns: readonly C[], rows: ReadonlyArray<Record<C, unknown>>): Promise<number | undefined> {
+export async function copyUnlessAnyExists<T extends keyof Database, C extends string>(
+  db: Db,
+  table: T,
+  columns: readonly C[],
+  rows: ReadonlyArray<Record<C, unknown>>,
+): Promise<number | undefined> {
   let text = '';
   for (const row of rows) text += `${columns.map((c) => copyField(row[c])).join('\t')}\n`;
   const client = await poolOf(db).connect();

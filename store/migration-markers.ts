@@ -1,3 +1,4 @@
+import { sumCounts, type Counts } from '../activities/migration/counts';
 import { sql } from 'kysely';
 import type { Db } from './database';
 
@@ -15,39 +16,64 @@ export async function writeStartedMarker(db: Db, version: string, dryRun: boolea
     .insertInto('migration_markers')
     .values({ version, state: 'Started', dry_run: dryRun, progress: '{}', report: null, finished_at: null })
     .onConflict((oc) =>
-      oc.column('version').doUpdateSet({ state: 'Started', dry_run: dryRun, progress: '{}', report: null, finished_at: null, started_at: new Date() }),
+      oc.column('version').doUpdateSet({
+        state: 'Started',
+        dry_run: dryRun,
+        progress: '{}',
+        report: null,
+        finished_at: null,
+        started_at: new Date(),
+      }),
     )
     .execute();
 }
 
-export type PassTotals = { read: number; created: number; updated: number; skipped: number; done: boolean };
+export type PassTotals = Counts & { done: boolean };
 
 /**
  * Rows so far of one partition of a pass, and whether it is done. Partitions of a pass and independent passes run
  * side by side, so each writes its own key; the update re-reads the row it waited for, so no write is lost.
  */
-export async function recordPassProgress(db: Db, version: string, at: { pass: string; partition: number; partitions: number }, totals: PassTotals): Promise<void> {
+export async function recordPassProgress(
+  db: Db,
+  version: string,
+  at: { pass: string; partition: number; partitions: number },
+  totals: PassTotals,
+): Promise<void> {
   const passes = sql`coalesce(progress->'passes', '{}'::jsonb)`;
   const parts = sql`coalesce(progress->'passes'->${at.pass}::text->'parts', '{}'::jsonb) || jsonb_build_object(${String(at.partition)}::text, ${JSON.stringify(totals)}::jsonb)`;
   await db
     .updateTable('migration_markers')
-    .set({ progress: sql`jsonb_set(progress, '{passes}', ${passes} || jsonb_build_object(${at.pass}::text, jsonb_build_object('partitions', ${at.partitions}::int, 'parts', ${parts})))` as never })
+    .set({
+      progress:
+        sql`jsonb_set(progress, '{passes}', ${passes} || jsonb_build_object(${at.pass}::text, jsonb_build_object('partitions', ${at.partitions}::int, 'parts', ${parts})))` as never,
+    })
     .where('version', '=', version)
     .execute();
 }
 
 /** Progress per pass, its partitions summed: what the status endpoint and the CLI show. */
 export function passProgress(progress: unknown): Record<string, PassTotals> {
-  const passes = (progress as { passes?: Record<string, { partitions: number; parts: Record<string, PassTotals> }> } | null)?.passes ?? {};
+  const passes =
+    (progress as { passes?: Record<string, { partitions: number; parts: Record<string, PassTotals> }> } | null)
+      ?.passes ?? {};
   return Object.fromEntries(
     Object.entries(passes).map(([pass, { partitions, parts }]) => {
       const all = Object.values(parts);
-      const sum = (key: 'read' | 'created' | 'updated' | 'skipped') => all.reduce((n, p) => n + p[key], 0);
-      return [pass, { read: sum('read'), created: sum('created'), updated: sum('updated'), skipped: sum('skipped'), done: all.length === partitions && all.every((p) => p.done) }];
+      return [pass, { ...sumCounts(all), done: all.length === partitions && all.every((p) => p.done) }];
     }),
   );
 }
 
-export async function writeFinishedMarker(db: Db, version: string, state: 'Completed' | 'Failed', report: Record<string, unknown>): Promise<void> {
-  await db.updateTable('migration_markers').set({ state, report: JSON.stringify(report), finished_at: new Date() }).where('version', '=', version).execute();
+export async function writeFinishedMarker(
+  db: Db,
+  version: string,
+  state: 'Completed' | 'Failed',
+  report: Record<string, unknown>,
+): Promise<void> {
+  await db
+    .updateTable('migration_markers')
+    .set({ state, report: JSON.stringify(report), finished_at: new Date() })
+    .where('version', '=', version)
+    .execute();
 }

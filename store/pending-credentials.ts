@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import type { Kysely } from 'kysely';
 import type { Db } from './database';
-import type { Database } from './schema';
 
-/** Credentials that no workflow consumed within this time belong to requests that never started one. */
-const ABANDONED_AFTER_HOURS = 24;
+/**
+ * A stashed hash is needed until its attempt's first step has stored the user (the attempt then removes it as its
+ * last step). One still here after a day belongs to a request that never started a workflow, or to an attempt
+ * that no worker picked up for a day, which then ends with CredentialExpired and asks the client to submit again.
+ */
+export const ABANDONED_AFTER_HOURS = 24;
 
 export async function stashPasswordHash(db: Db, passwordHash: string): Promise<string> {
   const id = randomUUID();
@@ -12,8 +14,12 @@ export async function stashPasswordHash(db: Db, passwordHash: string): Promise<s
   return id;
 }
 
-export async function takePasswordHash(db: Kysely<Database>, id: string): Promise<string | undefined> {
-  const row = await db.deleteFrom('pending_credentials').where('id', '=', id).returning('password_hash').executeTakeFirst();
+export async function readPasswordHash(db: Db, id: string): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('pending_credentials')
+    .select('password_hash')
+    .where('id', '=', id)
+    .executeTakeFirst();
   return row?.password_hash;
 }
 

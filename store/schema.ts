@@ -67,13 +67,39 @@ export interface ScimGroupMembersTable {
 export interface ProvisioningAppsTable {
   app_id: string;
   callback_url: string;
+  /** Sealed with the data-protection key ring (security/data-protection.ts) when api_key_protected. */
   api_key: string;
+  api_key_protected: Generated<boolean>;
   try_timeout_seconds: number;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
 }
 
 type Json<T> = ColumnType<T, string, string>;
+
+export interface CreationReservationsTable {
+  normalized_email: string;
+  workflow_id: string;
+  created_at: Generated<Date>;
+}
+
+export interface IdempotencyKeysTable {
+  /** SHA-256 of the caller's credential: one client's keys never meet another's. */
+  scope: string;
+  key: string;
+  /** SHA-256 of the request body without its password. */
+  fingerprint: string;
+  /** The HTTP answer, once the attempt has one: `{ status, body }`. */
+  answer: ColumnType<StoredAnswer | null, string | null, string | null>;
+  created_at: Generated<Date>;
+}
+
+export interface StoredAnswer {
+  status: number;
+  contentType: string;
+  headers?: Record<string, string>;
+  body: unknown;
+}
 
 export interface UserLoginsTable {
   login_provider: string;
@@ -221,6 +247,8 @@ export interface Database {
   scim_groups: ScimGroupsTable;
   scim_group_members: ScimGroupMembersTable;
   provisioning_apps: ProvisioningAppsTable;
+  creation_reservations: CreationReservationsTable;
+  idempotency_keys: IdempotencyKeysTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

@@ -3,6 +3,7 @@ import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
 import type { Db } from './database';
 import type { Database } from './schema';
 import { normalize } from './users';
+import { isUniqueViolation } from './errors';
 
 export type GroupFilter = (eb: ExpressionBuilder<Database, 'scim_groups'>) => Expression<SqlBool>;
 
@@ -21,16 +22,26 @@ export class UnknownMembersError extends Error {
 
 const GROUP_COLUMNS = ['id', 'display_name', 'external_id', 'created_at', 'updated_at'] as const;
 
-async function withMembers(db: Db, rows: Array<{ id: string; display_name: string; external_id: string | null; created_at: Date; updated_at: Date }>) {
+async function withMembers(
+  db: Db,
+  rows: Array<{ id: string; display_name: string; external_id: string | null; created_at: Date; updated_at: Date }>,
+) {
   if (rows.length === 0) return [];
   const members = await db
     .selectFrom('scim_group_members')
     .innerJoin('users', 'users.id', 'scim_group_members.user_id')
     .select(['scim_group_members.group_id', 'users.id', 'users.user_name'])
-    .where('scim_group_members.group_id', 'in', rows.map((r) => r.id))
+    .where(
+      'scim_group_members.group_id',
+      'in',
+      rows.map((r) => r.id),
+    )
     .orderBy('users.user_name')
     .execute();
-  return rows.map((row) => ({ ...row, members: members.filter((m) => m.group_id === row.id).map((m) => ({ id: m.id, userName: m.user_name })) }));
+  return rows.map((row) => ({
+    ...row,
+    members: members.filter((m) => m.group_id === row.id).map((m) => ({ id: m.id, userName: m.user_name })),
+  }));
 }
 
 export type GroupRow = Awaited<ReturnType<typeof withMembers>>[number];
@@ -44,7 +55,16 @@ export async function listGroups(db: Db, filter: GroupFilter | undefined, startI
   let query = db.selectFrom('scim_groups');
   if (filter) query = query.where(filter);
   const [{ total }] = await query.select((eb) => eb.fn.countAll<string>().as('total')).execute();
-  const rows = count === 0 ? [] : await query.select(GROUP_COLUMNS).orderBy('created_at').orderBy('id').offset(startIndex - 1).limit(count).execute();
+  const rows =
+    count === 0
+      ? []
+      : await query
+          .select(GROUP_COLUMNS)
+          .orderBy('created_at')
+          .orderBy('id')
+          .offset(startIndex - 1)
+          .limit(count)
+          .execute();
   return { total: Number(total), rows: await withMembers(db, rows) };
 }
 
@@ -58,18 +78,34 @@ export async function saveGroup(db: Db, data: GroupData, id?: string): Promise<s
         const missing = memberIds.filter((m) => !found.some((f) => f.id === m));
         if (missing.length > 0) throw new UnknownMembersError(missing);
       }
-      const values = { display_name: data.displayName, normalized_display_name: normalize(data.displayName), external_id: data.externalId };
+      const values = {
+        display_name: data.displayName,
+        normalized_display_name: normalize(data.displayName),
+        external_id: data.externalId,
+      };
       const groupId = id ?? randomUUID();
-      if (id) await trx.updateTable('scim_groups').set({ ...values, updated_at: new Date() }).where('id', '=', id).execute();
-      else await trx.insertInto('scim_groups').values({ id: groupId, ...values }).execute();
+      if (id)
+        await trx
+          .updateTable('scim_groups')
+          .set({ ...values, updated_at: new Date() })
+          .where('id', '=', id)
+          .execute();
+      else
+        await trx
+          .insertInto('scim_groups')
+          .values({ id: groupId, ...values })
+          .execute();
       await trx.deleteFrom('scim_group_members').where('group_id', '=', groupId).execute();
       if (memberIds.length > 0) {
-        await trx.insertInto('scim_group_members').values(memberIds.map((userId) => ({ group_id: groupId, user_id: userId }))).execute();
+        await trx
+          .insertInto('scim_group_members')
+          .values(memberIds.map((userId) => ({ group_id: groupId, user_id: userId })))
+          .execute();
       }
       return groupId;
     });
   } catch (error) {
-    if ((error as { code?: string }).code === '23505') throw new DuplicateGroupError(`a group named ${data.displayName} exists already`);
+    if (isUniqueViolation(error)) throw new DuplicateGroupError(`a group named ${data.displayName} exists already`);
     throw error;
   }
 }

@@ -7,13 +7,25 @@ const digest = (token: string) => createHash('sha256').update(token).digest('hex
 export async function createScimToken(db: Db, description: string | null): Promise<{ id: string; token: string }> {
   const id = randomUUID();
   const token = `scim_${randomBytes(32).toString('base64url')}`;
-  await db.insertInto('scim_tokens').values({ id, token_hash: digest(token), description, last_used_at: null }).execute();
+  await db
+    .insertInto('scim_tokens')
+    .values({ id, token_hash: digest(token), description, last_used_at: null })
+    .execute();
   return { id, token };
 }
 
 export async function listScimTokens(db: Db) {
-  const rows = await db.selectFrom('scim_tokens').select(['id', 'description', 'created_at', 'last_used_at']).orderBy('created_at').execute();
-  return rows.map((r) => ({ id: r.id, description: r.description, createdAt: r.created_at, lastUsedAt: r.last_used_at }));
+  const rows = await db
+    .selectFrom('scim_tokens')
+    .select(['id', 'description', 'created_at', 'last_used_at'])
+    .orderBy('created_at')
+    .execute();
+  return rows.map((r) => ({
+    id: r.id,
+    description: r.description,
+    createdAt: r.created_at,
+    lastUsedAt: r.last_used_at,
+  }));
 }
 
 export async function revokeScimToken(db: Db, id: string): Promise<boolean> {
@@ -23,6 +35,10 @@ export async function revokeScimToken(db: Db, id: string): Promise<boolean> {
 
 /** Looking the digest up is a constant-time comparison in effect: the presented token never meets a stored one. */
 export async function isValidScimToken(db: Db, token: string): Promise<boolean> {
-  const result = await db.updateTable('scim_tokens').set({ last_used_at: new Date() }).where('token_hash', '=', digest(token)).executeTakeFirst();
+  const result = await db
+    .updateTable('scim_tokens')
+    .set({ last_used_at: new Date() })
+    .where('token_hash', '=', digest(token))
+    .executeTakeFirst();
   return result.numUpdatedRows > 0n;
 }

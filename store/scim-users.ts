@@ -2,8 +2,19 @@ import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
 import type { Db } from './database';
 import type { Database } from './schema';
 import { DuplicateUserError, normalize } from './users';
+import { isUniqueViolation } from './errors';
 
-export const SCIM_USER_COLUMNS = ['id', 'user_name', 'email', 'first_name', 'last_name', 'external_id', 'active', 'created_at', 'updated_at'] as const;
+export const SCIM_USER_COLUMNS = [
+  'id',
+  'user_name',
+  'email',
+  'first_name',
+  'last_name',
+  'external_id',
+  'active',
+  'created_at',
+  'updated_at',
+] as const;
 
 export type UserFilter = (eb: ExpressionBuilder<Database, 'users'>) => Expression<SqlBool>;
 
@@ -18,7 +29,16 @@ export async function listScimUsers(db: Db, filter: UserFilter | undefined, star
   let query = db.selectFrom('users');
   if (filter) query = query.where(filter);
   const [{ total }] = await query.select((eb) => eb.fn.countAll<string>().as('total')).execute();
-  const rows = count === 0 ? [] : await query.select(SCIM_USER_COLUMNS).orderBy('created_at').orderBy('id').offset(startIndex - 1).limit(count).execute();
+  const rows =
+    count === 0
+      ? []
+      : await query
+          .select(SCIM_USER_COLUMNS)
+          .orderBy('created_at')
+          .orderBy('id')
+          .offset(startIndex - 1)
+          .limit(count)
+          .execute();
   return { total: Number(total), rows };
 }
 
@@ -50,7 +70,8 @@ export async function updateScimUser(db: Db, id: string, changes: ScimUserChange
       .where('id', '=', id)
       .execute();
   } catch (error) {
-    if ((error as { code?: string }).code === '23505') throw new DuplicateUserError(`userName ${changes.userName} or e-mail ${changes.email} belongs to another user`);
+    if (isUniqueViolation(error))
+      throw new DuplicateUserError(`userName ${changes.userName} or e-mail ${changes.email} belongs to another user`);
     throw error;
   }
 }
@@ -58,7 +79,11 @@ export async function updateScimUser(db: Db, id: string, changes: ScimUserChange
 /** The spec's soft-delete: the user stays (and still shows in SCIM filters) but is inactive and provisioned nowhere. */
 export async function deactivateUserReturningApps(db: Db, id: string): Promise<{ found: boolean; appIds: string[] }> {
   return db.transaction().execute(async (trx) => {
-    const updated = await trx.updateTable('users').set({ active: false, updated_at: new Date() }).where('id', '=', id).executeTakeFirst();
+    const updated = await trx
+      .updateTable('users')
+      .set({ active: false, updated_at: new Date() })
+      .where('id', '=', id)
+      .executeTakeFirst();
     const removed = await trx.deleteFrom('user_provisions').where('user_id', '=', id).returning('app_id').execute();
     return { found: updated.numUpdatedRows > 0n, appIds: removed.map((r) => r.app_id) };
   });

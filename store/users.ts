@@ -1,6 +1,8 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Db } from './database';
 import type { Database, UserRow } from './schema';
+import { safeStringMap } from '../security/object-keys';
+import { isUniqueViolation } from './errors';
 
 /** The user as provisioning, the API and downstream apps see it: never the password hash. */
 export interface UserProfile {
@@ -23,7 +25,15 @@ export class DuplicateUserError extends Error {
   readonly code = 'DUPLICATE_USER';
 }
 
-const PROFILE_COLUMNS = ['id', 'email', 'first_name', 'last_name', 'organization_id', 'custom_attributes', 'active'] as const;
+const PROFILE_COLUMNS = [
+  'id',
+  'email',
+  'first_name',
+  'last_name',
+  'organization_id',
+  'custom_attributes',
+  'active',
+] as const;
 
 /**
  * `exists (…)` for the user with this id, as one index probe per id: behind `offset 0`, so that PostgreSQL cannot
@@ -47,16 +57,19 @@ function toProfile(row: Pick<UserRow, (typeof PROFILE_COLUMNS)[number]>): UserPr
     firstName: row.first_name,
     lastName: row.last_name,
     organizationId: row.organization_id,
-    customAttributes: row.custom_attributes ?? {},
+    // Rows written before the edge refused such keys, or by hand, must not hand a prototype key to code that merges.
+    customAttributes: safeStringMap(row.custom_attributes ?? {}, (key) =>
+      console.warn(`store: user ${row.id} has the attribute name "${key}", which is ignored`),
+    ),
     active: row.active,
   };
 }
 
-function isUniqueViolation(error: unknown): boolean {
-  return (error as { code?: string }).code === '23505';
-}
-
-export async function insertUser(db: Kysely<Database>, user: NewUser, passwordHash: string | null): Promise<UserProfile> {
+export async function insertUser(
+  db: Kysely<Database>,
+  user: NewUser,
+  passwordHash: string | null,
+): Promise<UserProfile> {
   try {
     const row = await db
       .insertInto('users')
@@ -77,7 +90,10 @@ export async function insertUser(db: Kysely<Database>, user: NewUser, passwordHa
       .executeTakeFirstOrThrow();
     return toProfile(row);
   } catch (error) {
-    if (isUniqueViolation(error)) throw new DuplicateUserError(`a user with e-mail ${user.email}, user name ${user.userName ?? user.email} or id ${user.userId} already exists`);
+    if (isUniqueViolation(error))
+      throw new DuplicateUserError(
+        `a user with e-mail ${user.email}, user name ${user.userName ?? user.email} or id ${user.userId} already exists`,
+      );
     throw error;
   }
 }
@@ -87,8 +103,27 @@ export async function findUser(db: Db, userId: string): Promise<UserProfile | un
   return row && toProfile(row);
 }
 
+export async function findUserIdByEmailOrUserName(
+  db: Db,
+  email: string,
+  userName: string,
+): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('users')
+    .select('id')
+    .where((eb) =>
+      eb.or([eb('normalized_email', '=', normalize(email)), eb('normalized_user_name', '=', normalize(userName))]),
+    )
+    .executeTakeFirst();
+  return row?.id;
+}
+
 export async function findUserIdByEmail(db: Db, email: string): Promise<string | undefined> {
-  const row = await db.selectFrom('users').select('id').where('normalized_email', '=', normalize(email)).executeTakeFirst();
+  const row = await db
+    .selectFrom('users')
+    .select('id')
+    .where('normalized_email', '=', normalize(email))
+    .executeTakeFirst();
   return row?.id;
 }
 
@@ -114,7 +149,12 @@ export async function updateUserAttributes(
 /** Deletes the user and its provision records together; returns the apps it had been provisioned into. */
 export async function deleteUserReturningApps(db: Db, userId: string): Promise<{ deleted: boolean; appIds: string[] }> {
   return db.transaction().execute(async (trx) => {
-    const provisions = await trx.selectFrom('user_provisions').select('app_id').where('user_id', '=', userId).orderBy('provisioned_at').execute();
+    const provisions = await trx
+      .selectFrom('user_provisions')
+      .select('app_id')
+      .where('user_id', '=', userId)
+      .orderBy('provisioned_at')
+      .execute();
     const result = await trx.deleteFrom('users').where('id', '=', userId).executeTakeFirst();
     return { deleted: result.numDeletedRows > 0n, appIds: provisions.map((p) => p.app_id) };
   });

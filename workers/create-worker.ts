@@ -2,8 +2,12 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { createMigrationActivities, type MigrationDependencies } from '../activities/migration';
-import { MIGRATION_PAGES_AT_ONCE } from '../activities/migration/types';
-import { createProvisioningActivities, type ProvisioningDependencies } from '../activities/provisioning';
+import { MIGRATION_PAGES_AT_ONCE } from '../migration-source/connection';
+import {
+  createProvisioningActivities,
+  type ProvisioningActivities,
+  type ProvisioningDependencies,
+} from '../activities/provisioning';
 
 export const WORKFLOWS_PATH = require.resolve('../workflows');
 /** Written by `npm run build:workflows`; a worker started without it bundles the workflow code itself. */
@@ -14,6 +18,8 @@ export interface WorkerOptions {
   namespace: string;
   taskQueue: string;
   dependencies: ProvisioningDependencies;
+  /** The activities built from `dependencies`, unless given (a test wraps them to fail at a chosen step). */
+  activities?: ProvisioningActivities;
   /** One bundle shared by every worker of a process (and, in tests, of a whole run). */
   workflowBundle?: WorkflowBundleOption;
 }
@@ -29,12 +35,19 @@ function workflowSource(workflowBundle?: WorkflowBundleOption) {
   return bundle ? { workflowBundle: bundle } : { workflowsPath: WORKFLOWS_PATH };
 }
 
-export async function createProvisioningWorker({ connection, namespace, taskQueue, dependencies, workflowBundle }: WorkerOptions): Promise<Worker> {
+export async function createProvisioningWorker({
+  connection,
+  namespace,
+  taskQueue,
+  dependencies,
+  activities,
+  workflowBundle,
+}: WorkerOptions): Promise<Worker> {
   return Worker.create({
     connection,
     namespace,
     taskQueue,
-    activities: createProvisioningActivities(dependencies),
+    activities: activities ?? createProvisioningActivities(dependencies),
     ...workflowSource(workflowBundle),
     maxConcurrentWorkflowTaskExecutions: 100,
     maxConcurrentLocalActivityExecutions: 200,
@@ -42,7 +55,13 @@ export async function createProvisioningWorker({ connection, namespace, taskQueu
 }
 
 /** Migration pages are regular activities that heartbeat, MIGRATION_PAGES_AT_ONCE at a time per worker. */
-export async function createMigrationWorker({ connection, namespace, taskQueue, dependencies, workflowBundle }: Omit<WorkerOptions, 'dependencies'> & { dependencies: MigrationDependencies }): Promise<Worker> {
+export async function createMigrationWorker({
+  connection,
+  namespace,
+  taskQueue,
+  dependencies,
+  workflowBundle,
+}: Omit<WorkerOptions, 'dependencies'> & { dependencies: MigrationDependencies }): Promise<Worker> {
   return Worker.create({
     connection,
     namespace,

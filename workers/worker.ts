@@ -2,9 +2,9 @@ import { Client } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { loadConfig } from '../config/load';
 import type { AppConfig } from '../config/schema';
-import { required, runMain } from '../infra/process';
-import { startHostedMigrationRunner } from '../infra/migration-runner';
-import { createServiceContext, type ServiceContext } from '../infra/service-context';
+import { runMain, standaloneSettings } from '../composition/process';
+import { startHostedMigrationRunner } from '../client/migration-runner';
+import { createServiceContext, type ServiceContext, migrationDependencies } from '../composition/service-context';
 import { createMigrationWorker, createProvisioningWorker, loadWorkflowBundle } from './create-worker';
 
 export interface RunningWorker {
@@ -13,19 +13,29 @@ export interface RunningWorker {
   client: Client;
   context: ServiceContext;
   /** Resolves when the worker has drained and its connections are closed. */
-  stop(): Promise<void>;
+  stop: () => Promise<void>;
 }
 
-export async function startWorker(config: AppConfig, temporalAddress: string, databaseUrl: string): Promise<RunningWorker> {
+export async function startWorker(
+  config: AppConfig,
+  temporalAddress: string,
+  databaseUrl: string,
+): Promise<RunningWorker> {
   const context = await createServiceContext(config, databaseUrl);
   const connection = await NativeConnection.connect({ address: temporalAddress });
   const workflowBundle = await loadWorkflowBundle();
-  const worker = await createProvisioningWorker({ connection, namespace: config.Temporal.Namespace, taskQueue: config.Temporal.TaskQueue, dependencies: context, workflowBundle });
+  const worker = await createProvisioningWorker({
+    connection,
+    namespace: config.Temporal.Namespace,
+    taskQueue: config.Temporal.TaskQueue,
+    dependencies: context,
+    workflowBundle,
+  });
   const migrationWorker = await createMigrationWorker({
     connection,
     namespace: config.Temporal.Namespace,
     taskQueue: config.Temporal.MigrationTaskQueue,
-    dependencies: { target: context.db, source: context.source, dataProtectionKey: context.dataProtectionKey },
+    dependencies: migrationDependencies(context),
     workflowBundle,
   });
   const running = Promise.all([worker.run(), migrationWorker.run()]);
@@ -45,10 +55,11 @@ export async function startWorker(config: AppConfig, temporalAddress: string, da
 if (require.main === module) {
   runMain('worker', async () => {
     const config = loadConfig();
-    const databaseUrl = required(config.Database.Url, 'the worker alone needs DATABASE_URL (or Database:Url); `npm start` runs everything embedded');
-    const address = required(config.Temporal.Address, 'the worker alone needs TEMPORAL_ADDRESS (or Temporal:Address); `npm start` runs everything embedded');
+    const { databaseUrl, temporalAddress: address } = standaloneSettings(config, 'worker');
     const running = await startWorker(config, address, databaseUrl);
-    console.log(`worker: polling task queues ${config.Temporal.TaskQueue} and ${config.Temporal.MigrationTaskQueue} on ${address}`);
+    console.log(
+      `worker: polling task queues ${config.Temporal.TaskQueue} and ${config.Temporal.MigrationTaskQueue} on ${address}`,
+    );
     const runner = startHostedMigrationRunner(config, running.client, running.context.db);
     return async () => {
       runner.stop();

@@ -1,10 +1,9 @@
 export {
-  cancelInBackground,
   createUserAndProvision,
   deactivateAndDeprovision,
   deleteUserAndDeprovision,
-  deprovisionApps,
   provisionExistingUser,
   reactivateAndProvision,
 } from './provisioning';
+export { cancelInBackground, deprovisionApps } from './background';
 export { migrationPass, migrationRun, migrationSweep } from './migration';

@@ -1,9 +1,21 @@
-import { continueAsNew, executeChild, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  continueAsNew,
+  executeChild,
+  patched,
+  proxyActivities,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { MigrationActivities } from '../activities/migration';
-import { PASSES, USER_KEYED_PASSES, userCursor, type MigrationOptions, type PassName, type UserPartition } from '../activities/migration/types';
+import { addCounts, noCounts, type Counts } from '../activities/migration/counts';
+import { PASS_PLAN, PASSES, planOf, type PassName, type PlannedPass } from '../activities/migration/plan';
+import { userCursor, type MigrationOptions, type UserPartition } from '../activities/migration/types';
 import type { SourceValidation } from '../activities/migration/validation';
 
-const markers = proxyActivities<MigrationActivities>({ startToCloseTimeout: '1 minute', retry: { maximumAttempts: 10 } });
+const markers = proxyActivities<MigrationActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { maximumAttempts: 10 },
+});
 const pages = proxyActivities<MigrationActivities>({
   startToCloseTimeout: '10 minutes',
   // A worker that dies mid-page is noticed this quickly; the page is then redone elsewhere (pages are idempotent).
@@ -16,12 +28,8 @@ const WARNINGS_KEPT = 100;
 /** A pass continues as new after this many pages, so its history stays small whatever the source's size. */
 const PAGES_PER_RUN = 200;
 
-export interface PassReport {
+export interface PassReport extends Counts {
   pass: PassName;
-  read: number;
-  created: number;
-  updated: number;
-  skipped: number;
   warnings: string[];
   moreWarnings: number;
   pages: number;
@@ -61,7 +69,14 @@ interface PassInput {
   report?: PassReport;
 }
 
-const emptyReport = (pass: PassName): PassReport => ({ pass, read: 0, created: 0, updated: 0, skipped: 0, warnings: [], moreWarnings: 0, pages: 0, seconds: 0 });
+const emptyReport = (pass: PassName): PassReport => ({
+  pass,
+  ...noCounts(),
+  warnings: [],
+  moreWarnings: 0,
+  pages: 0,
+  seconds: 0,
+});
 
 function addWarnings(report: PassReport, warnings: string[], more: number): void {
   const room = Math.max(0, WARNINGS_KEPT - report.warnings.length);
@@ -77,26 +92,43 @@ const elapsed = (since: number, before = 0) => Math.round((before + (Date.now() 
  * warnings, never rows.
  */
 export async function migrationPass(input: PassInput): Promise<PassReport> {
-  const started = Date.now();
-  if (input.partition === undefined && input.partitions.length > 1) {
-    const parts = await Promise.all(
-      input.partitions.map((_, partition) => executeChild(migrationPass, { workflowId: `${workflowInfo().workflowId}-part-${partition + 1}`, args: [{ ...input, partition }] })),
-    );
-    const report = emptyReport(input.pass);
-    for (const part of parts) {
-      for (const key of ['read', 'created', 'updated', 'skipped', 'pages'] as const) report[key] += part[key];
-      addWarnings(report, part.warnings, part.moreWarnings);
-    }
-    return { ...report, seconds: elapsed(started) };
-  }
+  return input.partition === undefined && input.partitions.length > 1 ? fanOut(input) : pageThrough(input);
+}
 
+/** A pass of several partitions: one child a partition, their reports added up. */
+async function fanOut(input: PassInput): Promise<PassReport> {
+  const started = Date.now();
+  const parts = await Promise.all(
+    input.partitions.map((_, partition) =>
+      executeChild(migrationPass, {
+        workflowId: `${workflowInfo().workflowId}-part-${partition + 1}`,
+        args: [{ ...input, partition }],
+      }),
+    ),
+  );
+  const report = emptyReport(input.pass);
+  for (const part of parts) {
+    addCounts(report, part);
+    report.pages += part.pages;
+    addWarnings(report, part.warnings, part.moreWarnings);
+  }
+  return { ...report, seconds: elapsed(started) };
+}
+
+/** One partition: keyset pages, one activity each, continuing as new every PAGES_PER_RUN pages. */
+async function pageThrough(input: PassInput): Promise<PassReport> {
+  const started = Date.now();
   const partition = input.partition ?? 0;
   const { after, until } = input.partitions[partition];
   const report = input.report ?? emptyReport(input.pass);
   let cursor = input.cursor === undefined ? userCursor(after) : input.cursor;
   for (let pagesThisRun = 0; ; pagesThisRun++) {
     if (pagesThisRun === PAGES_PER_RUN) {
-      await continueAsNew<typeof migrationPass>({ ...input, cursor, report: { ...report, seconds: elapsed(started, report.seconds) } });
+      await continueAsNew<typeof migrationPass>({
+        ...input,
+        cursor,
+        report: { ...report, seconds: elapsed(started, report.seconds) },
+      });
     }
     const page = await pages.runPassPage({
       pass: input.pass,
@@ -105,14 +137,34 @@ export async function migrationPass(input: PassInput): Promise<PassReport> {
       until,
       partition,
       partitions: input.partitions.length,
-      totals: { read: report.read, created: report.created, updated: report.updated, skipped: report.skipped },
+      totals: addCounts(noCounts(), report),
     });
-    for (const key of ['read', 'created', 'updated', 'skipped'] as const) report[key] += page[key];
+    addCounts(report, page);
     report.pages++;
     addWarnings(report, page.warnings, 0);
     if (page.next === null) return { ...report, seconds: elapsed(started, report.seconds) };
     cursor = page.next;
   }
+}
+
+/**
+ * Runs each pass once the passes it comes `after` (among these) have ended: those that need nothing of each other
+ * side by side, started in plan order.
+ */
+async function runInPlanOrder(passes: readonly PlannedPass[], run: (pass: PassName) => Promise<void>): Promise<void> {
+  const names = new Set<PassName>(passes.map((p) => p.name));
+  const done = new Set<PassName>();
+  const started = new Set<PassName>();
+  const ready = () =>
+    passes.filter((p) => !started.has(p.name) && p.after.every((dep) => !names.has(dep) || done.has(dep)));
+  const start = (pass: PlannedPass): Promise<void> => {
+    started.add(pass.name);
+    return run(pass.name).then(() => {
+      done.add(pass.name);
+      return Promise.all(ready().map(start)).then(() => undefined);
+    });
+  };
+  await Promise.all(ready().map(start));
 }
 
 /**
@@ -125,24 +177,41 @@ export async function migrationRun(input: { options: MigrationOptions }): Promis
   const begin = await markers.beginRun(options);
   if (!begin.proceed) return { ...report, state: 'Skipped', reason: begin.reason };
   try {
+    // Checked before anything is written; runs recorded before the check existed go on without it.
+    const checked = patched('migration-preflight') ? await markers.preflight(options) : { skipped: [] };
+    if (checked.fatal) throw ApplicationFailure.nonRetryable(checked.fatal, 'MigrationCannotStart');
     if (options.dryRun) report.validation = await markers.validateSource();
-    const partitions = await markers.planUserPartitions({ partitions: options.parallelism, pageSize: options.pageSize });
+    const partitions = await markers.planUserPartitions({
+      partitions: options.parallelism,
+      pageSize: options.pageSize,
+    });
     const runPass = async (pass: PassName) => {
-      const args = { pass, options, partitions: USER_KEYED_PASSES.has(pass) ? partitions : ONE_PARTITION };
-      report.passes.push(await executeChild(migrationPass, { workflowId: `${workflowInfo().workflowId}-${pass}`, args: [args] }));
+      const skippedPass = checked.skipped.find((s) => s.pass === pass);
+      if (skippedPass) return void report.passes.push({ ...emptyReport(pass), warnings: [skippedPass.warning] });
+      const args = { pass, options, partitions: planOf(pass).keyedByUser ? partitions : ONE_PARTITION };
+      report.passes.push(
+        await executeChild(migrationPass, { workflowId: `${workflowInfo().workflowId}-${pass}`, args: [args] }),
+      );
     };
-    const chain = async (...passes: PassName[]) => {
-      for (const pass of passes) await runPass(pass);
-    };
-    // Dependency order: users need nothing, their roles, logins and MFA need users; independent chains run side by side
-    // (SAML before OIDC, so the owner of a domain both list is always the same).
-    await Promise.all([chain('roles', 'users'), chain('scopes'), chain('clients'), chain('saml-providers', 'oidc-providers'), chain('refresh-tokens')]);
-    const childPasses = ['user-roles', 'logins', 'mfa'] as const;
+    await runInPlanOrder(
+      PASS_PLAN.filter((p) => !p.ofCreatedUsers),
+      runPass,
+    );
+    const ofCreatedUsers = PASS_PLAN.filter((p) => p.ofCreatedUsers);
     // Under CreateOnly these passes work only on the users this run (or an earlier attempt of it) created: when there
     // are none, as in a sweep of an unchanged source, there is nothing for them to read.
-    if (options.usersMode === 'CreateOnly' && !options.dryRun && !(await markers.anyUserCreatedBy({ version: options.version }))) {
-      report.passes.push(...childPasses.map((pass) => ({ ...emptyReport(pass), warnings: ['no user was created by this run, so no roles, logins or MFA were read'] })));
-    } else await Promise.all(childPasses.map(runPass));
+    if (
+      options.usersMode === 'CreateOnly' &&
+      !options.dryRun &&
+      !(await markers.anyUserCreatedBy({ version: options.version }))
+    ) {
+      report.passes.push(
+        ...ofCreatedUsers.map((p) => ({
+          ...emptyReport(p.name),
+          warnings: ['no user was created by this run, so no roles, logins or MFA were read'],
+        })),
+      );
+    } else await runInPlanOrder(ofCreatedUsers, runPass);
     report.passes.sort((a, b) => PASSES.indexOf(a.pass) - PASSES.indexOf(b.pass));
     await markers.finishRun({ version: options.version, state: 'Completed', report: { ...report } });
     return report;

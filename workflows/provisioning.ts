@@ -1,20 +1,12 @@
-import { ParentClosePolicy, proxyActivities, proxyLocalActivities, startChild, workflowInfo, log } from '@temporalio/workflow';
+import { patched, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { ProvisioningActivities } from '../activities/provisioning';
 import type { NewUser, UserProfile } from '../store/users';
-import { appDeprovisioningWorkflowId, type Trigger } from './ids';
+import { STORE } from './activity-policies';
+import { deprovisionInBackground } from './background';
+import type { Trigger } from './ids';
 import { runTransaction, type TransactionResult } from './transaction';
 
-const store = proxyLocalActivities<ProvisioningActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { maximumAttempts: 5, initialInterval: '200 milliseconds' },
-});
-
-/** Background retries stop after the app-side pending-record TTL the spec recommends (about one hour). */
-const background = proxyActivities<ProvisioningActivities>({
-  startToCloseTimeout: '10 seconds',
-  scheduleToCloseTimeout: '1 hour',
-  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '5 minutes' },
-});
+const store = proxyLocalActivities<ProvisioningActivities>(STORE);
 
 export interface ProvisionScope {
   trigger: Trigger;
@@ -28,8 +20,7 @@ export type ProvisioningOutcome =
   | { status: 'unknown-apps'; appIds: string[]; user: UserProfile };
 
 export type CreationOutcome =
-  | (ProvisioningOutcome & { userDeleted?: boolean })
-  | { status: 'duplicate'; detail: string };
+  (ProvisioningOutcome & { userDeleted?: boolean }) | { status: 'duplicate'; detail: string; existingUserId?: string };
 
 /** The spec asks only for a string shared by Try, Confirm and Cancel; the run id keeps re-runs of one id apart. */
 function transactionId(): string {
@@ -45,15 +36,23 @@ async function provision(user: UserProfile, scope: ProvisionScope): Promise<Prov
 }
 
 /** Every user-creation path: create the user, provision it, and delete it again when provisioning is refused. */
-export async function createUserAndProvision(input: ProvisionScope & { user: NewUser; credentialRef?: string }): Promise<CreationOutcome> {
-  const created = await store.createUser({ user: input.user, credentialRef: input.credentialRef });
-  if (created.status === 'duplicate') return created;
-  const outcome = await provision(created.user, input);
-  if (outcome.status === 'rejected' || outcome.status === 'unknown-apps') {
-    await store.deleteUser(created.user.userId);
-    return { ...outcome, userDeleted: true };
+export async function createUserAndProvision(
+  input: ProvisionScope & { user: NewUser; credentialRef?: string },
+): Promise<CreationOutcome> {
+  try {
+    const created = await store.createUser({ user: input.user, credentialRef: input.credentialRef });
+    if (created.status === 'duplicate') return created;
+    const outcome = await provision(created.user, input);
+    if (outcome.status === 'rejected' || outcome.status === 'unknown-apps') {
+      await store.deleteUser(created.user.userId);
+      return { ...outcome, userDeleted: true };
+    }
+    return outcome;
+  } finally {
+    // The stashed hash is read, not taken, by createUser (a replay must find it again), so the attempt's last step
+    // removes it, whatever the ending. Runs recorded before this step existed end without it.
+    if (input.credentialRef && patched('discard-credential-last')) await store.discardCredential(input.credentialRef);
   }
-  return outcome;
 }
 
 /** Provisioning for an existing user (retry after a partial confirm, first authorization): the user is never deleted. */
@@ -71,44 +70,20 @@ export async function reactivateAndProvision(input: { userId: string }): Promise
   return { ...outcome, user: { ...outcome.user, active: true } };
 }
 
-/** Apps are told by a detached workflow that keeps retrying for a while, so the caller's answer never waits on them. */
-async function deprovisionInBackground(userId: string, appIds: string[]): Promise<void> {
-  if (appIds.length === 0) return;
-  await startChild(deprovisionApps, {
-    workflowId: appDeprovisioningWorkflowId(userId, workflowInfo().runId),
-    args: [{ userId, appIds }],
-    parentClosePolicy: ParentClosePolicy.ABANDON,
-  });
-}
-
 /** Deletion answers as soon as the user is gone. */
-export async function deleteUserAndDeprovision(input: { userId: string }): Promise<{ deleted: boolean; appIds: string[] }> {
+export async function deleteUserAndDeprovision(input: {
+  userId: string;
+}): Promise<{ deleted: boolean; appIds: string[] }> {
   const { deleted, appIds } = await store.deleteUser(input.userId);
   if (deleted) await deprovisionInBackground(input.userId, appIds);
   return { deleted, appIds };
 }
 
 /** The SCIM soft-delete: the user is kept but inactive, its provision records are gone, and each app is told. */
-export async function deactivateAndDeprovision(input: { userId: string }): Promise<{ found: boolean; appIds: string[] }> {
+export async function deactivateAndDeprovision(input: {
+  userId: string;
+}): Promise<{ found: boolean; appIds: string[] }> {
   const { found, appIds } = await store.deactivateUser(input.userId);
   if (found) await deprovisionInBackground(input.userId, appIds);
   return { found, appIds };
-}
-
-/** Best effort per the spec: a failure is logged and never blocks the other apps. */
-export async function deprovisionApps(input: { userId: string; appIds: string[] }): Promise<{ notified: string[]; failed: string[] }> {
-  const results = await Promise.allSettled(input.appIds.map((appId) => background.deprovisionApp({ appId, userId: input.userId })));
-  const failed = input.appIds.filter((_, i) => results[i].status === 'rejected');
-  for (const appId of failed) log.error('Deprovisioning DELETE gave up', { appId, userId: input.userId });
-  return { notified: input.appIds.filter((id) => !failed.includes(id)), failed };
-}
-
-export async function cancelInBackground(input: { appId: string; transactionId: string }): Promise<{ cancelled: boolean }> {
-  try {
-    await background.cancelApp(input);
-    return { cancelled: true };
-  } catch {
-    log.error('Cancel gave up; the app must expire its pending record', input);
-    return { cancelled: false };
-  }
 }

@@ -1,23 +1,31 @@
-import { ActivityFailure, log, ParentClosePolicy, proxyLocalActivities, startChild, TimeoutFailure } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  log,
+  ParentClosePolicy,
+  patched,
+  proxyLocalActivities,
+  startChild,
+  TimeoutFailure,
+} from '@temporalio/workflow';
 import type { AppRef, ProvisioningActivities } from '../activities/provisioning';
 import type { UserProfile } from '../store/users';
+import { STORE, TCC_CALL, tryCall } from './activity-policies';
+import { cancelInBackground, deprovisionInBackground } from './background';
 import { backgroundCancelWorkflowId } from './ids';
 
-/** Fixed by the spec: Confirm and Cancel time out after 10 seconds. */
-const CONFIRM_CANCEL_TIMEOUT = '10 seconds';
-/** A rejection or timeout is an answer, not a fault: Try, Confirm and Cancel are never retried inline. */
-const ONCE = { maximumAttempts: 1 };
-
-const store = proxyLocalActivities<ProvisioningActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { maximumAttempts: 5, initialInterval: '200 milliseconds' },
-});
-const tccCalls = proxyLocalActivities<ProvisioningActivities>({ startToCloseTimeout: CONFIRM_CANCEL_TIMEOUT, retry: ONCE });
+const store = proxyLocalActivities<ProvisioningActivities>(STORE);
+const tccCalls = proxyLocalActivities<ProvisioningActivities>(TCC_CALL);
 
 type Ending =
   | { status: 'provisioned'; confirmedApps: string[] }
   | { status: 'rejected'; appId: string; reason: string }
-  | { status: 'partially-confirmed'; appId: string; reason: string; confirmedApps: string[]; unconfirmedApps: string[] };
+  | {
+      status: 'partially-confirmed';
+      appId: string;
+      reason: string;
+      confirmedApps: string[];
+      unconfirmedApps: string[];
+    };
 
 /** Every ending carries the user as stored afterwards and all apps it is provisioned into (earlier attempts included). */
 export type TransactionResult = Ending & { user: UserProfile; provisionedApps: string[] };
@@ -46,8 +54,7 @@ function applyApproval(user: UserProfile, approval: Approval): UserProfile {
 }
 
 async function tryApp(app: AppRef, transactionId: string, user: UserProfile) {
-  // The HTTP call gives up at TryTimeoutSeconds itself; the activity timeout is the backstop for a stuck worker.
-  const { tryApp } = proxyLocalActivities<ProvisioningActivities>({ startToCloseTimeout: (app.tryTimeoutSeconds + 1) * 1000, retry: ONCE });
+  const { tryApp } = proxyLocalActivities<ProvisioningActivities>(tryCall(app));
   try {
     return await tryApp({ appId: app.appId, transactionId, user });
   } catch (error) {
@@ -65,7 +72,7 @@ async function cancel(appIds: string[], transactionId: string): Promise<void> {
       await tccCalls.cancelApp({ appId, transactionId });
     } catch (error) {
       log.warn('Cancel failed; retrying in the background', { appId, transactionId, reason: failureReason(error) });
-      await startChild('cancelInBackground', {
+      await startChild(cancelInBackground, {
         workflowId: backgroundCancelWorkflowId(transactionId, appId),
         args: [{ appId, transactionId }],
         parentClosePolicy: ParentClosePolicy.ABANDON,
@@ -75,31 +82,52 @@ async function cancel(appIds: string[], transactionId: string): Promise<void> {
 }
 
 /** The spec's provisioning state table, Start → Trying → Confirming → Provisioned / Partially confirmed / Cancelling → Ended. */
-export async function runTransaction(apps: AppRef[], transactionId: string, initialUser: UserProfile): Promise<TransactionResult> {
+export async function runTransaction(
+  apps: AppRef[],
+  transactionId: string,
+  initialUser: UserProfile,
+): Promise<TransactionResult> {
   const { ending, confirmedUser } = await tryThenConfirm(apps, transactionId, initialUser);
-  const { user, provisionedApps } = await store.finishProvisioning({ user: initialUser, assigned: assignedChanges(initialUser, confirmedUser) });
+  const { user, provisionedApps } = await store.finishProvisioning({
+    user: initialUser,
+    assigned: assignedChanges(initialUser, confirmedUser),
+  });
   return { ...ending, user, provisionedApps };
 }
 
-async function tryThenConfirm(apps: AppRef[], transactionId: string, initialUser: UserProfile): Promise<{ ending: Ending; confirmedUser: UserProfile }> {
+async function tryThenConfirm(
+  apps: AppRef[],
+  transactionId: string,
+  initialUser: UserProfile,
+): Promise<{ ending: Ending; confirmedUser: UserProfile }> {
   // Trying: one app after another, so a later app sees what an earlier one assigned.
   let user = initialUser;
   const approvals: Approval[] = [];
   for (const app of apps) {
     const verdict = await tryApp(app, transactionId, user);
     if (!verdict.approved) {
-      await cancel(approvals.map((a) => a.appId), transactionId);
+      await cancel(
+        approvals.map((a) => a.appId),
+        transactionId,
+      );
       return { ending: { status: 'rejected', appId: app.appId, reason: verdict.reason }, confirmedUser: initialUser };
     }
-    const approval = { appId: app.appId, organizationId: verdict.organizationId, customAttributes: verdict.customAttributes };
+    const approval = {
+      appId: app.appId,
+      organizationId: verdict.organizationId,
+      customAttributes: verdict.customAttributes,
+    };
     approvals.push(approval);
     user = applyApproval(user, approval);
   }
 
-  // Confirming, in the same order; each app's provision record is written as soon as it confirmed.
+  // Confirming, in the same order. The Confirm call has the spec's 10 s and one attempt; once an app confirmed, its
+  // provision record is a step of its own, retried until it lands, so an app that confirmed is always recorded.
+  // Runs recorded before the two were apart made both in one step.
   let confirmedUser = initialUser;
   const confirmed: string[] = [];
   for (const [index, approval] of approvals.entries()) {
+    const recordApart = patched('confirm-then-record');
     try {
       await tccCalls.confirmApp({ appId: approval.appId, transactionId, userId: initialUser.userId });
     } catch (error) {
@@ -109,8 +137,35 @@ async function tryThenConfirm(apps: AppRef[], transactionId: string, initialUser
       const ending: Ending =
         confirmed.length === 0
           ? { status: 'rejected', appId: approval.appId, reason }
-          : { status: 'partially-confirmed', appId: approval.appId, reason, confirmedApps: confirmed, unconfirmedApps: unconfirmed };
+          : {
+              status: 'partially-confirmed',
+              appId: approval.appId,
+              reason,
+              confirmedApps: confirmed,
+              unconfirmedApps: unconfirmed,
+            };
       return { ending, confirmedUser };
+    }
+    if (
+      recordApart &&
+      !(await store.recordProvision({ appId: approval.appId, userId: initialUser.userId, transactionId }))
+    ) {
+      // The user was deleted while this attempt ran (its deletion told the apps recorded so far): the app that just
+      // confirmed must not keep it, and the apps still waiting are cancelled.
+      log.warn('User deleted during provisioning', { appId: approval.appId, transactionId });
+      await deprovisionInBackground(initialUser.userId, [approval.appId]);
+      await cancel(
+        approvals.slice(index + 1).map((a) => a.appId),
+        transactionId,
+      );
+      return {
+        ending: {
+          status: 'rejected',
+          appId: approval.appId,
+          reason: 'the user was deleted while it was being provisioned',
+        },
+        confirmedUser: initialUser,
+      };
     }
     confirmed.push(approval.appId);
     confirmedUser = applyApproval(confirmedUser, approval);
@@ -121,6 +176,7 @@ async function tryThenConfirm(apps: AppRef[], transactionId: string, initialUser
 /** Only what confirmed apps assigned reaches the store, and only when it changed anything. */
 function assignedChanges(before: UserProfile, after: UserProfile) {
   const unchanged =
-    before.organizationId === after.organizationId && JSON.stringify(before.customAttributes) === JSON.stringify(after.customAttributes);
+    before.organizationId === after.organizationId &&
+    JSON.stringify(before.customAttributes) === JSON.stringify(after.customAttributes);
   return unchanged ? undefined : { organizationId: after.organizationId, customAttributes: after.customAttributes };
 }

@@ -1,3 +1,5 @@
+import { isForbiddenKey } from '../../security/object-keys';
+
 /**
  * Claim folding for migrated users. Each folded claim type also arrives in its alternate namespace
  * (the WS-Federation form ASP.NET's ClaimTypes use); both fold the same way.
@@ -26,20 +28,34 @@ export interface FoldedClaims {
   customAttributes: Record<string, string>;
 }
 
-export const noClaims = (): FoldedClaims => ({ firstName: null, lastName: null, companyName: null, organizationId: null, customAttributes: {} });
+export const noClaims = (): FoldedClaims => ({
+  firstName: null,
+  lastName: null,
+  companyName: null,
+  organizationId: null,
+  customAttributes: {},
+});
 
 /** Folds a page's claim rows per user as they come, without gathering each user's claims first. */
-export function foldClaimsByUser(claims: ReadonlyArray<{ UserId: string; ClaimType: string | null; ClaimValue: string | null }>): Map<string, FoldedClaims> {
+export function foldClaimsByUser(
+  claims: ReadonlyArray<{ UserId: string; ClaimType: string | null; ClaimValue: string | null }>,
+  warn: (message: string) => void = () => {},
+): Map<string, FoldedClaims> {
   const byUser = new Map<string, FoldedClaims>();
   for (const { UserId: userId, ClaimType: type, ClaimValue: value } of claims) {
     if (!type || value === null) continue;
+    if (isForbiddenKey(type)) {
+      warn(`user ${userId} has a claim of type "${type}", a name no attribute may have; it was not migrated`);
+      continue;
+    }
     let folded = byUser.get(userId);
     if (!folded) byUser.set(userId, (folded = noClaims()));
     const target = FOLDED_CLAIMS[type] ?? FOLDED_CLAIMS[type.toLowerCase()];
     if (target) folded[target] ??= value;
     else if (!DROPPED_CLAIMS.has(type.toLowerCase())) {
       // A claim type given more than once keeps every value, comma-separated.
-      folded.customAttributes[type] = folded.customAttributes[type] === undefined ? value : `${folded.customAttributes[type]},${value}`;
+      folded.customAttributes[type] =
+        folded.customAttributes[type] === undefined ? value : `${folded.customAttributes[type]},${value}`;
     }
   }
   return byUser;

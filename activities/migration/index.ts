@@ -1,6 +1,7 @@
-import { Context, log } from '@temporalio/activity';
+import type { KeyRing } from '../../security/data-protection';
+import { ApplicationFailure, Context, log } from '@temporalio/activity';
 import type { Kysely } from 'kysely';
-import type { SourceDatabase } from '../../source/schema';
+import type { SourceDatabase } from '../../migration-source/schema';
 import type { Db } from '../../store/database';
 import { findMarker, recordPassProgress, writeFinishedMarker, writeStartedMarker } from '../../store/migration-markers';
 import { clientsPass, scopesPass } from './passes/configuration';
@@ -9,16 +10,19 @@ import { loginsPass, mfaPass, userRolesPass } from './passes/user-children';
 import { oidcProvidersPass, refreshTokensPass, samlProvidersPass } from './passes/providers';
 import { usersPass } from './passes/users';
 import type { MigrationOptions, PageResult, Pass, PassName, UserPartition } from './types';
+import { addCounts, type Counts } from './counts';
+import { preflight, type Preflight } from './preflight';
 import { validateSource, type SourceValidation } from './validation';
 
 export interface MigrationDependencies {
   target: Db;
   /** Absent on a worker that has no Source:ConnectionString: its migration activities fail with a clear message. */
   source?: Kysely<SourceDatabase>;
-  dataProtectionKey?: Buffer;
+  dataProtection?: KeyRing;
 }
 
-const PASS_IMPLEMENTATIONS: Record<PassName, Pass> = {
+/** Each pass of the plan (plan.ts) by its name. */
+export const PASS_IMPLEMENTATIONS: Record<PassName, Pass> = {
   roles: rolesPass,
   users: usersPass,
   'user-roles': userRolesPass,
@@ -31,7 +35,17 @@ const PASS_IMPLEMENTATIONS: Record<PassName, Pass> = {
   'refresh-tokens': refreshTokensPass,
 };
 
-export function createMigrationActivities({ target, source, dataProtectionKey }: MigrationDependencies) {
+/**
+ * Errors that a retry cannot heal: a missing table or column, a missing permission (SQL Server 207, 208, 229, 230;
+ * PostgreSQL 42703, 42P01, 42501). The run fails within seconds with the cause instead of retrying for many minutes.
+ */
+function cannotHeal(error: unknown): boolean {
+  const e = error as { number?: number; code?: string; originalError?: { info?: { number?: number } } };
+  const sqlServer = e.number ?? e.originalError?.info?.number;
+  return [207, 208, 229, 230].includes(sqlServer ?? -1) || ['42703', '42P01', '42501'].includes(e.code ?? '');
+}
+
+export function createMigrationActivities({ target, source, dataProtection }: MigrationDependencies) {
   function requireSource(): Kysely<SourceDatabase> {
     if (!source) throw new Error('this worker has no Migration:Source:ConnectionString, so it cannot read the source');
     return source;
@@ -42,7 +56,10 @@ export function createMigrationActivities({ target, source, dataProtectionKey }:
     async beginRun(options: MigrationOptions): Promise<{ proceed: boolean; reason?: string }> {
       const marker = await findMarker(target, options.version);
       if (marker?.state === 'Completed' && !marker.dry_run) {
-        return { proceed: false, reason: `version ${options.version} completed on ${marker.finished_at?.toISOString()}; change Migration:Version for a delta sweep` };
+        return {
+          proceed: false,
+          reason: `version ${options.version} completed on ${marker.finished_at?.toISOString()}; change Migration:Version for a delta sweep`,
+        };
       }
       await writeStartedMarker(target, options.version, options.dryRun);
       return { proceed: true };
@@ -52,38 +69,81 @@ export function createMigrationActivities({ target, source, dataProtectionKey }:
       return validateSource(requireSource());
     },
 
+    async preflight(options: MigrationOptions): Promise<Preflight> {
+      return preflight(requireSource(), options, dataProtection !== undefined);
+    },
+
     /**
      * Splits the source users into up to `partitions` key ranges of about equal size, so the user-keyed passes can page
      * through them side by side. Fewer when the source is small: a partition is worth at least a page.
      */
     async planUserPartitions(input: { partitions: number; pageSize: number }): Promise<UserPartition[]> {
       const db = requireSource();
-      const { users } = await db.selectFrom('AspNetUsers').select((eb) => eb.fn.countAll<number>().as('users')).executeTakeFirstOrThrow();
+      const { users } = await db
+        .selectFrom('AspNetUsers')
+        .select((eb) => eb.fn.countAll<number>().as('users'))
+        .executeTakeFirstOrThrow();
       const count = Math.min(input.partitions, Math.ceil(Number(users) / input.pageSize));
       const bounds: Array<string | null> = [null];
       for (let i = 1; i < count; i++) {
         const at = Math.floor((i * Number(users)) / count) - 1;
-        const row = await db.selectFrom('AspNetUsers').select('Id').orderBy('Id').offset(at).fetch(1).executeTakeFirst();
+        const row = await db
+          .selectFrom('AspNetUsers')
+          .select('Id')
+          .orderBy('Id')
+          .offset(at)
+          .fetch(1)
+          .executeTakeFirst();
         if (row) bounds.push(row.Id);
       }
       return bounds.map((after, i) => ({ after, until: bounds[i + 1] ?? null }));
     },
 
     async anyUserCreatedBy(input: { version: string }): Promise<boolean> {
-      return (await target.selectFrom('users').select('id').where('migration_version', '=', input.version).limit(1).executeTakeFirst()) !== undefined;
+      return (
+        (await target
+          .selectFrom('users')
+          .select('id')
+          .where('migration_version', '=', input.version)
+          .limit(1)
+          .executeTakeFirst()) !== undefined
+      );
     },
 
     /** One keyset page of one partition of a pass; progress goes to the marker so the status endpoint can show it. */
-    async runPassPage(input: { pass: PassName; options: MigrationOptions; cursor: string | null; until: string | null; partition: number; partitions: number; totals: Record<string, number> }): Promise<PageResult> {
+    async runPassPage(input: {
+      pass: PassName;
+      options: MigrationOptions;
+      cursor: string | null;
+      until: string | null;
+      partition: number;
+      partitions: number;
+      /** The partition's counts before this page. */
+      totals: Counts;
+    }): Promise<PageResult> {
       Context.current().heartbeat(input.cursor);
-      const page = await PASS_IMPLEMENTATIONS[input.pass]({ source: requireSource(), target, options: input.options, dataProtectionKey }, input.cursor, input.until);
-      const sum = (key: 'read' | 'created' | 'updated' | 'skipped') => (input.totals[key] ?? 0) + page[key];
-      await recordPassProgress(target, input.options.version, input, { read: sum('read'), created: sum('created'), updated: sum('updated'), skipped: sum('skipped'), done: page.next === null });
+      const page = await PASS_IMPLEMENTATIONS[input.pass](
+        { source: requireSource(), target, options: input.options, dataProtection },
+        input.cursor,
+        input.until,
+      ).catch((error: unknown) => {
+        throw cannotHeal(error)
+          ? ApplicationFailure.nonRetryable(`${input.pass}: ${(error as Error).message}`, 'SourceCannotBeRead')
+          : error;
+      });
+      await recordPassProgress(target, input.options.version, input, {
+        ...addCounts({ ...input.totals }, page),
+        done: page.next === null,
+      });
       for (const warning of page.warnings.slice(0, 5)) log.warn(`migration ${input.pass}: ${warning}`);
       return page;
     },
 
-    async finishRun(input: { version: string; state: 'Completed' | 'Failed'; report: Record<string, unknown> }): Promise<void> {
+    async finishRun(input: {
+      version: string;
+      state: 'Completed' | 'Failed';
+      report: Record<string, unknown>;
+    }): Promise<void> {
       await writeFinishedMarker(target, input.version, input.state, input.report);
     },
   };

@@ -1,5 +1,5 @@
 import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
-import type { SourceDatabase } from '../../source/schema';
+import type { SourceDatabase } from '../../migration-source/schema';
 
 /**
  * The user-keyed passes (users, user-roles, logins, MFA) page through source users by `Id`, each partition covering
@@ -15,7 +15,11 @@ export interface UserPageBounds {
 }
 
 /** The next page of source users within the bounds, in key order. */
-export function withinUserPage<O>(query: SelectQueryBuilder<SourceDatabase, 'AspNetUsers', O>, bounds: UserPageBounds, pageSize: number) {
+export function withinUserPage<O>(
+  query: SelectQueryBuilder<SourceDatabase, 'AspNetUsers', O>,
+  bounds: UserPageBounds,
+  pageSize: number,
+) {
   let bounded = query.orderBy('Id').offset(0).fetch(pageSize);
   if (bounds.after !== null) bounded = bounded.where('Id', '>', bounds.after);
   if (bounds.until !== null) bounded = bounded.where('Id', '<=', bounds.until);
@@ -23,14 +27,24 @@ export function withinUserPage<O>(query: SelectQueryBuilder<SourceDatabase, 'Asp
 }
 
 /** The ids of the next page of source users (an index-only read). */
-export async function readUserIds(source: Kysely<SourceDatabase>, bounds: UserPageBounds, pageSize: number): Promise<string[]> {
-  return (await withinUserPage(source.selectFrom('AspNetUsers').select('Id'), bounds, pageSize).execute()).map((u) => u.Id);
+export async function readUserIds(
+  source: Kysely<SourceDatabase>,
+  bounds: UserPageBounds,
+  pageSize: number,
+): Promise<string[]> {
+  return (await withinUserPage(source.selectFrom('AspNetUsers').select('Id'), bounds, pageSize).execute()).map(
+    (u) => u.Id,
+  );
 }
 
 type UserChildTable = 'AspNetUserClaims' | 'AspNetUserLogins' | 'AspNetUserRoles' | 'AspNetUserTokens';
 
 /** Child rows of the users of a page: `UserId` in (after, last]. */
-export function ofUserPage<T extends UserChildTable, O>(query: SelectQueryBuilder<SourceDatabase, T, O>, after: string | null, last: string) {
+export function ofUserPage<T extends UserChildTable, O>(
+  query: SelectQueryBuilder<SourceDatabase, T, O>,
+  after: string | null,
+  last: string,
+) {
   const bounded = after === null ? query : query.where(sql.ref('UserId'), '>', after);
   return bounded.where(sql.ref('UserId'), '<=', last);
 }

@@ -1,5 +1,17 @@
 import { sql, type Kysely } from 'kysely';
-import type { SourceDatabase } from '../../source/schema';
+import type { SourceDatabase } from '../../migration-source/schema';
+
+/** The columns ApiScopes and IdentityResources share, which the scopes pass reads from both. */
+export const SCOPE_COLUMNS = [
+  'Id',
+  'Enabled',
+  'Name',
+  'DisplayName',
+  'Description',
+  'Required',
+  'Emphasize',
+  'ShowInDiscoveryDocument',
+] as const;
 
 /** The tables and columns the migration reads, by EF Core's names. */
 export const EXPECTED_INVENTORY: Record<string, string[]> = {
@@ -9,9 +21,9 @@ export const EXPECTED_INVENTORY: Record<string, string[]> = {
   AspNetRoles: ['Id', 'Name', 'NormalizedName'],
   AspNetUserRoles: ['UserId', 'RoleId'],
   AspNetUserTokens: ['UserId', 'LoginProvider', 'Name', 'Value'],
-  ApiScopes: ['Id', 'Enabled', 'Name', 'DisplayName', 'Description', 'Required', 'Emphasize', 'ShowInDiscoveryDocument'],
+  ApiScopes: [...SCOPE_COLUMNS],
   ApiScopeClaims: ['ScopeId', 'Type'],
-  IdentityResources: ['Id', 'Enabled', 'Name', 'DisplayName', 'Description', 'Required', 'Emphasize', 'ShowInDiscoveryDocument'],
+  IdentityResources: [...SCOPE_COLUMNS],
   IdentityResourceClaims: ['IdentityResourceId', 'Type'],
   ApiResources: ['Id', 'Enabled', 'Name', 'DisplayName'],
   ApiResourceClaims: ['ApiResourceId', 'Type'],
@@ -43,19 +55,35 @@ export interface SourceValidation {
   duplicateEmailCount: number;
 }
 
-/** Works on SQL Server and PostgreSQL alike: INFORMATION_SCHEMA, with the column names aliased to one spelling. */
-export async function validateSource(source: Kysely<SourceDatabase>): Promise<SourceValidation> {
-  const columns = await sql<{ table_name: string; column_name: string }>`select TABLE_NAME as table_name, COLUMN_NAME as column_name from INFORMATION_SCHEMA.COLUMNS`.execute(source);
+/**
+ * The source's tables and their columns. Works on SQL Server and PostgreSQL alike: INFORMATION_SCHEMA, with the
+ * column names aliased to one spelling.
+ */
+export async function readSourceColumns(source: Kysely<SourceDatabase>): Promise<Map<string, Set<string>>> {
+  const columns = await sql<{
+    table_name: string;
+    column_name: string;
+  }>`select TABLE_NAME as table_name, COLUMN_NAME as column_name from INFORMATION_SCHEMA.COLUMNS`.execute(source);
   const found = new Map<string, Set<string>>();
   for (const c of columns.rows) {
     if (!found.has(c.table_name)) found.set(c.table_name, new Set());
     found.get(c.table_name)!.add(c.column_name);
   }
-  const inventory = Object.entries(EXPECTED_INVENTORY).map(([table, expected]) => ({
+  return found;
+}
+
+/** Each table the migration reads, whether the source has it, and which of its columns it lacks. */
+export function inventoryOf(found: Map<string, Set<string>>): InventoryEntry[] {
+  return Object.entries(EXPECTED_INVENTORY).map(([table, expected]) => ({
     table,
     found: found.has(table),
     missingColumns: found.has(table) ? expected.filter((c) => !found.get(table)!.has(c)) : expected,
   }));
+}
+
+export async function validateSource(source: Kysely<SourceDatabase>): Promise<SourceValidation> {
+  const found = await readSourceColumns(source);
+  const inventory = inventoryOf(found);
   const duplicates = found.has('AspNetUsers')
     ? await source
         .selectFrom('AspNetUsers')

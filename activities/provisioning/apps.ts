@@ -1,14 +1,9 @@
 import type { ProvisioningAppConfig } from '../../config/schema';
+import type { KeyRing } from '../../security/data-protection';
 import type { Db } from '../../store/database';
-import { findStoredApp, listStoredApps } from '../../store/provisioning-apps';
+import { findStoredApp, listStoredApps, type ProvisioningApp } from '../../store/provisioning-apps';
 
-/** An app as the orchestrator calls it. The key stays inside activities; workflows see only ids and timeouts. */
-export interface ProvisioningApp {
-  appId: string;
-  callbackUrl: string;
-  apiKey: string;
-  tryTimeoutSeconds: number;
-}
+export type { ProvisioningApp };
 
 /** Who an attempt is for, so a provider can choose apps per user or per organization (tenant). */
 export interface AppScope {
@@ -34,15 +29,15 @@ export function createConfigAppProvider(apps: Record<string, ProvisioningAppConf
     tryTimeoutSeconds: app.TryTimeoutSeconds,
   }));
   return {
-    listApps: async () => list,
-    getApp: async (appId) => list.find((a) => a.appId === appId),
+    listApps: () => Promise.resolve(list),
+    getApp: (appId) => Promise.resolve(list.find((a) => a.appId === appId)),
   };
 }
 
 /** `Provisioning:AppProvider = Store`: apps managed at run time through the admin API; every attempt reads the store, so changes need no restart. */
-export function createStoreAppProvider(db: Db): AppProvider {
+export function createStoreAppProvider(db: Db, ring: KeyRing): AppProvider {
   return {
-    listApps: () => listStoredApps(db),
-    getApp: (appId) => findStoredApp(db, appId),
+    listApps: () => listStoredApps(db, ring),
+    getApp: (appId) => findStoredApp(db, ring, appId),
   };
 }

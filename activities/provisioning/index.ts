@@ -1,17 +1,19 @@
 import { ApplicationFailure, log } from '@temporalio/activity';
 import type { Db } from '../../store/database';
-import { takePasswordHash } from '../../store/pending-credentials';
+import { discardPasswordHash, readPasswordHash } from '../../store/pending-credentials';
 import { activateUser, deactivateUserReturningApps } from '../../store/scim-users';
 import { listProvisionedApps, recordProvision } from '../../store/provisions';
 import {
   deleteUserReturningApps,
   DuplicateUserError,
   findUser,
+  findUserIdByEmailOrUserName,
   insertUser,
   updateUserAttributes,
   type NewUser,
   type UserProfile,
 } from '../../store/users';
+import type { AppRef } from '../../store/provisioning-apps';
 import type { AppProvider, ProvisioningApp } from './apps';
 import type { TccClient, TryRequestBody, TryVerdict } from './tcc-client';
 
@@ -21,13 +23,11 @@ export interface ProvisioningDependencies {
   apps: AppProvider;
 }
 
-/** What a workflow may know about an app: no URL, no key. */
-export interface AppRef {
-  appId: string;
-  tryTimeoutSeconds: number;
-}
+export type { AppRef };
 
-export type CreateUserResult = { status: 'created'; user: UserProfile } | { status: 'duplicate'; detail: string };
+/** A duplicate names the user that holds the e-mail or user name; the API decides who may learn that id. */
+export type CreateUserResult =
+  { status: 'created'; user: UserProfile } | { status: 'duplicate'; detail: string; existingUserId?: string };
 
 /** Omits nulls and an empty attribute map, as the spec's Try body table asks. */
 export function buildTryBody(transactionId: string, user: UserProfile): TryRequestBody {
@@ -47,23 +47,42 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
   }
 
   return {
-    /** Idempotent under retry: a user already created by an earlier attempt of this activity is returned as created. */
+    /**
+     * Safe to run twice: the user id is the attempt's own, so a second run (a retry, or the replay of a workflow task
+     * lost with its worker) finds the user the first one created and returns it. The stashed hash is only read here;
+     * the workflow removes it as its last step.
+     */
     async createUser(input: { user: NewUser; credentialRef?: string }): Promise<CreateUserResult> {
+      const existing = await findUser(db, input.user.userId);
+      if (existing) return { status: 'created', user: existing };
+      const hash = input.credentialRef ? await readPasswordHash(db, input.credentialRef) : undefined;
+      if (input.credentialRef && hash === undefined) {
+        throw ApplicationFailure.nonRetryable(
+          'the password for this request is no longer available; submit the request again',
+          'CredentialExpired',
+        );
+      }
       try {
-        const user = await db.transaction().execute(async (trx) => {
-          const hash = input.credentialRef ? await takePasswordHash(trx, input.credentialRef) : undefined;
-          if (input.credentialRef && hash === undefined) {
-            throw ApplicationFailure.nonRetryable('the password for this request is no longer available; submit the request again', 'CredentialExpired');
-          }
-          return insertUser(trx, input.user, hash ?? null);
-        });
-        return { status: 'created', user };
+        return { status: 'created', user: await insertUser(db, input.user, hash ?? null) };
       } catch (error) {
         if (!(error instanceof DuplicateUserError)) throw error;
-        const existing = await findUser(db, input.user.userId);
-        if (existing && existing.email === input.user.email) return { status: 'created', user: existing };
-        return { status: 'duplicate', detail: `a user with e-mail ${input.user.email}${input.user.userName ? ` or user name ${input.user.userName}` : ''} already exists` };
+        const raced = await findUser(db, input.user.userId);
+        if (raced) return { status: 'created', user: raced };
+        const existingUserId = await findUserIdByEmailOrUserName(
+          db,
+          input.user.email,
+          input.user.userName ?? input.user.email,
+        );
+        return {
+          status: 'duplicate',
+          detail: `a user with e-mail ${input.user.email}${input.user.userName ? ` or user name ${input.user.userName}` : ''} already exists`,
+          ...(existingUserId ? { existingUserId } : {}),
+        };
       }
+    },
+
+    async discardCredential(credentialRef: string): Promise<void> {
+      await discardPasswordHash(db, credentialRef);
     },
 
     async loadUser(userId: string): Promise<UserProfile | null> {
@@ -71,7 +90,10 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
     },
 
     /** The apps this attempt must provision, in the provider's order, minus those the user already has. */
-    async resolveApps(input: { user: UserProfile; appIds?: string[] }): Promise<{ apps: AppRef[]; unknownAppIds: string[] }> {
+    async resolveApps(input: {
+      user: UserProfile;
+      appIds?: string[];
+    }): Promise<{ apps: AppRef[]; unknownAppIds: string[] }> {
       const configured = await apps.listApps({ userId: input.user.userId, organizationId: input.user.organizationId });
       const wanted = input.appIds ?? configured.map((a) => a.appId);
       const unknownAppIds = wanted.filter((id) => !configured.some((a) => a.appId === id));
@@ -84,14 +106,23 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
 
     async tryApp(input: { appId: string; transactionId: string; user: UserProfile }): Promise<TryVerdict> {
       const verdict = await http.try(await app(input.appId), buildTryBody(input.transactionId, input.user));
-      if (!verdict.approved) log.info('Try not approved', { appId: input.appId, transactionId: input.transactionId, reason: verdict.reason });
+      if (!verdict.approved)
+        log.info('Try not approved', {
+          appId: input.appId,
+          transactionId: input.transactionId,
+          reason: verdict.reason,
+        });
       return verdict;
     },
 
-    /** Confirming → Provisioned for one app: the provision record is written as soon as the app confirmed. */
+    /** The Confirm call alone; the workflow records the provision as its own step once the app confirmed. */
     async confirmApp(input: { appId: string; transactionId: string; userId: string }): Promise<void> {
       await http.confirm(await app(input.appId), input.transactionId);
-      await recordProvision(db, input);
+    },
+
+    /** Idempotent: the record exists once per user and app, whatever number of times this runs. False when the user is gone. */
+    async recordProvision(input: { appId: string; userId: string; transactionId: string }): Promise<boolean> {
+      return recordProvision(db, input);
     },
 
     async cancelApp(input: { appId: string; transactionId: string }): Promise<void> {
@@ -103,7 +134,8 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
       user: UserProfile;
       assigned?: { organizationId: string | null; customAttributes: Record<string, string> };
     }): Promise<{ user: UserProfile; provisionedApps: string[] }> {
-      const user = (input.assigned && (await updateUserAttributes(db, input.user.userId, input.assigned))) || input.user;
+      const user =
+        (input.assigned && (await updateUserAttributes(db, input.user.userId, input.assigned))) || input.user;
       return { user, provisionedApps: await listProvisionedApps(db, input.user.userId) };
     },
 

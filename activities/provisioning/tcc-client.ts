@@ -1,12 +1,20 @@
 import { got, type Response } from 'got';
 import type { LookupFunction } from 'node:net';
 import { z } from 'zod';
-import { assertCallableUrl, createGuardedAgents, RefusedAddressError, type AllowList } from '../../net/callback-address';
+import {
+  assertCallableUrl,
+  createGuardedAgents,
+  RefusedAddressError,
+  type AllowList,
+} from '../../security/callback-address';
+import { safeStringMap } from '../../security/object-keys';
+import { CONFIRM_CANCEL_TIMEOUT_SECONDS } from '../../workflows/activity-policies';
 import type { ProvisioningApp } from './apps';
 
-/** Fixed by the spec, not tunable. */
-export const CONFIRM_CANCEL_TIMEOUT_MS = 10_000;
-const DEPROVISION_TIMEOUT_MS = 10_000;
+/** The spec's fixed 10 s, named once for the workflows' activity policies and for the HTTP calls here. */
+const CONFIRM_CANCEL_TIMEOUT_MS = CONFIRM_CANCEL_TIMEOUT_SECONDS * 1000;
+/** The spec names no timeout for the deprovisioning DELETE; it gets the Confirm/Cancel one. */
+const DEPROVISION_TIMEOUT_MS = CONFIRM_CANCEL_TIMEOUT_MS;
 
 export interface TryRequestBody {
   transactionId: string;
@@ -50,7 +58,6 @@ export interface TccClient {
   close(): void;
 }
 
-
 /** Error messages name what went wrong, never the request's headers (the key travels there). */
 function describe(error: unknown): string {
   const e = error as { code?: string; message?: string; name?: string };
@@ -67,12 +74,21 @@ function describe(error: unknown): string {
 export interface TccClientOptions {
   /** DNS resolver used at connect time; tests point names at loopback addresses with it. */
   dnsLookup?: LookupFunction;
+  /** Where a dropped attribute of a Try answer is reported. */
+  warn?: (message: string) => void;
 }
 
 export function createTccClient(allow: AllowList, options: TccClientOptions = {}): TccClient {
   const agents = createGuardedAgents(allow);
+  const warn = options.warn ?? ((message: string) => console.warn(`provisioning: ${message}`));
 
-  async function send(app: ProvisioningApp, method: 'POST' | 'DELETE', path: string, json: unknown, timeoutMs: number): Promise<Response<string>> {
+  async function send(
+    app: ProvisioningApp,
+    method: 'POST' | 'DELETE',
+    path: string,
+    json: unknown,
+    timeoutMs: number,
+  ): Promise<Response<string>> {
     try {
       const base = assertCallableUrl(app.callbackUrl, allow).href.replace(/\/+$/, '');
       const url = new URL(`${base}${path}`);
@@ -94,7 +110,8 @@ export function createTccClient(allow: AllowList, options: TccClientOptions = {}
   }
 
   function expectOk(response: Response<string>): void {
-    if (response.statusCode < 200 || response.statusCode >= 300) throw new AppCallError(`answered HTTP ${response.statusCode}`);
+    if (response.statusCode < 200 || response.statusCode >= 300)
+      throw new AppCallError(`answered HTTP ${response.statusCode}`);
   }
 
   function interpretTry(app: ProvisioningApp, response: Response<string>): TryVerdict {
@@ -103,11 +120,18 @@ export function createTccClient(allow: AllowList, options: TccClientOptions = {}
     }
     let parsed;
     try {
-      parsed = tryResponseSchema.safeParse(JSON.parse(response.body));
+      const body = JSON.parse(response.body) as { customAttributes?: unknown } | null;
+      if (body?.customAttributes && typeof body.customAttributes === 'object') {
+        body.customAttributes = safeStringMap(body.customAttributes as Record<string, string>, (key) =>
+          warn(`app ${app.appId} answered Try with the attribute name "${key}", which is not allowed; it was dropped`),
+        );
+      }
+      parsed = tryResponseSchema.safeParse(body);
     } catch {
       parsed = undefined;
     }
-    if (!parsed?.success) return { approved: false, reason: `Try to app ${app.appId} answered a body that is not a Try response` };
+    if (!parsed?.success)
+      return { approved: false, reason: `Try to app ${app.appId} answered a body that is not a Try response` };
     const { approved, reason, organizationId, customAttributes } = parsed.data;
     if (!approved) return { approved: false, reason: reason ?? `app ${app.appId} rejected the user without a reason` };
     return { approved: true, organizationId, customAttributes };
@@ -120,7 +144,10 @@ export function createTccClient(allow: AllowList, options: TccClientOptions = {}
       const response = await send(app, 'POST', '/try', body, app.tryTimeoutSeconds * 1000);
       return { verdict: interpretTry(app, response), status: response.statusCode, latencyMs: latency() };
     } catch (error) {
-      return { verdict: { approved: false, reason: `Try to app ${app.appId} ${(error as Error).message}` }, latencyMs: latency() };
+      return {
+        verdict: { approved: false, reason: `Try to app ${app.appId} ${(error as Error).message}` },
+        latencyMs: latency(),
+      };
     }
   }
 

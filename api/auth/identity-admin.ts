@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Request, RequestHandler } from 'express';
 import { sendProblem } from '../problem';
+import { bearerToken } from './bearer';
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
 
@@ -10,9 +11,9 @@ export type AdminCheck = (req: Request) => 'missing' | 'refused' | 'admin';
 export function identityAdminCheck(adminKeys: readonly string[]): AdminCheck {
   const accepted = adminKeys.map(digest);
   return (req) => {
-    const match = /^Bearer\s+(.+)$/i.exec(req.get('authorization') ?? '');
-    if (!match) return 'missing';
-    const presented = digest(match[1].trim());
+    const token = bearerToken(req);
+    if (token === undefined) return 'missing';
+    const presented = digest(token);
     return accepted.some((key) => timingSafeEqual(key, presented)) ? 'admin' : 'refused';
   };
 }
@@ -23,10 +24,18 @@ export function requireIdentityAdmin(adminKeys: readonly string[]): RequestHandl
     const verdict = check(req);
     if (verdict === 'missing') {
       res.set('WWW-Authenticate', 'Bearer');
-      return sendProblem(res, { status: 401, title: 'Unauthorized', detail: 'this endpoint needs Authorization: Bearer <admin API key>' });
+      return sendProblem(res, {
+        status: 401,
+        title: 'Unauthorized',
+        detail: 'this endpoint needs Authorization: Bearer <admin API key>',
+      });
     }
     if (verdict === 'refused') {
-      return sendProblem(res, { status: 403, title: 'Forbidden', detail: 'the bearer key does not satisfy the IdentityAdmin policy' });
+      return sendProblem(res, {
+        status: 403,
+        title: 'Forbidden',
+        detail: 'the bearer key does not satisfy the IdentityAdmin policy',
+      });
     }
     next();
   };

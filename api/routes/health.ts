@@ -3,9 +3,13 @@ import { Router } from 'express';
 import { sql } from 'kysely';
 import type { Db } from '../../store/database';
 
-async function probe(check: () => Promise<unknown>): Promise<'ok' | string> {
+/** `ok`, or why the dependency did not answer. */
+async function probe(check: () => Promise<unknown>): Promise<string> {
   try {
-    await Promise.race([check(), new Promise((_, reject) => setTimeout(() => reject(new Error('no answer within 3 s')), 3000))]);
+    await Promise.race([
+      check(),
+      new Promise((_, reject) => setTimeout(() => reject(new Error('no answer within 3 s')), 3000)),
+    ]);
     return 'ok';
   } catch (error) {
     return `unreachable: ${(error as Error).message}`;

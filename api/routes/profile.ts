@@ -3,13 +3,14 @@ import { z } from 'zod';
 import { personName } from '../fields';
 import type { Db } from '../../store/database';
 import { listProvisionedApps } from '../../store/provisions';
-import { findUser } from '../../store/users';
-import { deletionWorkflowId, retryWorkflowId } from '../../workflows/ids';
+import { findUser, findUserIdByEmail } from '../../store/users';
+import { deletionWorkflowId, provisioningWorkflowId } from '../../workflows/ids';
 import { deleteUserAndDeprovision, provisionExistingUser } from '../../workflows/provisioning';
-import { sendProblem, validationProblem } from '../problem';
-import { answer, toHttpOutcome } from '../provisioning-outcome';
+import { sendProblem, userNotFound, validationProblem } from '../problem';
+import { idempotentCreation } from '../idempotency';
+import { answer, toAnswer, toHttpOutcome } from '../provisioning-outcome';
 import { createUserThroughWorkflow } from '../user-creation';
-import type { WorkflowRunner } from '../workflow-runner';
+import type { WorkflowRunner } from '../../client/workflow-runner';
 
 export const createProfileSchema = z
   .object({
@@ -23,7 +24,7 @@ export const createProfileSchema = z
   .strict();
 
 const userIdParam = z.string().min(1).max(256);
-
+const emailQuery = z.email().max(256);
 
 export function profileRouter({ db, run }: { db: Db; run: WorkflowRunner }): Router {
   const router = Router();
@@ -32,40 +33,64 @@ export function profileRouter({ db, run }: { db: Db; run: WorkflowRunner }): Rou
     const parsed = createProfileSchema.safeParse(req.body);
     if (!parsed.success) return sendProblem(res, validationProblem(parsed.error));
     const { password, ...profile } = parsed.data;
-    const outcome = await createUserThroughWorkflow(
-      { db, run },
-      {
-        trigger: 'admin-api',
-        password,
-        user: {
-          email: profile.email,
-          firstName: profile.firstName ?? null,
-          lastName: profile.lastName ?? null,
-          organizationId: profile.organizationId ?? null,
-          customAttributes: profile.customAttributes ?? {},
+    await idempotentCreation(db, req, res, async (userId) => {
+      const outcome = await createUserThroughWorkflow(
+        { db, run },
+        {
+          trigger: 'admin-api',
+          password,
+          userId,
+          user: {
+            email: profile.email,
+            firstName: profile.firstName ?? null,
+            lastName: profile.lastName ?? null,
+            organizationId: profile.organizationId ?? null,
+            customAttributes: profile.customAttributes ?? {},
+          },
         },
-      },
-    );
-    answer(res, toHttpOutcome(outcome, 201));
+      );
+      return toAnswer(toHttpOutcome(outcome, 201));
+    });
+  });
+
+  /** Finds a user by e-mail (case-insensitively): how a client whose answer was lost learns what happened. */
+  router.get('/', async (req, res) => {
+    const email = emailQuery.safeParse(req.query.email);
+    if (!email.success)
+      return sendProblem(res, {
+        status: 400,
+        title: 'Invalid request',
+        detail: 'email: the query parameter ?email= is required and must be an e-mail address',
+      });
+    const userId = await findUserIdByEmail(db, email.data);
+    const user = userId && (await findUser(db, userId));
+    if (!user) return sendProblem(res, userNotFound(`e-mail ${email.data}`));
+    res.json({ ...user, provisionedApps: await listProvisionedApps(db, user.userId) });
   });
 
   router.get('/:userId', async (req, res) => {
     const userId = userIdParam.parse(req.params.userId);
     const user = await findUser(db, userId);
-    if (!user) return sendProblem(res, { status: 404, title: 'User not found', detail: `no user with id ${userId}` });
+    if (!user) return sendProblem(res, userNotFound(`id ${userId}`));
     res.json({ ...user, provisionedApps: await listProvisionedApps(db, userId) });
   });
 
   router.delete('/:userId', async (req, res) => {
     const userId = userIdParam.parse(req.params.userId);
-    const result = await run(deleteUserAndDeprovision, { workflowId: deletionWorkflowId(userId), onRunning: 'attach', args: [{ userId }] });
-    if (!result.deleted) return sendProblem(res, { status: 404, title: 'User not found', detail: `no user with id ${userId}` });
+    const result = await run(deleteUserAndDeprovision, {
+      workflowId: deletionWorkflowId(userId),
+      args: [{ userId }],
+    });
+    if (!result.deleted) return sendProblem(res, userNotFound(`id ${userId}`));
     res.status(204).end();
   });
 
   router.post('/:userId/provisioning', async (req, res) => {
     const userId = userIdParam.parse(req.params.userId);
-    const outcome = await run(provisionExistingUser, { workflowId: retryWorkflowId(userId), onRunning: 'attach', args: [{ trigger: 'retry', userId }] });
+    const outcome = await run(provisionExistingUser, {
+      workflowId: provisioningWorkflowId(userId),
+      args: [{ trigger: 'retry', userId }],
+    });
     answer(res, toHttpOutcome(outcome, 200));
   });
 

@@ -3,49 +3,90 @@ import { Router } from 'express';
 import { z } from 'zod';
 import type { TccClient } from '../../activities/provisioning/tcc-client';
 import { appIdSchema, provisioningAppSchema } from '../../config/schema';
-import { callbackUrlProblem, type AllowList } from '../../net/callback-address';
+import { callbackUrlProblem, type AllowList } from '../../security/callback-address';
+import type { KeyRing } from '../../security/data-protection';
 import type { Db } from '../../store/database';
-import { deleteStoredApp, findStoredApp, insertStoredApp, listStoredApps, replaceStoredApp, type StoredApp } from '../../store/provisioning-apps';
+import {
+  deleteStoredApp,
+  findStoredApp,
+  insertStoredApp,
+  listStoredApps,
+  replaceStoredApp,
+  type ProvisioningApp,
+} from '../../store/provisioning-apps';
 import { sendProblem, validationProblem, type Problem } from '../problem';
 
 /** The configuration's field names (`CallbackUrl`), with camelCase (`callbackUrl`) accepted too. */
 const appBodySchema = z.preprocess(
   (body) =>
     body && typeof body === 'object' && !Array.isArray(body)
-      ? Object.fromEntries(Object.entries(body).map(([k, v]) => [k === 'appId' ? k : k.charAt(0).toUpperCase() + k.slice(1), v]))
+      ? Object.fromEntries(
+          Object.entries(body).map(([k, v]) => [k === 'appId' ? k : k.charAt(0).toUpperCase() + k.slice(1), v]),
+        )
       : body,
   provisioningAppSchema.extend({ appId: appIdSchema.optional(), CallbackUrl: z.url() }).strict(),
 );
 
-const refusedAddress = (reason: string): Problem => ({ status: 400, title: 'Refused callback address', detail: `CallbackUrl: refused: ${reason}` });
+const refusedAddress = (reason: string): Problem => ({
+  status: 400,
+  title: 'Refused callback address',
+  detail: `CallbackUrl: refused: ${reason}`,
+});
 
 /** ApiKey is write-only: it is never part of an answer. */
-const view = (app: StoredApp) => ({ appId: app.appId, CallbackUrl: app.callbackUrl, TryTimeoutSeconds: app.tryTimeoutSeconds });
+const view = (app: ProvisioningApp) => ({
+  appId: app.appId,
+  CallbackUrl: app.callbackUrl,
+  TryTimeoutSeconds: app.tryTimeoutSeconds,
+});
 
-export function provisioningAppsRouter({ db, allow, http }: { db: Db; allow: AllowList; http: TccClient }): Router {
+export function provisioningAppsRouter({
+  db,
+  ring,
+  allow,
+  http,
+}: {
+  db: Db;
+  ring: KeyRing;
+  allow: AllowList;
+  http: TccClient;
+}): Router {
   const router = Router();
 
-  function parseApp(body: unknown, pathAppId?: string): { app: StoredApp } | { problem: Problem } {
+  function parseApp(body: unknown, pathAppId?: string): { app: ProvisioningApp } | { problem: Problem } {
     const parsed = appBodySchema.safeParse(body);
     if (!parsed.success) return { problem: validationProblem(parsed.error) };
     const appId = pathAppId ?? parsed.data.appId;
     if (!appId) return { problem: { status: 400, title: 'Invalid request', detail: 'appId: required' } };
     if (pathAppId && parsed.data.appId && parsed.data.appId !== pathAppId) {
-      return { problem: { status: 400, title: 'Invalid request', detail: `appId: the body says ${parsed.data.appId}, the path ${pathAppId}` } };
+      return {
+        problem: {
+          status: 400,
+          title: 'Invalid request',
+          detail: `appId: the body says ${parsed.data.appId}, the path ${pathAppId}`,
+        },
+      };
     }
     const refused = callbackUrlProblem(parsed.data.CallbackUrl, allow);
     if (refused) return { problem: refusedAddress(refused) };
-    return { app: { appId, callbackUrl: parsed.data.CallbackUrl, apiKey: parsed.data.ApiKey, tryTimeoutSeconds: parsed.data.TryTimeoutSeconds } };
+    return {
+      app: {
+        appId,
+        callbackUrl: parsed.data.CallbackUrl,
+        apiKey: parsed.data.ApiKey,
+        tryTimeoutSeconds: parsed.data.TryTimeoutSeconds,
+      },
+    };
   }
 
   const notFound = (appId: string) => ({ status: 404, title: 'App not found', detail: `no provisioning app ${appId}` });
 
   router.get('/', async (_req, res) => {
-    res.json((await listStoredApps(db)).map(view));
+    res.json((await listStoredApps(db, ring)).map(view));
   });
 
   router.get('/:appId', async (req, res) => {
-    const app = await findStoredApp(db, req.params.appId);
+    const app = await findStoredApp(db, ring, req.params.appId);
     if (!app) return sendProblem(res, notFound(req.params.appId));
     res.json(view(app));
   });
@@ -53,8 +94,12 @@ export function provisioningAppsRouter({ db, allow, http }: { db: Db; allow: All
   router.post('/', async (req, res) => {
     const parsed = parseApp(req.body);
     if ('problem' in parsed) return sendProblem(res, parsed.problem);
-    if (!(await insertStoredApp(db, parsed.app))) {
-      return sendProblem(res, { status: 409, title: 'App exists', detail: `provisioning app ${parsed.app.appId} exists already; PUT replaces it` });
+    if (!(await insertStoredApp(db, ring, parsed.app))) {
+      return sendProblem(res, {
+        status: 409,
+        title: 'App exists',
+        detail: `provisioning app ${parsed.app.appId} exists already; PUT replaces it`,
+      });
     }
     res.status(201).location(`${req.baseUrl}/${parsed.app.appId}`).json(view(parsed.app));
   });
@@ -64,7 +109,7 @@ export function provisioningAppsRouter({ db, allow, http }: { db: Db; allow: All
     if (!appId.success) return sendProblem(res, validationProblem(appId.error));
     const parsed = parseApp(req.body, appId.data);
     if ('problem' in parsed) return sendProblem(res, parsed.problem);
-    if (!(await replaceStoredApp(db, parsed.app))) return sendProblem(res, notFound(appId.data));
+    if (!(await replaceStoredApp(db, ring, parsed.app))) return sendProblem(res, notFound(appId.data));
     res.json(view(parsed.app));
   });
 
@@ -75,7 +120,7 @@ export function provisioningAppsRouter({ db, allow, http }: { db: Db; allow: All
 
   /** Probes Try with a clearly marked transaction and a synthetic user, then cancels it. */
   router.post('/:appId/test', async (req, res) => {
-    const app = await findStoredApp(db, req.params.appId);
+    const app = await findStoredApp(db, ring, req.params.appId);
     if (!app) return sendProblem(res, notFound(req.params.appId));
     const refused = callbackUrlProblem(app.callbackUrl, allow);
     if (refused) return sendProblem(res, refusedAddress(refused));
@@ -89,7 +134,11 @@ export function provisioningAppsRouter({ db, allow, http }: { db: Db; allow: All
       lastName: 'Probe',
     });
     let cancelled = false;
-    if (probe.verdict.approved) cancelled = await http.cancel(app, transactionId).then(() => true, () => false);
+    if (probe.verdict.approved)
+      cancelled = await http.cancel(app, transactionId).then(
+        () => true,
+        () => false,
+      );
     res.json({
       appId: app.appId,
       transactionId,

@@ -3,12 +3,12 @@ import { rateLimit } from 'express-rate-limit';
 import { z } from 'zod';
 import { personName } from '../fields';
 import type { AppConfig } from '../../config/schema';
-import { passwordPolicyViolations } from '../../passwords/policy';
+import { passwordPolicyViolations } from '../../security/password-policy';
 import type { Db } from '../../store/database';
 import { sendProblem, validationProblem } from '../problem';
 import { answer, toHttpOutcome } from '../provisioning-outcome';
 import { createUserThroughWorkflow } from '../user-creation';
-import type { WorkflowRunner } from '../workflow-runner';
+import type { WorkflowRunner } from '../../client/workflow-runner';
 
 export const registrationSchema = z
   .object({
@@ -58,10 +58,16 @@ export function registerRouter({ config, db, run }: { config: AppConfig; db: Db;
       {
         trigger: 'register',
         password,
-        user: { email: profile.email, firstName: profile.firstName ?? null, lastName: profile.lastName ?? null, organizationId: null, customAttributes: {} },
+        user: {
+          email: profile.email,
+          firstName: profile.firstName ?? null,
+          lastName: profile.lastName ?? null,
+          organizationId: null,
+          customAttributes: {},
+        },
       },
     );
-    answer(res, toHttpOutcome(outcome, 201));
+    answer(res, toHttpOutcome(outcome, 201, { revealIds: false }));
   });
   return router;
 }

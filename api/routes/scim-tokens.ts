@@ -19,7 +19,8 @@ export function scimTokensRouter({ db }: { db: Db }): Router {
     res.json(await listScimTokens(db));
   });
   router.delete('/:id', async (req, res) => {
-    if (!(await revokeScimToken(db, req.params.id))) return sendProblem(res, { status: 404, title: 'Token not found', detail: `no SCIM token ${req.params.id}` });
+    if (!(await revokeScimToken(db, req.params.id)))
+      return sendProblem(res, { status: 404, title: 'Token not found', detail: `no SCIM token ${req.params.id}` });
     res.status(204).end();
   });
   return router;

@@ -1,8 +1,6 @@
-import { Router, type Request } from 'express';
+import { Router, type Response } from 'express';
 import { SCIM_CONTENT_TYPE } from './errors';
 import { GROUP_SCHEMA, listResponse, USER_SCHEMA } from './resources';
-
-const root = (req: Request) => `${req.protocol}://${req.get('host')}${req.baseUrl}`;
 
 const attribute = (name: string, type: string, extra: Record<string, unknown> = {}) => ({
   name,
@@ -25,8 +23,17 @@ const schemas = [
     attributes: [
       attribute('userName', 'string', { required: true, uniqueness: 'server' }),
       attribute('externalId', 'string', { caseExact: true }),
-      attribute('name', 'complex', { subAttributes: [attribute('givenName', 'string'), attribute('familyName', 'string'), attribute('formatted', 'string', { mutability: 'readOnly' })] }),
-      attribute('emails', 'complex', { multiValued: true, subAttributes: [attribute('value', 'string'), attribute('type', 'string'), attribute('primary', 'boolean')] }),
+      attribute('name', 'complex', {
+        subAttributes: [
+          attribute('givenName', 'string'),
+          attribute('familyName', 'string'),
+          attribute('formatted', 'string', { mutability: 'readOnly' }),
+        ],
+      }),
+      attribute('emails', 'complex', {
+        multiValued: true,
+        subAttributes: [attribute('value', 'string'), attribute('type', 'string'), attribute('primary', 'boolean')],
+      }),
       attribute('active', 'boolean'),
       attribute('password', 'string', { mutability: 'writeOnly', returned: 'never' }),
     ],
@@ -38,16 +45,22 @@ const schemas = [
     attributes: [
       attribute('displayName', 'string', { required: true, uniqueness: 'server' }),
       attribute('externalId', 'string', { caseExact: true }),
-      attribute('members', 'complex', { multiValued: true, subAttributes: [attribute('value', 'string', { mutability: 'immutable' }), attribute('display', 'string', { mutability: 'readOnly' })] }),
+      attribute('members', 'complex', {
+        multiValued: true,
+        subAttributes: [
+          attribute('value', 'string', { mutability: 'immutable' }),
+          attribute('display', 'string', { mutability: 'readOnly' }),
+        ],
+      }),
     ],
   },
 ];
 
-export function scimDiscoveryRouter(): Router {
+export function scimDiscoveryRouter(scimUrl: string): Router {
   const router = Router();
-  const send = (res: import('express').Response, body: unknown) => res.type(SCIM_CONTENT_TYPE).json(body);
+  const send = (res: Response, body: unknown) => res.type(SCIM_CONTENT_TYPE).json(body);
 
-  router.get('/ServiceProviderConfig', (req, res) =>
+  router.get('/ServiceProviderConfig', (_req, res) =>
     send(res, {
       schemas: ['urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig'],
       patch: { supported: true },
@@ -57,27 +70,50 @@ export function scimDiscoveryRouter(): Router {
       sort: { supported: false },
       etag: { supported: true },
       authenticationSchemes: [
-        { type: 'oauthbearertoken', name: 'Bearer token', description: 'A token created with POST /api/v1/scim/tokens', primary: true },
+        {
+          type: 'oauthbearertoken',
+          name: 'Bearer token',
+          description: 'A token created with POST /api/v1/scim/tokens',
+          primary: true,
+        },
       ],
-      meta: { resourceType: 'ServiceProviderConfig', location: `${root(req)}/ServiceProviderConfig` },
+      meta: { resourceType: 'ServiceProviderConfig', location: `${scimUrl}/ServiceProviderConfig` },
     }),
   );
 
-  const resourceTypes = (req: Request) => [
-    { schemas: ['urn:ietf:params:scim:schemas:core:2.0:ResourceType'], id: 'User', name: 'User', endpoint: '/Users', schema: USER_SCHEMA, meta: { resourceType: 'ResourceType', location: `${root(req)}/ResourceTypes/User` } },
-    { schemas: ['urn:ietf:params:scim:schemas:core:2.0:ResourceType'], id: 'Group', name: 'Group', endpoint: '/Groups', schema: GROUP_SCHEMA, meta: { resourceType: 'ResourceType', location: `${root(req)}/ResourceTypes/Group` } },
+  const resourceTypes = [
+    {
+      schemas: ['urn:ietf:params:scim:schemas:core:2.0:ResourceType'],
+      id: 'User',
+      name: 'User',
+      endpoint: '/Users',
+      schema: USER_SCHEMA,
+      meta: { resourceType: 'ResourceType', location: `${scimUrl}/ResourceTypes/User` },
+    },
+    {
+      schemas: ['urn:ietf:params:scim:schemas:core:2.0:ResourceType'],
+      id: 'Group',
+      name: 'Group',
+      endpoint: '/Groups',
+      schema: GROUP_SCHEMA,
+      meta: { resourceType: 'ResourceType', location: `${scimUrl}/ResourceTypes/Group` },
+    },
   ];
-  router.get('/ResourceTypes', (req, res) => send(res, listResponse(resourceTypes(req), 2, 1)));
+  router.get('/ResourceTypes', (_req, res) => send(res, listResponse(resourceTypes, 2, 1)));
   router.get('/ResourceTypes/:id', (req, res, next) => {
-    const found = resourceTypes(req).find((r) => r.id === req.params.id);
+    const found = resourceTypes.find((r) => r.id === req.params.id);
     if (found) send(res, found);
     else next();
   });
 
-  const withMeta = (req: Request) => schemas.map((s) => ({ ...s, schemas: ['urn:ietf:params:scim:schemas:core:2.0:Schema'], meta: { resourceType: 'Schema', location: `${root(req)}/Schemas/${s.id}` } }));
-  router.get('/Schemas', (req, res) => send(res, listResponse(withMeta(req), schemas.length, 1)));
+  const withMeta = schemas.map((s) => ({
+    ...s,
+    schemas: ['urn:ietf:params:scim:schemas:core:2.0:Schema'],
+    meta: { resourceType: 'Schema', location: `${scimUrl}/Schemas/${s.id}` },
+  }));
+  router.get('/Schemas', (_req, res) => send(res, listResponse(withMeta, schemas.length, 1)));
   router.get('/Schemas/:id', (req, res, next) => {
-    const found = withMeta(req).find((s) => s.id === req.params.id);
+    const found = withMeta.find((s) => s.id === req.params.id);
     if (found) send(res, found);
     else next();
   });

@@ -3,7 +3,10 @@ import { parse, type Filter } from 'scim2-parse-filter';
 import { ScimError } from './errors';
 
 /** How one SCIM attribute (lower-cased path) compares against a table: equality only, which is what Okta and Entra send. */
-export type AttributeMap<DB, TB extends keyof DB> = Record<string, (eb: ExpressionBuilder<DB, TB>, value: string | number | boolean | null) => Expression<SqlBool>>;
+export type AttributeMap<DB, TB extends keyof DB> = Record<
+  string,
+  (eb: ExpressionBuilder<DB, TB>, value: string | number | boolean | null) => Expression<SqlBool>
+>;
 
 /**
  * Translates a SCIM filter into a WHERE condition: `eq` on the mapped attributes, `and`, `or`, and value paths
@@ -19,7 +22,12 @@ export function scimFilterToSql<DB, TB extends keyof DB>(filter: string, attribu
   return (eb: ExpressionBuilder<DB, TB>): Expression<SqlBool> => translate(eb, ast, attributes, '');
 }
 
-function translate<DB, TB extends keyof DB>(eb: ExpressionBuilder<DB, TB>, f: Filter, attributes: AttributeMap<DB, TB>, prefix: string): Expression<SqlBool> {
+function translate<DB, TB extends keyof DB>(
+  eb: ExpressionBuilder<DB, TB>,
+  f: Filter,
+  attributes: AttributeMap<DB, TB>,
+  prefix: string,
+): Expression<SqlBool> {
   switch (f.op) {
     case 'and':
       return eb.and(f.filters.map((inner) => translate(eb, inner, attributes, prefix)));
@@ -34,7 +42,11 @@ function translate<DB, TB extends keyof DB>(eb: ExpressionBuilder<DB, TB>, f: Fi
       return column(eb, f.compValue);
     }
     default:
-      throw new ScimError(400, `the filter operator ${f.op} is not supported (supported: eq, and, or, value paths)`, 'invalidFilter');
+      throw new ScimError(
+        400,
+        `the filter operator ${f.op} is not supported (supported: eq, and, or, value paths)`,
+        'invalidFilter',
+      );
   }
 }
 

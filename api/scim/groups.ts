@@ -1,13 +1,22 @@
-import { Router, type Request, type Response } from 'express';
+import { Router, type Response } from 'express';
 import { z } from 'zod';
 import type { Db } from '../../store/database';
-import { deleteGroup, DuplicateGroupError, findGroup, listGroups, saveGroup, UnknownMembersError, type GroupFilter, type GroupRow } from '../../store/scim-groups';
+import {
+  deleteGroup,
+  DuplicateGroupError,
+  findGroup,
+  listGroups,
+  saveGroup,
+  UnknownMembersError,
+  type GroupFilter,
+  type GroupRow,
+} from '../../store/scim-groups';
 import type { Database } from '../../store/schema';
 import { normalize } from '../../store/users';
 import { describeIssues } from '../problem';
 import { ScimError, SCIM_CONTENT_TYPE } from './errors';
 import { scimFilterToSql, type AttributeMap } from './filter';
-import { applyPatch, baseUrl, checkIfMatch, GROUP_SCHEMA, listResponse, meta, parseListQuery } from './resources';
+import { applyPatch, checkIfMatch, GROUP_SCHEMA, listResponse, meta, parseListQuery } from './resources';
 
 const groupAttributes: AttributeMap<Database, 'scim_groups'> = {
   id: (eb, v) => eb('id', '=', String(v)),
@@ -32,9 +41,10 @@ function groupResource(row: GroupRow, groupsUrl: string, usersUrl: string) {
   };
 }
 
-export function scimGroupsRouter({ db }: { db: Db }): Router {
+export function scimGroupsRouter({ db, scimUrl }: { db: Db; scimUrl: string }): Router {
   const router = Router();
-  const usersUrl = (req: Request) => baseUrl(req).replace(/\/Groups$/, '/Users');
+  const groupsUrl = `${scimUrl}/Groups`;
+  const usersUrl = `${scimUrl}/Users`;
 
   async function load(id: string): Promise<GroupRow> {
     const row = await findGroup(db, id);
@@ -42,8 +52,8 @@ export function scimGroupsRouter({ db }: { db: Db }): Router {
     return row;
   }
 
-  function send(req: Request, res: Response, row: GroupRow, status = 200): void {
-    const resource = groupResource(row, baseUrl(req), usersUrl(req));
+  function send(res: Response, row: GroupRow, status = 200): void {
+    const resource = groupResource(row, groupsUrl, usersUrl);
     if (status === 201) res.location(resource.meta.location);
     res.status(status).type(SCIM_CONTENT_TYPE).set('ETag', resource.meta.version).json(resource);
   }
@@ -52,7 +62,15 @@ export function scimGroupsRouter({ db }: { db: Db }): Router {
     const parsed = groupInputSchema.safeParse(body);
     if (!parsed.success) throw new ScimError(400, describeIssues(parsed.error), 'invalidValue');
     try {
-      const groupId = await saveGroup(db, { displayName: parsed.data.displayName, externalId: parsed.data.externalId ?? null, memberIds: (parsed.data.members ?? []).map((m) => m.value) }, id);
+      const groupId = await saveGroup(
+        db,
+        {
+          displayName: parsed.data.displayName,
+          externalId: parsed.data.externalId ?? null,
+          memberIds: (parsed.data.members ?? []).map((m) => m.value),
+        },
+        id,
+      );
       return load(groupId);
     } catch (error) {
       if (error instanceof DuplicateGroupError) throw new ScimError(409, error.message, 'uniqueness');
@@ -61,26 +79,32 @@ export function scimGroupsRouter({ db }: { db: Db }): Router {
     }
   }
 
-  router.post('/', async (req, res) => send(req, res, await save(req.body), 201));
+  router.post('/', async (req, res) => send(res, await save(req.body), 201));
 
   router.get('/', async (req, res) => {
     const { startIndex, count, filter } = parseListQuery(req.query);
     const where: GroupFilter | undefined = filter ? scimFilterToSql(filter, groupAttributes) : undefined;
     const { total, rows } = await listGroups(db, where, startIndex, count);
-    res.type(SCIM_CONTENT_TYPE).json(listResponse(rows.map((row) => groupResource(row, baseUrl(req), usersUrl(req))), total, startIndex));
+    res.type(SCIM_CONTENT_TYPE).json(
+      listResponse(
+        rows.map((row) => groupResource(row, groupsUrl, usersUrl)),
+        total,
+        startIndex,
+      ),
+    );
   });
 
-  router.get('/:id', async (req, res) => send(req, res, await load(req.params.id)));
+  router.get('/:id', async (req, res) => send(res, await load(req.params.id)));
 
   router.put('/:id', async (req, res) => {
     checkIfMatch(req, (await load(req.params.id)).updated_at, 'group');
-    send(req, res, await save(req.body, req.params.id));
+    send(res, await save(req.body, req.params.id));
   });
 
   router.patch('/:id', async (req, res) => {
     const row = await load(req.params.id);
     checkIfMatch(req, row.updated_at, 'group');
-    send(req, res, await save(applyPatch(groupResource(row, baseUrl(req), usersUrl(req)), req.body), row.id));
+    send(res, await save(applyPatch(groupResource(row, groupsUrl, usersUrl), req.body), row.id));
   });
 
   router.delete('/:id', async (req, res) => {

@@ -2,6 +2,7 @@ import type { Request } from 'express';
 import { patchBodyValidation, scimPatch, type ScimPatch, type ScimResource } from 'scim-patch';
 import { z } from 'zod';
 import { describeIssues } from '../problem';
+import { forbiddenPathSegment } from '../../security/object-keys';
 import { ScimError } from './errors';
 import type { ScimUserRow } from '../../store/scim-users';
 
@@ -10,7 +11,13 @@ export const GROUP_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:Group';
 export const LIST_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:ListResponse';
 
 /** Entra sends booleans as "True"/"False" strings. */
-export const scimBoolean = z.union([z.boolean(), z.string().regex(/^(true|false)$/i).transform((v) => v.toLowerCase() === 'true')]);
+export const scimBoolean = z.union([
+  z.boolean(),
+  z
+    .string()
+    .regex(/^(true|false)$/i)
+    .transform((v) => v.toLowerCase() === 'true'),
+]);
 
 const optionalText = z.string().trim().max(256).nullish();
 
@@ -19,7 +26,9 @@ export const scimUserInputSchema = z.looseObject({
   userName: z.string().trim().min(1).max(256),
   externalId: optionalText,
   name: z.looseObject({ givenName: optionalText, familyName: optionalText }).nullish(),
-  emails: z.array(z.looseObject({ value: z.string().trim(), type: z.string().nullish(), primary: scimBoolean.nullish() })).nullish(),
+  emails: z
+    .array(z.looseObject({ value: z.string().trim(), type: z.string().nullish(), primary: scimBoolean.nullish() }))
+    .nullish(),
   active: scimBoolean.optional(),
   password: z.string().max(1024).optional(),
 });
@@ -36,12 +45,16 @@ export function chooseEmail(input: ScimUserInput): string | undefined {
   return emailSchema.safeParse(candidate).success ? candidate : undefined;
 }
 
-export const baseUrl = (req: Request) => `${req.protocol}://${req.get('host')}${req.baseUrl}`;
-
 export const versionOf = (updatedAt: Date) => `W/"${updatedAt.getTime()}"`;
 
 export function meta(resourceType: 'User' | 'Group', location: string, created: Date, updated: Date) {
-  return { resourceType, created: created.toISOString(), lastModified: updated.toISOString(), location, version: versionOf(updated) };
+  return {
+    resourceType,
+    created: created.toISOString(),
+    lastModified: updated.toISOString(),
+    location,
+    version: versionOf(updated),
+  };
 }
 
 export function userResource(row: ScimUserRow, usersUrl: string) {
@@ -53,7 +66,9 @@ export function userResource(row: ScimUserRow, usersUrl: string) {
     name: {
       ...(row.first_name ? { givenName: row.first_name } : {}),
       ...(row.last_name ? { familyName: row.last_name } : {}),
-      ...(row.first_name || row.last_name ? { formatted: [row.first_name, row.last_name].filter(Boolean).join(' ') } : {}),
+      ...(row.first_name || row.last_name
+        ? { formatted: [row.first_name, row.last_name].filter(Boolean).join(' ') }
+        : {}),
     },
     emails: [{ value: row.email, type: 'work', primary: true }],
     active: row.active,
@@ -62,12 +77,26 @@ export function userResource(row: ScimUserRow, usersUrl: string) {
 }
 
 export function listResponse<T>(resources: T[], total: number, startIndex: number) {
-  return { schemas: [LIST_SCHEMA], totalResults: total, startIndex, itemsPerPage: resources.length, Resources: resources };
+  return {
+    schemas: [LIST_SCHEMA],
+    totalResults: total,
+    startIndex,
+    itemsPerPage: resources.length,
+    Resources: resources,
+  };
 }
 
 const paginationSchema = z.object({
-  startIndex: z.coerce.number().int().default(1).transform((n) => Math.max(1, n)),
-  count: z.coerce.number().int().default(100).transform((n) => Math.min(Math.max(0, n), 1000)),
+  startIndex: z.coerce
+    .number()
+    .int()
+    .default(1)
+    .transform((n) => Math.max(1, n)),
+  count: z.coerce
+    .number()
+    .int()
+    .default(100)
+    .transform((n) => Math.min(Math.max(0, n), 1000)),
   filter: z.string().max(2000).optional(),
 });
 
@@ -81,15 +110,26 @@ export function parseListQuery(query: unknown) {
 /** A write with If-Match applies only to the version the client saw. */
 export function checkIfMatch(req: Request, updatedAt: Date, noun: string): void {
   const expected = req.get('if-match');
-  if (expected && expected !== '*' && expected !== versionOf(updatedAt)) throw new ScimError(412, `the ${noun} changed since version ${expected}`);
+  if (expected && expected !== '*' && expected !== versionOf(updatedAt))
+    throw new ScimError(412, `the ${noun} changed since version ${expected}`);
 }
 
 /** RFC 7644 §3.5.2 PATCH applied to the resource as the client sees it; the result is then validated like a PUT body. */
 export function applyPatch(resource: object, body: unknown): unknown {
+  const operations = (body as { Operations?: unknown } | null)?.Operations;
+  for (const operation of Array.isArray(operations) ? operations : []) {
+    const path = (operation as { path?: unknown } | null)?.path;
+    const forbidden = typeof path === 'string' ? forbiddenPathSegment(path) : undefined;
+    if (forbidden)
+      throw new ScimError(400, `Operations.path: the attribute name "${forbidden}" is not allowed`, 'invalidPath');
+  }
   try {
     patchBodyValidation(body as ScimPatch);
     // scim-patch types meta dates as Date; it never reads them.
-    return scimPatch(resource as unknown as ScimResource, (body as ScimPatch).Operations, { mutateDocument: false, treatMissingAsAdd: true });
+    return scimPatch(resource as unknown as ScimResource, (body as ScimPatch).Operations, {
+      mutateDocument: false,
+      treatMissingAsAdd: true,
+    });
   } catch (error) {
     throw new ScimError(400, (error as Error).message, 'invalidSyntax');
   }

@@ -1,18 +1,28 @@
-import { Router, type Request, type Response } from 'express';
+import { Router, type Response } from 'express';
 import type { PasswordPolicy } from '../../config/schema';
-import { hashPassword } from '../../passwords/native';
-import { passwordPolicyViolations } from '../../passwords/policy';
-import type { Db } from '../../store/database';
+import { hashPassword } from '../../security/password-hashing';
+import { passwordPolicyViolations } from '../../security/password-policy';
 import { findScimUser, listScimUsers, updateScimUser, type ScimUserRow, type UserFilter } from '../../store/scim-users';
 import { DuplicateUserError, normalize } from '../../store/users';
-import { deactivationWorkflowId, reactivationWorkflowId } from '../../workflows/ids';
+import { deactivationWorkflowId, provisioningWorkflowId } from '../../workflows/ids';
 import { deactivateAndDeprovision, reactivateAndProvision, type CreationOutcome } from '../../workflows/provisioning';
+import { idempotentCreation } from '../idempotency';
+import type { ScimDependencies } from './router';
+import { outcomeProblem } from '../provisioning-outcome';
 import { createUserThroughWorkflow } from '../user-creation';
-import type { WorkflowRunner } from '../workflow-runner';
 import { describeIssues } from '../problem';
-import { ScimError, SCIM_CONTENT_TYPE } from './errors';
+import { ScimError, scimErrorAnswer, SCIM_CONTENT_TYPE } from './errors';
 import { always, never, scimFilterToSql, type AttributeMap } from './filter';
-import { applyPatch, baseUrl, checkIfMatch, chooseEmail, listResponse, parseListQuery, scimUserInputSchema, userResource, type ScimUserInput } from './resources';
+import {
+  applyPatch,
+  checkIfMatch,
+  chooseEmail,
+  listResponse,
+  parseListQuery,
+  scimUserInputSchema,
+  userResource,
+  type ScimUserInput,
+} from './resources';
 import type { Database } from '../../store/schema';
 
 const userAttributes: AttributeMap<Database, 'users'> = {
@@ -28,20 +38,15 @@ const userAttributes: AttributeMap<Database, 'users'> = {
   'name.familyname': (eb, v) => eb('last_name', '=', String(v)),
 };
 
-/** A provisioning outcome in SCIM terms: the app and its reason as the error detail. */
+/** A provisioning outcome in SCIM terms: the same answers as the admin API's (outcomeProblem), in SCIM's error schema. */
 function outcomeError(outcome: Exclude<CreationOutcome, { status: 'provisioned' }>): ScimError {
-  switch (outcome.status) {
-    case 'duplicate':
-      return new ScimError(409, outcome.detail, 'uniqueness');
-    case 'rejected':
-      return new ScimError(422, `provisioning rejected by app ${outcome.appId}: ${outcome.reason}`);
-    case 'unknown-apps':
-      return new ScimError(422, `provisioning apps not configured: ${outcome.appIds.join(', ')}`);
-    case 'partially-confirmed':
-      return new ScimError(502, `provisioning confirmed by ${outcome.confirmedApps.join(', ')} but not by ${outcome.unconfirmedApps.join(', ')}: ${outcome.reason}`);
-    case 'not-found':
-      return new ScimError(404, `no user ${outcome.userId}`);
-  }
+  const { problem } = outcomeProblem(outcome);
+  const holder = outcome.status === 'duplicate' && typeof problem.userId === 'string' ? ` (id ${problem.userId})` : '';
+  return new ScimError(
+    problem.status,
+    `${problem.detail}${holder}`,
+    outcome.status === 'duplicate' ? 'uniqueness' : undefined,
+  );
 }
 
 function parseUser(body: unknown, policy: PasswordPolicy): ScimUserInput & { email: string } {
@@ -50,16 +55,19 @@ function parseUser(body: unknown, policy: PasswordPolicy): ScimUserInput & { ema
     throw new ScimError(400, describeIssues(parsed.error), 'invalidValue');
   }
   const email = chooseEmail(parsed.data);
-  if (!email) throw new ScimError(400, 'emails: an e-mail address is required (or a userName that is one)', 'invalidValue');
+  if (!email)
+    throw new ScimError(400, 'emails: an e-mail address is required (or a userName that is one)', 'invalidValue');
   if (parsed.data.password !== undefined) {
     const violations = passwordPolicyViolations(parsed.data.password, policy);
-    if (violations.length > 0) throw new ScimError(400, violations.map((v) => `password: ${v}`).join('; '), 'invalidValue');
+    if (violations.length > 0)
+      throw new ScimError(400, violations.map((v) => `password: ${v}`).join('; '), 'invalidValue');
   }
   return { ...parsed.data, email };
 }
 
-export function scimUsersRouter({ db, run, passwordPolicy }: { db: Db; run: WorkflowRunner; passwordPolicy: PasswordPolicy }): Router {
+export function scimUsersRouter({ db, run, passwordPolicy, scimUrl }: ScimDependencies): Router {
   const router = Router();
+  const usersUrl = `${scimUrl}/Users`;
 
   async function load(id: string): Promise<ScimUserRow> {
     const row = await findScimUser(db, id);
@@ -67,8 +75,8 @@ export function scimUsersRouter({ db, run, passwordPolicy }: { db: Db; run: Work
     return row;
   }
 
-  function send(req: Request, res: Response, row: ScimUserRow, status = 200): void {
-    const resource = userResource(row, baseUrl(req));
+  function send(res: Response, row: ScimUserRow, status = 200): void {
+    const resource = userResource(row, usersUrl);
     if (status === 201) res.location(resource.meta.location);
     res.status(status).type(SCIM_CONTENT_TYPE).set('ETag', resource.meta.version).json(resource);
   }
@@ -76,10 +84,16 @@ export function scimUsersRouter({ db, run, passwordPolicy }: { db: Db; run: Work
   async function setActive(row: ScimUserRow, active: boolean): Promise<void> {
     if (active === row.active) return;
     if (!active) {
-      await run(deactivateAndDeprovision, { workflowId: deactivationWorkflowId(row.id), onRunning: 'attach', args: [{ userId: row.id }] });
+      await run(deactivateAndDeprovision, {
+        workflowId: deactivationWorkflowId(row.id),
+        args: [{ userId: row.id }],
+      });
       return;
     }
-    const outcome = await run(reactivateAndProvision, { workflowId: reactivationWorkflowId(row.id), onRunning: 'attach', args: [{ userId: row.id }] });
+    const outcome = await run(reactivateAndProvision, {
+      workflowId: provisioningWorkflowId(row.id),
+      args: [{ userId: row.id }],
+    });
     if (outcome.status !== 'provisioned') throw outcomeError(outcome);
   }
 
@@ -104,50 +118,65 @@ export function scimUsersRouter({ db, run, passwordPolicy }: { db: Db; run: Work
 
   router.post('/', async (req, res) => {
     const input = parseUser(req.body, passwordPolicy);
-    const outcome = await createUserThroughWorkflow(
-      { db, run },
-      {
-        trigger: 'scim',
-        password: input.password,
-        user: {
-          email: input.email,
-          userName: input.userName,
-          externalId: input.externalId ?? null,
-          firstName: input.name?.givenName ?? null,
-          lastName: input.name?.familyName ?? null,
-          organizationId: null,
-          customAttributes: {},
+    await idempotentCreation(db, req, res, async (userId) => {
+      const outcome = await createUserThroughWorkflow(
+        { db, run },
+        {
+          trigger: 'scim',
+          password: input.password,
+          userId,
+          user: {
+            email: input.email,
+            userName: input.userName,
+            externalId: input.externalId ?? null,
+            firstName: input.name?.givenName ?? null,
+            lastName: input.name?.familyName ?? null,
+            organizationId: null,
+            customAttributes: {},
+          },
         },
-      },
-    );
-    if (outcome.status !== 'provisioned') throw outcomeError(outcome);
-    const row = await load(outcome.user.userId);
-    if (input.active === false) await setActive(row, false);
-    send(req, res, await load(row.id), 201);
+      );
+      if (outcome.status !== 'provisioned') return scimErrorAnswer(outcomeError(outcome));
+      const row = await load(outcome.user.userId);
+      if (input.active === false) await setActive(row, false);
+      const resource = userResource(await load(row.id), usersUrl);
+      return {
+        status: 201,
+        contentType: SCIM_CONTENT_TYPE,
+        headers: { Location: resource.meta.location, ETag: resource.meta.version },
+        body: resource,
+      };
+    });
   });
 
   router.get('/', async (req, res) => {
     const { startIndex, count, filter } = parseListQuery(req.query);
     const where: UserFilter | undefined = filter ? scimFilterToSql(filter, userAttributes) : undefined;
     const { total, rows } = await listScimUsers(db, where, startIndex, count);
-    res.type(SCIM_CONTENT_TYPE).json(listResponse(rows.map((row) => userResource(row, baseUrl(req))), total, startIndex));
+    res.type(SCIM_CONTENT_TYPE).json(
+      listResponse(
+        rows.map((row) => userResource(row, usersUrl)),
+        total,
+        startIndex,
+      ),
+    );
   });
 
   router.get('/:id', async (req, res) => {
-    send(req, res, await load(req.params.id));
+    send(res, await load(req.params.id));
   });
 
   router.put('/:id', async (req, res) => {
     const row = await load(req.params.id);
     checkIfMatch(req, row.updated_at, 'user');
-    send(req, res, await replace(row, parseUser(req.body, passwordPolicy)));
+    send(res, await replace(row, parseUser(req.body, passwordPolicy)));
   });
 
   router.patch('/:id', async (req, res) => {
     const row = await load(req.params.id);
     checkIfMatch(req, row.updated_at, 'user');
-    const patched = applyPatch(userResource(row, baseUrl(req)), req.body);
-    send(req, res, await replace(row, parseUser(patched, passwordPolicy)));
+    const patched = applyPatch(userResource(row, usersUrl), req.body);
+    send(res, await replace(row, parseUser(patched, passwordPolicy)));
   });
 
   /** The spec's soft-delete: deactivated and deprovisioned, still listed with active:false. */

@@ -12,4 +12,10 @@ startDownstreamApp({
   host: process.env.HOST ?? '127.0.0.1',
   pendingTtlMs: Number(process.env.PENDING_TTL_SECONDS ?? 3600) * 1000,
   behaviour: { rejectWith: process.env.REJECT_REASON },
-}).then((app) => console.log(`downstream-app: serving the provisioning protocol on ${app.url}`));
+}).then(
+  (app) => console.log(`downstream-app: serving the provisioning protocol on ${app.url}`),
+  (error) => {
+    console.error(error instanceof Error ? error.message : error);
+    process.exit(1);
+  },
+);

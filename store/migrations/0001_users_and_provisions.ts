@@ -19,7 +19,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('updated_at', 'timestamptz', (c) => c.notNull().defaultTo(sql`now()`))
     .execute();
   await db.schema.createIndex('users_normalized_email_key').unique().on('users').column('normalized_email').execute();
-  await db.schema.createIndex('users_normalized_user_name_key').unique().on('users').column('normalized_user_name').execute();
+  await db.schema
+    .createIndex('users_normalized_user_name_key')
+    .unique()
+    .on('users')
+    .column('normalized_user_name')
+    .execute();
 
   await db.schema
     .createTable('user_provisions')

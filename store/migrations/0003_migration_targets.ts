@@ -146,7 +146,21 @@ export async function up(db: Kysely<unknown>): Promise<void> {
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
-  for (const table of ['migration_markers', 'signing_keys', 'grants', 'mfa_credentials', 'sso_domains', 'oidc_providers', 'saml_providers', 'client_secrets', 'clients', 'scopes', 'user_roles', 'roles', 'user_logins']) {
+  for (const table of [
+    'migration_markers',
+    'signing_keys',
+    'grants',
+    'mfa_credentials',
+    'sso_domains',
+    'oidc_providers',
+    'saml_providers',
+    'client_secrets',
+    'clients',
+    'scopes',
+    'user_roles',
+    'roles',
+    'user_logins',
+  ]) {
     await db.schema.dropTable(table).execute();
   }
   await db.schema.alterTable('users').dropColumn('password_format').execute();

@@ -30,13 +30,17 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       delete from mfa_credentials where user_id = old.id;
       return old;
     end $$`.execute(db);
-  await sql`create trigger users_delete_children after delete on users for each row execute function delete_user_children()`.execute(db);
+  await sql`create trigger users_delete_children after delete on users for each row execute function delete_user_children()`.execute(
+    db,
+  );
   await sql`create function delete_role_links() returns trigger language plpgsql as $$
     begin
       delete from user_roles where role_id = old.id;
       return old;
     end $$`.execute(db);
-  await sql`create trigger roles_delete_links after delete on roles for each row execute function delete_role_links()`.execute(db);
+  await sql`create trigger roles_delete_links after delete on roles for each row execute function delete_role_links()`.execute(
+    db,
+  );
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
@@ -45,7 +49,10 @@ export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`drop trigger users_delete_children on users`.execute(db);
   await sql`drop function delete_user_children()`.execute(db);
   for (const [table, constraint, column, referenced] of CHILD_KEYS) {
-    await db.schema.alterTable(table).addForeignKeyConstraint(constraint, [column], referenced, ['id'], (c) => c.onDelete('cascade')).execute();
+    await db.schema
+      .alterTable(table)
+      .addForeignKeyConstraint(constraint, [column], referenced, ['id'], (c) => c.onDelete('cascade'))
+      .execute();
   }
   await db.schema.alterTable('users').dropColumn('migration_version').execute();
 }

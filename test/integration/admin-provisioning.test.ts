@@ -1,35 +1,53 @@
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import { createApiApp } from '../../api/app';
-import { createDb } from '../../store/database';
+import { createDb, type Db } from '../../store/database';
 import { listProvisionedApps } from '../../store/provisions';
 import { findUserIdByEmail } from '../../store/users';
-import { creationWorkflowId } from '../../workflows/ids';
-import { eventually, startHarness, uniqueEmail, type Harness } from '../support/harness';
+import { provisioningWorkflowId } from '../../workflows/ids';
+import { ADMIN_KEY, eventually, storedPasswordHash, uniqueEmail, useHarness } from '../support/harness';
 import { historyText } from '../support/history';
 
-let h: Harness;
+const h = useHarness({ apps: { crm: {}, billing: {}, wiki: {} } });
 
-beforeAll(async () => {
-  h = await startHarness({ apps: { crm: {}, billing: {}, wiki: {} } });
-});
-afterAll(async () => {
-  await h?.stop();
-});
-beforeEach(() => {
-  for (const app of Object.values(h.apps)) app.state.behaviour = {};
-});
-
-const tryCalls = (appId: string, userId: string) => h.apps[appId].state.calls.filter((c) => c.path === '/try' && (c.body as { userId?: string })?.userId === userId);
+const tryCalls = (appId: string, userId: string) =>
+  h.apps[appId].state.calls.filter((c) => c.path === '/try' && (c.body as { userId?: string })?.userId === userId);
 const callsFor = (appId: string, transactionId: string) =>
-  h.apps[appId].state.calls.filter((c) => (c.body as { transactionId?: string })?.transactionId === transactionId).map((c) => c.path);
+  h.apps[appId].state.calls
+    .filter((c) => (c.body as { transactionId?: string })?.transactionId === transactionId)
+    .map((c) => c.path);
+
+/** An API of the harness's configuration on a store and a Temporal connection of the test's choosing. */
+async function apiOn(db: Db, connection: Connection): Promise<Server> {
+  const server = createApiApp({
+    config: h.config,
+    db,
+    temporal: new Client({ connection }),
+    http: h.context.http,
+    publicUrl: 'http://127.0.0.1',
+  }).listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+  return server;
+}
 
 describe('admin user creation provisions into every configured app', () => {
   test('all apps approve: Confirm to all, one UserProvisions record per app, 201 with the user', async () => {
     const email = uniqueEmail('alice');
-    const res = await h.admin('POST', '/api/v1/profile/', { email, firstName: 'Alice', password: 'correct horse battery' });
+    const res = await h.admin('POST', '/api/v1/profile/', {
+      email,
+      firstName: 'Alice',
+      password: 'correct horse battery',
+    });
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ email, firstName: 'Alice', lastName: null, organizationId: null, customAttributes: {}, provisionedApps: ['billing', 'crm', 'wiki'] });
+    expect(res.body).toMatchObject({
+      email,
+      firstName: 'Alice',
+      lastName: null,
+      organizationId: null,
+      customAttributes: {},
+      provisionedApps: ['billing', 'crm', 'wiki'],
+    });
     expect(JSON.stringify(res.body)).not.toMatch(/password|AQAAAA/i);
     const userId = res.body.userId;
     expect(await listProvisionedApps(h.context.db, userId)).toEqual(['billing', 'crm', 'wiki']);
@@ -38,8 +56,7 @@ describe('admin user creation provisions into every configured app', () => {
       const [tryCall] = tryCalls(appId, userId);
       expect(callsFor(appId, (tryCall.body as { transactionId: string }).transactionId)).toEqual(['/try', '/confirm']);
     }
-    const stored = await h.context.db.selectFrom('users').select(['password_hash']).where('id', '=', userId).executeTakeFirstOrThrow();
-    expect(stored.password_hash).toMatch(/^AQAAAA/);
+    expect(await storedPasswordHash(h, userId)).toMatch(/^AQAAAA/);
   });
 
   test('Try bodies omit nulls and an empty customAttributes, and Try, Confirm and Cancel carry the app key as bearer', async () => {
@@ -51,12 +68,21 @@ describe('admin user creation provisions into every configured app', () => {
     expect(bare.body).toMatchObject({ email, userId: res.body.userId, transactionId: expect.any(String) });
 
     const full = await h.admin('POST', '/api/v1/profile/', {
-      email: uniqueEmail('full'), firstName: 'Fay', lastName: 'Full', organizationId: 'org-1', customAttributes: { tier: 'gold' },
+      email: uniqueEmail('full'),
+      firstName: 'Fay',
+      lastName: 'Full',
+      organizationId: 'org-1',
+      customAttributes: { tier: 'gold' },
     });
     const [fullTry] = tryCalls('crm', full.body.userId);
     expect(fullTry.body).toEqual({
-      transactionId: expect.any(String), userId: full.body.userId, email: full.body.email,
-      firstName: 'Fay', lastName: 'Full', organizationId: 'org-1', customAttributes: { tier: 'gold' },
+      transactionId: expect.any(String),
+      userId: full.body.userId,
+      email: full.body.email,
+      firstName: 'Fay',
+      lastName: 'Full',
+      organizationId: 'org-1',
+      customAttributes: { tier: 'gold' },
     });
 
     for (const appId of ['crm', 'billing', 'wiki']) {
@@ -69,9 +95,12 @@ describe('admin user creation provisions into every configured app', () => {
 
   test('one transactionId is shared by the Try and Confirm calls of an attempt', async () => {
     const res = await h.admin('POST', '/api/v1/profile/', { email: uniqueEmail('tx') });
-    const ids = ['crm', 'billing', 'wiki'].map((appId) => (tryCalls(appId, res.body.userId)[0].body as { transactionId: string }).transactionId);
+    const ids = ['crm', 'billing', 'wiki'].map(
+      (appId) => (tryCalls(appId, res.body.userId)[0].body as { transactionId: string }).transactionId,
+    );
     expect(new Set(ids).size).toBe(1);
-    expect(ids[0]).toContain(creationWorkflowId('admin-api', res.body.email));
+    expect(ids[0]).toContain(provisioningWorkflowId(res.body.userId));
+    expect(ids[0]).not.toContain(res.body.email);
   });
 
   test('organizationId from a Try response applies only when the user has none, and later apps see it', async () => {
@@ -93,10 +122,15 @@ describe('admin user creation provisions into every configured app', () => {
   test('customAttributes from Try responses merge into the user key by key', async () => {
     h.apps.crm.state.behaviour = { assignAttributes: { crmId: 'c-1', tier: 'silver' } };
     h.apps.billing.state.behaviour = { assignAttributes: { tier: 'platinum' } };
-    const res = await h.admin('POST', '/api/v1/profile/', { email: uniqueEmail('attrs'), customAttributes: { tier: 'gold', team: 'blue' } });
+    const res = await h.admin('POST', '/api/v1/profile/', {
+      email: uniqueEmail('attrs'),
+      customAttributes: { tier: 'gold', team: 'blue' },
+    });
     expect(res.status).toBe(201);
     expect(res.body.customAttributes).toEqual({ tier: 'platinum', team: 'blue', crmId: 'c-1' });
-    expect(tryCalls('wiki', res.body.userId)[0].body).toMatchObject({ customAttributes: { tier: 'platinum', team: 'blue', crmId: 'c-1' } });
+    expect(tryCalls('wiki', res.body.userId)[0].body).toMatchObject({
+      customAttributes: { tier: 'platinum', team: 'blue', crmId: 'c-1' },
+    });
     const stored = await h.admin('GET', `/api/v1/profile/${res.body.userId}`);
     expect(stored.body.customAttributes).toEqual({ tier: 'platinum', team: 'blue', crmId: 'c-1' });
   });
@@ -158,7 +192,12 @@ describe('admin API input and policy', () => {
     const none = await h.request('POST', '/api/v1/profile/', { email: uniqueEmail('anon') });
     expect(none.status).toBe(401);
     expect(none.headers.get('www-authenticate')).toBe('Bearer');
-    const wrong = await h.request('POST', '/api/v1/profile/', { email: uniqueEmail('anon') }, { authorization: 'Bearer nope' });
+    const wrong = await h.request(
+      'POST',
+      '/api/v1/profile/',
+      { email: uniqueEmail('anon') },
+      { authorization: 'Bearer nope' },
+    );
     expect(wrong.status).toBe(403);
   });
 
@@ -172,28 +211,72 @@ describe('admin API input and policy', () => {
     const unknown = await h.admin('POST', '/api/v1/profile/', { email: uniqueEmail('x'), role: 'admin' });
     expect(unknown.status).toBe(400);
     expect(unknown.body.detail).toMatch(/role/);
-    const notJson = await h.request('POST', '/api/v1/profile/', '{"email":', { authorization: 'Bearer test-admin-key', 'content-type': 'application/json' });
+    const notJson = await h.request('POST', '/api/v1/profile/', '{"email":', {
+      authorization: 'Bearer test-admin-key',
+      'content-type': 'application/json',
+    });
     expect(notJson.status).toBe(400);
     expect(notJson.body.detail).toMatch(/not valid JSON/);
   });
 
   test('a duplicate e-mail answers 409 and leaves one user', async () => {
     const email = uniqueEmail('dup');
-    expect((await h.admin('POST', '/api/v1/profile/', { email })).status).toBe(201);
+    const first = await h.admin('POST', '/api/v1/profile/', { email });
+    expect(first.status).toBe(201);
     const again = await h.admin('POST', '/api/v1/profile/', { email: email.toUpperCase() });
     expect(again.status).toBe(409);
-    const rows = await h.context.db.selectFrom('users').select('id').where('normalized_email', '=', email.toUpperCase()).execute();
+    // The admin API names the user that holds the e-mail, and finds it by e-mail.
+    expect(again.body.userId).toBe(first.body.userId);
+    const found = await h.admin('GET', `/api/v1/profile?email=${encodeURIComponent(email.toUpperCase())}`);
+    expect(found.status).toBe(200);
+    expect(found.body).toMatchObject({ userId: first.body.userId, email, provisionedApps: ['billing', 'crm', 'wiki'] });
+    expect((await h.admin('GET', `/api/v1/profile?email=${encodeURIComponent(uniqueEmail('nobody'))}`)).status).toBe(
+      404,
+    );
+    expect((await h.admin('GET', '/api/v1/profile?email=not-an-address')).status).toBe(400);
+    const rows = await h.context.db
+      .selectFrom('users')
+      .select('id')
+      .where('normalized_email', '=', email.toUpperCase())
+      .execute();
     expect(rows).toHaveLength(1);
   });
 
   test('a double submit runs one attempt: one 201, one 409, one user', async () => {
     h.apps.crm.state.behaviour = { tryDelayMs: 300 };
     const email = uniqueEmail('double');
-    const answers = await Promise.all([h.admin('POST', '/api/v1/profile/', { email }), h.admin('POST', '/api/v1/profile/', { email })]);
+    const answers = await Promise.all([
+      h.admin('POST', '/api/v1/profile/', { email }),
+      h.admin('POST', '/api/v1/profile/', { email }),
+    ]);
     expect(answers.map((a) => a.status).sort()).toEqual([201, 409]);
     const userId = await findUserIdByEmail(h.context.db, email);
     expect(userId).toBeDefined();
-    expect(h.apps.crm.state.calls.filter((c) => c.path === '/try' && (c.body as { email?: string }).email === email)).toHaveLength(1);
+    expect(
+      h.apps.crm.state.calls.filter((c) => c.path === '/try' && (c.body as { email?: string }).email === email),
+    ).toHaveLength(1);
+  });
+
+  test('while Temporal is unreachable, creation answers 503 with Retry-After at once, and the e-mail is free again', async () => {
+    const connection = Connection.lazy({ address: '127.0.0.1:1', connectTimeout: 500, interceptors: [] });
+    const server = await apiOn(h.context.db, connection);
+    try {
+      const email = uniqueEmail('outage');
+      const started = Date.now();
+      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/api/v1/profile/`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ email, password: 'outage passphrase' }),
+      });
+      expect(res.status).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('5');
+      expect(((await res.json()) as { detail: string }).detail).toMatch(/^the workflow service is unreachable/);
+      expect(Date.now() - started).toBeLessThan(12_000);
+      expect((await h.admin('POST', '/api/v1/profile/', { email })).status).toBe(201);
+    } finally {
+      server.close();
+      await connection.close();
+    }
   });
 
   test('GET /healthz answers 200 when store and Temporal are reachable', async () => {
@@ -206,8 +289,7 @@ describe('admin API input and policy', () => {
     // Port 1 on loopback: nothing listens there, so both checks fail without leaving the machine.
     const db = createDb('postgres://postgres@127.0.0.1:1/none');
     const connection = Connection.lazy({ address: '127.0.0.1:1', connectTimeout: 500, interceptors: [] }); // no retry timers outliving the test
-    const server = createApiApp({ config: h.config, db, temporal: new Client({ connection }), http: h.context.http }).listen(0, '127.0.0.1');
-    await new Promise((r) => server.once('listening', r));
+    const server = await apiOn(db, connection);
     try {
       const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/healthz`);
       expect(res.status).toBe(503);
@@ -224,12 +306,13 @@ describe('admin API input and policy', () => {
 });
 
 describe('operators read every attempt in the Temporal UI', () => {
-  test('each attempt is one workflow named after trigger and user on the configured task queue; its history holds no key, password or hash', async () => {
+  test('each attempt is one workflow named after the user (no e-mail in its id) on the configured task queue; its history holds no key, password or hash', async () => {
     const email = uniqueEmail('history');
     const password = 'history-password-123';
     const res = await h.admin('POST', '/api/v1/profile/', { email, password });
     expect(res.status).toBe(201);
-    const workflowId = creationWorkflowId('admin-api', email);
+    const workflowId = provisioningWorkflowId(res.body.userId);
+    expect(workflowId).not.toContain(email);
     const description = await h.env.client.workflow.getHandle(workflowId).describe();
     expect(description.taskQueue).toBe(h.config.Temporal.TaskQueue);
     expect(description.status.name).toBe('COMPLETED');
@@ -237,9 +320,117 @@ describe('operators read every attempt in the Temporal UI', () => {
     const text = await historyText(h.env.client, workflowId);
     expect(text).toContain(email);
     expect(text).toContain(res.body.userId);
-    const { password_hash } = await h.context.db.selectFrom('users').select('password_hash').where('id', '=', res.body.userId).executeTakeFirstOrThrow();
+    const password_hash = await storedPasswordHash(h, res.body.userId);
     for (const secret of [password, password_hash!, ...Object.values(h.config.ProvisioningApps).map((a) => a.ApiKey)]) {
       expect(text).not.toContain(secret);
     }
+  });
+});
+
+describe('password hashes do not outlive their attempt', () => {
+  /** The credential references of every finished creation attempt of this harness, from their workflow inputs. */
+  async function credentialRefs(): Promise<string[]> {
+    const refs: string[] = [];
+    for await (const run of h.env.client.workflow.list({
+      query: `TaskQueue = '${h.config.Temporal.TaskQueue}' AND WorkflowType = 'createUserAndProvision' AND ExecutionStatus != 'Running'`,
+    })) {
+      const history = await h.env.client.workflow.getHandle(run.workflowId, run.runId).fetchHistory();
+      const payload = history.events![0].workflowExecutionStartedEventAttributes!.input!.payloads![0];
+      const ref = JSON.parse(Buffer.from(payload.data!).toString('utf8')).credentialRef as string | undefined;
+      if (ref) refs.push(ref);
+    }
+    return refs;
+  }
+
+  test('every ending (provisioned, duplicate, rejected, partially confirmed) removes the stashed hash as its last step', async () => {
+    const email = uniqueEmail('stash');
+    expect((await h.admin('POST', '/api/v1/profile/', { email, password: 'stashed passphrase' })).status).toBe(201);
+    expect((await h.admin('POST', '/api/v1/profile/', { email, password: 'stashed passphrase' })).status).toBe(409);
+    h.apps.wiki.state.behaviour = { rejectWith: 'no' };
+    expect(
+      (
+        await h.admin('POST', '/api/v1/profile/', {
+          email: uniqueEmail('stash-rejected'),
+          password: 'stashed passphrase',
+        })
+      ).status,
+    ).toBe(422);
+    h.apps.wiki.state.behaviour = { confirmStatus: 500 };
+    expect(
+      (
+        await h.admin('POST', '/api/v1/profile/', {
+          email: uniqueEmail('stash-partial'),
+          password: 'stashed passphrase',
+        })
+      ).status,
+    ).toBe(502);
+
+    const refs = await credentialRefs();
+    expect(refs.length).toBeGreaterThanOrEqual(4);
+    expect(await h.context.db.selectFrom('pending_credentials').select('id').where('id', 'in', refs).execute()).toEqual(
+      [],
+    );
+  });
+});
+
+test('attribute names an app hands back that could reach a prototype are dropped with a warning', async () => {
+  const warn = jest.spyOn(console, 'warn').mockImplementation(() => {});
+  try {
+    h.apps.crm.state.behaviour = { assignAttributes: JSON.parse('{"__proto__":"x","constructor":"y","team":"blue"}') };
+    const res = await h.admin('POST', '/api/v1/profile/', { email: uniqueEmail('proto-attrs') });
+    expect(res.status).toBe(201);
+    expect(res.body.customAttributes).toEqual({ team: 'blue' });
+    expect(warn).toHaveBeenCalledWith(
+      'provisioning: app crm answered Try with the attribute name "__proto__", which is not allowed; it was dropped',
+    );
+    expect(warn).toHaveBeenCalledWith(
+      'provisioning: app crm answered Try with the attribute name "constructor", which is not allowed; it was dropped',
+    );
+  } finally {
+    warn.mockRestore();
+  }
+});
+
+describe('Idempotency-Key: a client whose answer was lost asks again and gets the same attempt', () => {
+  const create = (key: string, body: unknown) =>
+    h.request('POST', '/api/v1/profile/', body, { authorization: `Bearer ${ADMIN_KEY}`, 'idempotency-key': key });
+
+  test('same key, same body: the same answer and one attempt, even while it still runs', async () => {
+    h.apps.crm.state.behaviour = { tryDelayMs: 400 };
+    const key = `key-${uniqueEmail('k')}`;
+    const body = { email: uniqueEmail('idem'), password: 'idempotent passphrase' };
+    const [first, concurrent] = await Promise.all([create(key, body), create(key, body)]);
+    const later = await create(key, { ...body, password: 'not part of the fingerprint' });
+    expect([first.status, concurrent.status, later.status]).toEqual([201, 201, 201]);
+    expect(concurrent.body.userId).toBe(first.body.userId);
+    expect(later.body).toEqual(first.body);
+    expect(tryCalls('crm', first.body.userId)).toHaveLength(1);
+  });
+
+  test('a rejection is answered again, not tried again', async () => {
+    h.apps.wiki.state.behaviour = { rejectWith: 'wiki is full' };
+    const key = `key-${uniqueEmail('k')}`;
+    const body = { email: uniqueEmail('idem-rejected') };
+    const first = await create(key, body);
+    h.apps.wiki.state.behaviour = {};
+    const again = await create(key, body);
+    expect(first.status).toBe(422);
+    expect(again.status).toBe(422);
+    expect(again.body).toEqual(first.body);
+    expect(
+      h.apps.crm.state.calls.filter((c) => c.path === '/try' && (c.body as { email?: string }).email === body.email),
+    ).toHaveLength(1);
+  });
+
+  test('same key, another body: 422 with its own problem type', async () => {
+    const key = `key-${uniqueEmail('k')}`;
+    expect((await create(key, { email: uniqueEmail('idem-a') })).status).toBe(201);
+    const other = await create(key, { email: uniqueEmail('idem-b') });
+    expect(other.status).toBe(422);
+    expect(other.body.type).toBe('urn:problem-type:idempotency-key-reused');
+  });
+
+  test('a malformed key is refused', async () => {
+    expect((await create('with space', { email: uniqueEmail('idem-bad') })).status).toBe(400);
   });
 });

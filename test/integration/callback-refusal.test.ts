@@ -1,9 +1,9 @@
 import dns from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import { createTccClient } from '../../activities/provisioning/tcc-client';
-import { parseAllowList } from '../../net/callback-address';
+import { parseAllowList } from '../../security/callback-address';
 import { findUserIdByEmail } from '../../store/users';
-import { startHarness, uniqueEmail, type Harness } from '../support/harness';
+import { uniqueEmail, useHarness } from '../support/harness';
 
 /** Test names that resolve to loopback addresses, as a DNS server under an attacker's control could answer. */
 const TEST_NAMES: Record<string, string> = {
@@ -17,21 +17,14 @@ const testLookup = ((hostname: string, options: dns.LookupOptions, callback: (..
   callback(null, address, 4);
 }) as unknown as LookupFunction;
 
-let h: Harness;
-
 // Only 127.0.0.1 is on the allow-list; the "rebound" app really listens on 127.0.0.2, so a refusal is the agent's doing.
-beforeAll(async () => {
-  h = await startHarness({
-    apps: {
-      allowed: { callbackHost: 'app-allowed.example.test' },
-      rebound: { listenHost: '127.0.0.2', callbackHost: 'app-rebound.example.test' },
-    },
-    allowedInternalTargets: ['127.0.0.1'],
-    dnsLookup: testLookup,
-  });
-});
-afterAll(async () => {
-  await h?.stop();
+const h = useHarness({
+  apps: {
+    allowed: { callbackHost: 'app-allowed.example.test' },
+    rebound: { listenHost: '127.0.0.2', callbackHost: 'app-rebound.example.test' },
+  },
+  allowedInternalTargets: ['127.0.0.1'],
+  dnsLookup: testLookup,
 });
 
 describe('callback addresses are checked again at connect time, after DNS resolution', () => {
@@ -48,6 +41,26 @@ describe('callback addresses are checked again at connect time, after DNS resolu
   });
 });
 
+test('a name that resolves to an IPv4-compatible IPv6 address is refused at connect time', async () => {
+  const lookup = ((_hostname: string, options: dns.LookupOptions, callback: (...args: unknown[]) => void) => {
+    if (options.all) return callback(null, [{ address: '::7f00:1', family: 6 }]);
+    callback(null, '::7f00:1', 6);
+  }) as unknown as LookupFunction;
+  const client = createTccClient(parseAllowList([]), { dnsLookup: lookup });
+  try {
+    const app = {
+      appId: 'compat',
+      callbackUrl: 'http://app-compat.example.test:9/',
+      apiKey: 'k',
+      tryTimeoutSeconds: 5,
+    };
+    const verdict = await client.try(app, { transactionId: 't', userId: 'u', email: 'e@example.test' });
+    expect(verdict).toEqual({ approved: false, reason: expect.stringMatching(/::7f00:1.*not allowed/) });
+  } finally {
+    client.close();
+  }
+});
+
 describe('callback addresses are refused on every request, not only when written', () => {
   const client = createTccClient(parseAllowList(['127.0.0.1']));
   afterAll(() => client.close());
@@ -58,10 +71,15 @@ describe('callback addresses are refused on every request, not only when written
     ['a loopback address outside the allow-list', 'http://127.0.0.3:9/'],
     ['a numeric spelling of loopback', 'http://2130706434/'],
     ['an .internal name', 'https://crm.internal/'],
+    ['localhost with two trailing dots', 'http://LocalHost..:9/'],
+    ['an IPv4-compatible IPv6 loopback', 'http://[::127.0.0.1]:9/'],
   ])('%s', async (_label, callbackUrl) => {
     const app = { appId: 'sneaky', callbackUrl, apiKey: 'k', tryTimeoutSeconds: 5 };
     const verdict = await client.try(app, { transactionId: 't', userId: 'u', email: 'e@example.test' });
-    expect(verdict).toEqual({ approved: false, reason: expect.stringMatching(/^Try to app sneaky refused: CallbackUrl targets/) });
+    expect(verdict).toEqual({
+      approved: false,
+      reason: expect.stringMatching(/^Try to app sneaky refused: CallbackUrl targets/),
+    });
     await expect(client.confirm(app, 't')).rejects.toThrow(/refused/);
     await expect(client.cancel(app, 't')).rejects.toThrow(/refused/);
     await expect(client.deleteUser(app, 'u')).rejects.toThrow(/refused/);

@@ -1,7 +1,7 @@
 import net from 'node:net';
 import { Connection } from '@temporalio/client';
-import { freePort } from '../../infra/ports';
-import { startDevServer } from '../../infra/temporal-dev-server';
+import { freePort } from '../../dev/ports';
+import { startDevServer } from '../../dev/temporal-dev-server';
 
 /**
  * Holds a loopback port, so a dev server started on it exits at once, as it does when a port it picked is taken.
@@ -27,7 +27,9 @@ describe('embedded Temporal dev server start-up', () => {
     const server = await startDevServer({ port, readyTimeoutMs: 120_000 });
     try {
       expect(warn).toHaveBeenCalledTimes(1);
-      expect(warn.mock.calls[0][0]).toMatch(/exited with code \d+ while starting; starting it again \(attempt 2 of 3\)/);
+      expect(warn.mock.calls[0][0]).toMatch(
+        /exited with code \d+ while starting; starting it again \(attempt 2 of 3\)/,
+      );
       const connection = await Connection.connect({ address: server.address });
       await expect(connection.workflowService.getSystemInfo({})).resolves.toBeDefined();
       await connection.close();
@@ -40,7 +42,9 @@ describe('embedded Temporal dev server start-up', () => {
     const port = await freePort();
     const holder = await holdPort(port);
     try {
-      await expect(startDevServer({ port, readyTimeoutMs: 60_000 })).rejects.toThrow(/temporal server start-dev exited with code \d+/);
+      await expect(startDevServer({ port, readyTimeoutMs: 60_000 })).rejects.toThrow(
+        /temporal server start-dev exited with code \d+/,
+      );
       expect(warn).toHaveBeenCalledTimes(2);
     } finally {
       holder.close();

@@ -1,28 +1,48 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { createScratchDatabase, generateSource } from '../../source/fixture/generate';
+import { Client as PgClient } from 'pg';
+import { createScratchDatabase, generateSource } from '../fixtures/source/generate';
 import { TEST_DATA_PROTECTION_KEY } from '../support/harness';
 import { TEST_ADMIN_URL } from '../support/scratch-store';
 
 const run = promisify(execFile);
-let source: Awaited<ReturnType<typeof createScratchDatabase>>;
-let target: Awaited<ReturnType<typeof createScratchDatabase>>;
+type Scratch = Awaited<ReturnType<typeof createScratchDatabase>>;
 
-beforeAll(async () => {
-  [source, target] = await Promise.all([createScratchDatabase(TEST_ADMIN_URL, 'ips_source'), createScratchDatabase(TEST_ADMIN_URL, 'ips_target')]);
-  await generateSource(source.url, { users: 300 });
-}, 60_000);
-afterAll(async () => {
-  await source?.drop();
-  await target?.drop();
-});
+/** A generated source of `users` users and an empty target, dropped after the block that asked for them. */
+function sourceAndTarget(users: number): { source: () => Scratch; target: () => Scratch } {
+  let source: Scratch;
+  let target: Scratch;
+  beforeAll(async () => {
+    [source, target] = await Promise.all([
+      createScratchDatabase(TEST_ADMIN_URL, 'ips_source'),
+      createScratchDatabase(TEST_ADMIN_URL, 'ips_target'),
+    ]);
+    await generateSource(source.url, { users });
+  }, 60_000);
+  afterAll(async () => {
+    await source?.drop();
+    await target?.drop();
+  });
+  return { source: () => source, target: () => target };
+}
 
 /** The command line as an operator runs it: its own Temporal dev server and worker, no TEMPORAL_ADDRESS. */
 async function migrate(...args: string[]): Promise<{ code: number; out: string }> {
-  const env = { ...process.env, TEMPORAL_ADDRESS: '', DATABASE_URL: '', DataProtection__Key: TEST_DATA_PROTECTION_KEY };
+  return migrateWith({ DataProtection__Key: TEST_DATA_PROTECTION_KEY }, ...args);
+}
+
+async function migrateWith(
+  extraEnv: Record<string, string>,
+  ...args: string[]
+): Promise<{ code: number; out: string }> {
+  const env = { ...process.env, TEMPORAL_ADDRESS: '', DATABASE_URL: '', ...extraEnv };
   try {
-    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', join(__dirname, '..', '..', 'cli', 'migrate.ts'), ...args], { env, timeout: 120_000 });
+    const { stdout, stderr } = await run(
+      process.execPath,
+      ['--import', 'tsx', join(__dirname, '..', '..', 'cli', 'migrate.ts'), ...args],
+      { env, timeout: 120_000 },
+    );
     return { code: 0, out: stdout + stderr };
   } catch (error) {
     const e = error as { code: number; stdout: string; stderr: string };
@@ -31,14 +51,20 @@ async function migrate(...args: string[]): Promise<{ code: number; out: string }
 }
 
 describe('npm run migrate', () => {
+  const databases = sourceAndTarget(300);
   test('a dry run prints the validation report and writes nothing; a real run copies; a re-run of the version is skipped', async () => {
-    const base = ['--Source:ConnectionString', source.url, '--Target:ConnectionString', target.url];
+    const base = [
+      '--Source:ConnectionString',
+      databases.source().url,
+      '--Target:ConnectionString',
+      databases.target().url,
+    ];
     const dry = await migrate(...base, '--DryRun', 'true', '--UsersMode', 'CreateOnly');
     expect(dry.code).toBe(0);
     expect(dry.out).toContain('migration 1 (dry run): Completed');
     expect(dry.out).toMatch(/inventory: 25\/25 tables as expected/);
     expect(dry.out).toMatch(/users +read 304 +created 0/);
-    expect(dry.out).not.toContain(source.url);
+    expect(dry.out).not.toContain(databases.source().url);
 
     const real = await migrate(...base, '--DryRun', 'false');
     expect(real.code).toBe(0);
@@ -51,11 +77,69 @@ describe('npm run migrate', () => {
   }, 300_000);
 
   test('bad arguments exit non-zero with a message that names what is missing', async () => {
-    const noSource = await migrate('--Target:ConnectionString', target.url);
+    const noSource = await migrate('--Target:ConnectionString', databases.target().url);
     expect(noSource.code).toBe(1);
     expect(noSource.out).toContain('set --Source:ConnectionString <SOURCE_CONNECTION_STRING>');
-    const badMode = await migrate('--Source:ConnectionString', source.url, '--Target:ConnectionString', target.url, '--UsersMode', 'Sometimes');
+    const badMode = await migrate(
+      '--Source:ConnectionString',
+      databases.source().url,
+      '--Target:ConnectionString',
+      databases.target().url,
+      '--UsersMode',
+      'Sometimes',
+    );
     expect(badMode.code).toBe(1);
     expect(badMode.out).toMatch(/Migration:UsersMode/);
   }, 60_000);
+});
+
+describe('errors that cannot heal fail the run at once', () => {
+  const databases = sourceAndTarget(20);
+  const alter = async (statement: string) => {
+    const pg = new PgClient({ connectionString: databases.source().url });
+    await pg.connect();
+    await pg.query(statement);
+    await pg.end();
+  };
+  const base = () => [
+    '--Source:ConnectionString',
+    databases.source().url,
+    '--Target:ConnectionString',
+    databases.target().url,
+  ];
+
+  test('a stock Duende source without the SAML and OIDC provider tables: both passes skipped with a warning, dry run and run', async () => {
+    await alter('drop table "SamlProviderConfigurations"; drop table "OidcProviderConfigurations"');
+    const dry = await migrate(...base(), '--DryRun', 'true', '--Version', 'optional-dry');
+    expect(dry.code).toBe(0);
+    expect(dry.out).toContain(
+      'warning: the source has no table SamlProviderConfigurations; the saml-providers pass was skipped',
+    );
+    const real = await migrate(...base(), '--Version', 'optional-real');
+    expect(real.code).toBe(0);
+    expect(real.out).toContain('migration optional-real: Completed');
+    expect(real.out).toContain(
+      'warning: the source has no table OidcProviderConfigurations; the oidc-providers pass was skipped',
+    );
+  }, 120_000);
+
+  test('MFA in the source and no data-protection key: Failed at once, naming the key; exit 1', async () => {
+    const started = Date.now();
+    const res = await migrateWith({}, ...base(), '--Version', 'no-key');
+    expect(res.code).toBe(1);
+    expect(res.out).toMatch(
+      /migration no-key: Failed — the source holds MFA credentials, and protecting them needs DataProtection:Keys/,
+    );
+    expect(res.out).not.toMatch(/users +read/);
+    expect(Date.now() - started).toBeLessThan(60_000);
+  }, 120_000);
+
+  test('a required table missing: Failed at once, naming it; exit 1', async () => {
+    await alter('drop table "AspNetUserRoles"');
+    const res = await migrate(...base(), '--Version', 'required');
+    expect(res.code).toBe(1);
+    expect(res.out).toContain(
+      'migration required: Failed — the source lacks table AspNetUserRoles, which the migration needs',
+    );
+  }, 120_000);
 });

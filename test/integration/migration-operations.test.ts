@@ -1,22 +1,17 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { createSweepSchedule, deleteSweepSchedule, describeSweepSchedule, setSweepSchedulePaused, SWEEP_SCHEDULE_ID } from '../../infra/migration-schedule';
-import { importSigningKey } from '../../infra/signing-keys';
-import { createScratchDatabase, generateSource } from '../../source/fixture/generate';
-import { eventually, startHarness, type Harness } from '../support/harness';
-import { TEST_ADMIN_URL } from '../support/scratch-store';
+import {
+  createSweepSchedule,
+  deleteSweepSchedule,
+  describeSweepSchedule,
+  setSweepSchedulePaused,
+  SWEEP_SCHEDULE_ID,
+} from '../../client/migration-schedule';
+import { importSigningKey } from '../../store/signing-keys';
+import { eventually, useHarness } from '../support/harness';
+import { useGeneratedSource } from '../support/scratch-store';
 
-let h: Harness;
-let source: Awaited<ReturnType<typeof createScratchDatabase>>;
-
-beforeAll(async () => {
-  source = await createScratchDatabase(TEST_ADMIN_URL, 'ips_source');
-  await generateSource(source.url, { users: 200 });
-  h = await startHarness({ apps: {}, migrationSource: source.url });
-}, 120_000);
-afterAll(async () => {
-  await h?.stop();
-  await source?.drop();
-});
+const source = useGeneratedSource(200);
+const h = useHarness(() => ({ apps: {}, migrationSource: source().url }));
 
 describe('scheduled delta sweeps', () => {
   afterAll(async () => {
@@ -38,7 +33,11 @@ describe('scheduled delta sweeps', () => {
     expect(report.version).toMatch(/^sweep-\d{8}-\d{6}/);
     expect(report.state).toBe('Completed');
     expect(report.passes.find((p: { pass: string }) => p.pass === 'users').created).toBe(200 - 0 + 2);
-    const marker = await h.context.db.selectFrom('migration_markers').selectAll().where('version', '=', report.version).executeTakeFirstOrThrow();
+    const marker = await h.context.db
+      .selectFrom('migration_markers')
+      .selectAll()
+      .where('version', '=', report.version)
+      .executeTakeFirstOrThrow();
     expect(marker).toMatchObject({ state: 'Completed', dry_run: false });
 
     await setSweepSchedulePaused(h.env.client, true);
@@ -59,14 +58,23 @@ describe('signing-key import for cutover', () => {
     expect(first.imported).toBe(true);
     expect(first.kid).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(await importSigningKey(h.context.db, pem)).toEqual({ kid: first.kid, imported: false });
-    const row = await h.context.db.selectFrom('signing_keys').selectAll().where('id', '=', first.kid).executeTakeFirstOrThrow();
+    const row = await h.context.db
+      .selectFrom('signing_keys')
+      .selectAll()
+      .where('id', '=', first.kid)
+      .executeTakeFirstOrThrow();
     expect(row.jwk).toMatchObject({ kty: 'RSA', kid: first.kid, alg: 'RS256', use: 'sig', d: expect.any(String) });
   });
 
   test('a JWK keeps its own kid; a key that is not RSA is refused', async () => {
     const jwk = { ...privateKey.export({ format: 'jwk' }), kid: 'source-key-2026' };
-    expect(await importSigningKey(h.context.db, JSON.stringify(jwk))).toEqual({ kid: 'source-key-2026', imported: true });
-    const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    expect(await importSigningKey(h.context.db, JSON.stringify(jwk))).toEqual({
+      kid: 'source-key-2026',
+      imported: true,
+    });
+    const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+      .privateKey.export({ type: 'pkcs8', format: 'pem' })
+      .toString();
     await expect(importSigningKey(h.context.db, ec)).rejects.toThrow(/not RSA/);
   });
 });

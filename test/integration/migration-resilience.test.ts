@@ -4,27 +4,19 @@ import { randomUUID } from 'node:crypto';
 import { Client } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { parseConfig } from '../../config/load';
-import { migrationOptions, startOrAttachMigration } from '../../infra/migration-control';
-import { startHostedMigrationRunner } from '../../infra/migration-runner';
-import { createServiceContext, type ServiceContext } from '../../infra/service-context';
-import { createScratchDatabase, generateSource } from '../../source/fixture/generate';
+import { migrationOptions, startOrAttachMigration } from '../../client/migration-control';
+import { startHostedMigrationRunner } from '../../client/migration-runner';
+import { createServiceContext, type ServiceContext, migrationDependencies } from '../../composition/service-context';
+import { createScratchDatabase } from '../fixtures/source/generate';
 import { findMarker, passProgress } from '../../store/migration-markers';
 import { createMigrationWorker } from '../../workers/create-worker';
-import { eventually, startHarness, TEST_DATA_PROTECTION_KEY, type Harness } from '../support/harness';
-import { TEST_ADMIN_URL } from '../support/scratch-store';
+import { eventually, TEST_DATA_PROTECTION_KEY, useHarness } from '../support/harness';
+import { TEST_ADMIN_URL, useGeneratedSource } from '../support/scratch-store';
 
 const USERS = 3000;
 /** Every source user but the six duplicate e-mails and two unusable ids. */
 const MIGRATED_USERS = USERS - 6 + 2;
-let sourceDb: Awaited<ReturnType<typeof createScratchDatabase>>;
-
-beforeAll(async () => {
-  sourceDb = await createScratchDatabase(TEST_ADMIN_URL, 'ips_source');
-  await generateSource(sourceDb.url, { users: USERS });
-}, 120_000);
-afterAll(async () => {
-  await sourceDb?.drop();
-});
+const source = useGeneratedSource(USERS);
 
 describe('a worker killed mid-run', () => {
   let target: Awaited<ReturnType<typeof createScratchDatabase>>;
@@ -47,14 +39,24 @@ describe('a worker killed mid-run', () => {
     // Small pages (30 per partition) keep the users pass running well past the check below, so the kill lands in it.
     const config = parseConfig({
       Temporal: { Address: process.env.TEST_TEMPORAL_ADDRESS, MigrationTaskQueue: taskQueue },
-      Migration: { Source: { ConnectionString: sourceDb.url }, PageSize: 50, Version: 'kill-1' },
+      Migration: { Source: { ConnectionString: source().url }, PageSize: 50, Version: 'kill-1' },
       DataProtection: { Key: TEST_DATA_PROTECTION_KEY },
     });
     context = await createServiceContext(config, target.url);
 
     child = spawn(
       process.execPath,
-      ['--import', 'tsx', join(__dirname, '..', 'support', 'migration-worker-process.ts'), process.env.TEST_TEMPORAL_ADDRESS!, target.url, sourceDb.url, taskQueue, TEST_DATA_PROTECTION_KEY, process.env.TEST_WORKFLOW_BUNDLE!],
+      [
+        '--import',
+        'tsx',
+        join(__dirname, '..', 'support', 'migration-worker-process.ts'),
+        process.env.TEST_TEMPORAL_ADDRESS!,
+        target.url,
+        source().url,
+        taskQueue,
+        TEST_DATA_PROTECTION_KEY,
+        process.env.TEST_WORKFLOW_BUNDLE!,
+      ],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
     await new Promise<void>((resolve, reject) => {
@@ -72,14 +74,21 @@ describe('a worker killed mid-run', () => {
       expect(passProgress(marker?.progress).users?.read ?? 0).toBeGreaterThanOrEqual(300);
     }, 60_000);
     child.kill('SIGKILL');
-    const usersAtKill = Number((await context.db.selectFrom('users').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()).n);
+    const usersAtKill = Number(
+      (
+        await context.db
+          .selectFrom('users')
+          .select((eb) => eb.fn.countAll<string>().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
     expect(usersAtKill).toBeLessThan(MIGRATED_USERS);
 
     worker = await createMigrationWorker({
       connection,
       namespace: 'default',
       taskQueue,
-      dependencies: { target: context.db, source: context.source, dataProtectionKey: context.dataProtectionKey },
+      dependencies: migrationDependencies(context),
       workflowBundle: { codePath: process.env.TEST_WORKFLOW_BUNDLE! },
     });
     const running = worker.run();
@@ -90,7 +99,14 @@ describe('a worker killed mid-run', () => {
 
     expect(report.state).toBe('Completed');
     const count = async (table: 'users' | 'user_logins' | 'user_roles' | 'mfa_credentials') =>
-      Number((await context.db.selectFrom(table).select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()).n);
+      Number(
+        (
+          await context.db
+            .selectFrom(table)
+            .select((eb) => eb.fn.countAll<string>().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
     expect(await count('users')).toBe(MIGRATED_USERS);
     expect(await count('user_logins')).toBe(USERS / 4 - 6);
     expect(await count('user_roles')).toBe(USERS - 6);
@@ -99,14 +115,19 @@ describe('a worker killed mid-run', () => {
 });
 
 describe('the hosted runner', () => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await startHarness({ apps: {}, migrationSource: sourceDb.url, config: { Migration: { PageSize: 1000 } } });
-  });
-  afterAll(() => h?.stop());
+  const h = useHarness(() => ({ apps: {}, migrationSource: source().url, config: { Migration: { PageSize: 1000 } } }));
 
   test('two instances at once run the version once; a later start skips the completed version; unmapped status is warned about', async () => {
-    const config = { ...h.config, Migration: { ...h.config.Migration, Enabled: true, StartupDelaySeconds: 0, Version: 'hosted-1', MapStatusEndpoint: false } };
+    const config = {
+      ...h.config,
+      Migration: {
+        ...h.config.Migration,
+        Enabled: true,
+        StartupDelaySeconds: 0,
+        Version: 'hosted-1',
+        MapStatusEndpoint: false,
+      },
+    };
     const logs: string[][] = [[], [], []];
     const a = startHostedMigrationRunner(config, h.env.client, h.context.db, (l) => logs[0].push(l));
     const b = startHostedMigrationRunner(config, h.env.client, h.context.db, (l) => logs[1].push(l));
@@ -128,7 +149,12 @@ describe('the hosted runner', () => {
 
   test('a disabled runner does nothing', async () => {
     const log: string[] = [];
-    const runner = startHostedMigrationRunner({ ...h.config, Migration: { ...h.config.Migration, Enabled: false } }, h.env.client, h.context.db, (l) => log.push(l));
+    const runner = startHostedMigrationRunner(
+      { ...h.config, Migration: { ...h.config.Migration, Enabled: false } },
+      h.env.client,
+      h.context.db,
+      (l) => log.push(l),
+    );
     await runner.done;
     expect(log).toEqual([]);
   });

@@ -3,9 +3,9 @@ import { Client as PgClient } from 'pg';
 import { refreshTokensPass } from '../../activities/migration/passes/providers';
 import type { MigrationOptions } from '../../activities/migration/types';
 import { validateSource } from '../../activities/migration/validation';
-import { connectSource } from '../../source/connection';
-import { createScratchDatabase, generateSource } from '../../source/fixture/generate';
-import type { SourceDatabase } from '../../source/schema';
+import { connectSource } from '../../migration-source/connection';
+import { createScratchDatabase, generateSource } from '../fixtures/source/generate';
+import type { SourceDatabase } from '../../migration-source/schema';
 import type { Db } from '../../store/database';
 import { runPages } from '../support/pass-pages';
 import { createScratchStore, TEST_ADMIN_URL } from '../support/scratch-store';
@@ -21,7 +21,9 @@ describe('a source from before Duende IdentityServer 6.1, whose PersistedGrants 
     await generateSource(sourceDb.url, { users: 40 });
     const pg = new PgClient({ connectionString: sourceDb.url });
     await pg.connect();
-    await pg.query(`alter table "PersistedGrants" drop column "Id"; alter table "PersistedGrants" alter column "Key" set not null; alter table "PersistedGrants" add constraint "PK_PersistedGrants" primary key ("Key")`);
+    await pg.query(
+      `alter table "PersistedGrants" drop column "Id"; alter table "PersistedGrants" alter column "Key" set not null; alter table "PersistedGrants" add constraint "PK_PersistedGrants" primary key ("Key")`,
+    );
     await pg.end();
     source = connectSource(sourceDb.url).db;
     store = await createScratchStore();
@@ -39,10 +41,21 @@ describe('a source from before Duende IdentityServer 6.1, whose PersistedGrants 
   });
 
   test('refresh tokens are paged by Key and copied', async () => {
-    const options: MigrationOptions = { version: 's1', dryRun: false, usersMode: 'CreateOnly', migrateClients: true, migrateRefreshTokens: true, sourceGrantKeysAreUnhashed: true, pageSize: 3, parallelism: 1 };
+    const options: MigrationOptions = {
+      version: 's1',
+      dryRun: false,
+      usersMode: 'CreateOnly',
+      migrateClients: true,
+      migrateRefreshTokens: true,
+      sourceGrantKeysAreUnhashed: true,
+      pageSize: 3,
+      parallelism: 1,
+    };
     const total = await runPages(refreshTokensPass, { source, target, options });
     // The fixture holds 20 grants, 10 of them live refresh tokens.
     expect(total).toMatchObject({ read: 10, created: 10, pages: 4 });
-    expect((await target.selectFrom('grants').select('key').orderBy('key').execute()).map((g) => g.key)).toHaveLength(10);
+    expect((await target.selectFrom('grants').select('key').orderBy('key').execute()).map((g) => g.key)).toHaveLength(
+      10,
+    );
   });
 });

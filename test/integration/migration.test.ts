@@ -1,28 +1,27 @@
+import { PASSES } from '../../activities/migration/plan';
 import { sql } from 'kysely';
 import { Client as PgClient } from 'pg';
-import { base32Decode } from '../../activities/migration/passes/user-children';
+import { base32Decode } from '../../security/base32';
 import type { MigrationOptions } from '../../activities/migration/types';
-import { migrationOptions, startOrAttachMigration } from '../../infra/migration-control';
-import { verifyAnyPassword } from '../../passwords/formats';
+import { migrationOptions, startOrAttachMigration } from '../../client/migration-control';
+import { verifyAnyPassword } from '../../security/password-formats';
 import { unprotectSecret } from '../../security/data-protection';
-import { createScratchDatabase, FIXTURE_PASSWORD, generateSource } from '../../source/fixture/generate';
+import { FIXTURE_PASSWORD } from '../fixtures/source/generate';
 import type { MigrationReport } from '../../workflows/migration';
-import { startHarness, TEST_DATA_PROTECTION_KEY, type Harness } from '../support/harness';
-import { TEST_ADMIN_URL } from '../support/scratch-store';
+import { useHarness } from '../support/harness';
+import { useGeneratedSource } from '../support/scratch-store';
 
 const USERS = 1200;
-let h: Harness;
-let source: Awaited<ReturnType<typeof createScratchDatabase>>;
+const source = useGeneratedSource(USERS);
+const h = useHarness(() => ({
+  apps: {},
+  migrationSource: source().url,
+  config: { Migration: { MapStatusEndpoint: true, PageSize: 500, Version: 'v1' } },
+}));
 
-beforeAll(async () => {
-  source = await createScratchDatabase(TEST_ADMIN_URL, 'ips_source');
-  await generateSource(source.url, { users: USERS });
-  h = await startHarness({ apps: {}, migrationSource: source.url, config: { Migration: { MapStatusEndpoint: true, PageSize: 500, Version: 'v1' } } });
-}, 120_000);
-afterAll(async () => {
-  await h?.stop();
-  await source?.drop();
-});
+const firstNameOf = async (id: string) =>
+  (await h.context.db.selectFrom('users').select('first_name').where('id', '=', id).executeTakeFirstOrThrow())
+    .first_name;
 
 async function run(overrides: Partial<MigrationOptions>): Promise<MigrationReport> {
   const handle = await startOrAttachMigration(h.env.client, h.config, migrationOptions(h.config, overrides));
@@ -30,8 +29,25 @@ async function run(overrides: Partial<MigrationOptions>): Promise<MigrationRepor
 }
 
 const pass = (report: MigrationReport, name: string) => report.passes.find((p) => p.pass === name)!;
-const countOf = async (table: 'users' | 'user_logins' | 'user_roles' | 'mfa_credentials' | 'clients' | 'client_secrets' | 'grants' | 'sso_domains') =>
-  Number((await h.context.db.selectFrom(table).select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow()).n);
+const countOf = async (
+  table:
+    | 'users'
+    | 'user_logins'
+    | 'user_roles'
+    | 'mfa_credentials'
+    | 'clients'
+    | 'client_secrets'
+    | 'grants'
+    | 'sso_domains',
+) =>
+  Number(
+    (
+      await h.context.db
+        .selectFrom(table)
+        .select((eb) => eb.fn.countAll<string>().as('n'))
+        .executeTakeFirstOrThrow()
+    ).n,
+  );
 
 describe('dry run', () => {
   test('walks the source and reports inventory, duplicate e-mails, identifier problems and counts, writing nothing but the marker', async () => {
@@ -39,7 +55,10 @@ describe('dry run', () => {
     expect(report.state).toBe('Completed');
     expect(report.validation!.inventory.every((t) => t.found && t.missingColumns.length === 0)).toBe(true);
     expect(report.validation!.duplicateEmailCount).toBe(2);
-    expect(report.validation!.duplicateEmails.map((d) => d.email)).toEqual(['USER499@EXAMPLE.COM', 'USER999@EXAMPLE.COM']);
+    expect(report.validation!.duplicateEmails.map((d) => d.email)).toEqual([
+      'USER499@EXAMPLE.COM',
+      'USER999@EXAMPLE.COM',
+    ]);
     expect(pass(report, 'users').read).toBe(USERS + 4);
     expect(pass(report, 'users').warnings.join('\n')).toMatch(/surrounding white space/);
     expect(pass(report, 'users').warnings.join('\n')).toMatch(/longer than 256 characters/);
@@ -47,7 +66,11 @@ describe('dry run', () => {
     expect(report.passes.every((p) => p.created === 0 && p.updated === 0)).toBe(true);
     expect(await countOf('users')).toBe(0);
     expect(await countOf('clients')).toBe(0);
-    const marker = await h.context.db.selectFrom('migration_markers').selectAll().where('version', '=', 'dry-1').executeTakeFirstOrThrow();
+    const marker = await h.context.db
+      .selectFrom('migration_markers')
+      .selectAll()
+      .where('version', '=', 'dry-1')
+      .executeTakeFirstOrThrow();
     expect(marker).toMatchObject({ state: 'Completed', dry_run: true });
   });
 });
@@ -60,28 +83,68 @@ describe('a real run copies every pass of the mapping table', () => {
 
   test('the run completes with a Completed marker and a per-pass report', async () => {
     expect(report.state).toBe('Completed');
-    const marker = await h.context.db.selectFrom('migration_markers').selectAll().where('version', '=', 'v1').executeTakeFirstOrThrow();
+    const marker = await h.context.db
+      .selectFrom('migration_markers')
+      .selectAll()
+      .where('version', '=', 'v1')
+      .executeTakeFirstOrThrow();
     expect(marker).toMatchObject({ state: 'Completed', dry_run: false });
-    expect((marker.report as unknown as MigrationReport).passes.map((p) => p.pass)).toEqual([
-      'roles', 'users', 'user-roles', 'logins', 'mfa', 'scopes', 'clients', 'saml-providers', 'oidc-providers', 'refresh-tokens',
-    ]);
+    // Every pass of the plan reports, in the plan's order.
+    expect((marker.report as unknown as MigrationReport).passes.map((p) => p.pass)).toEqual(PASSES);
   });
 
   test('users keep their ids, fold their claims, drop e-mail claims and keep custom attributes', async () => {
     // Two duplicates of an earlier e-mail and two unusable ids are skipped; the two usable odd ids are kept verbatim.
     expect(pass(report, 'users')).toMatchObject({ read: USERS + 4, created: USERS - 2 + 2, skipped: 4 });
-    expect(pass(report, 'users').warnings.join('\n')).toMatch(/user user-00000500 skipped: e-mail or user name user499@example.com belongs to user user-00000499/);
-    const users = await h.context.db.selectFrom('users').selectAll().where('id', 'in', ['user-00000002', 'user-00000003', '00000000-0000-0000-0000-00000000c0de', 'Ünïcode-üser']).orderBy('id').execute();
-    expect(users.map((u) => u.id)).toEqual(['00000000-0000-0000-0000-00000000c0de', 'user-00000002', 'user-00000003', 'Ünïcode-üser']);
+    expect(pass(report, 'users').warnings.join('\n')).toMatch(
+      /user user-00000500 skipped: e-mail or user name user499@example.com belongs to user user-00000499/,
+    );
+    const users = await h.context.db
+      .selectFrom('users')
+      .selectAll()
+      .where('id', 'in', ['user-00000002', 'user-00000003', '00000000-0000-0000-0000-00000000c0de', 'Ünïcode-üser'])
+      .orderBy('id')
+      .execute();
+    expect(users.map((u) => u.id)).toEqual([
+      '00000000-0000-0000-0000-00000000c0de',
+      'user-00000002',
+      'user-00000003',
+      'Ünïcode-üser',
+    ]);
     const [two, three] = users.slice(1, 3);
-    expect(two).toMatchObject({ email: 'user2@example.com', first_name: 'Given2', last_name: 'Family2', company_name: 'Company 2', organization_id: 'org-2' });
+    expect(two).toMatchObject({
+      email: 'user2@example.com',
+      first_name: 'Given2',
+      last_name: 'Family2',
+      company_name: 'Company 2',
+      organization_id: 'org-2',
+    });
     expect(three).toMatchObject({ first_name: 'Given3', last_name: 'Family3', organization_id: 'org-3' });
     expect(two.custom_attributes).toEqual({ department: 'dept-2' });
   });
 
   test('password hashes of every format are kept verbatim and verify unchanged; a null hash is accepted', async () => {
-    const rows = await h.context.db.selectFrom('users').select(['id', 'password_hash', 'password_format']).where('id', 'in', ['user-00000006', 'user-00000001', 'user-00000002', 'user-00000003', 'user-00000004', 'user-00000005']).orderBy('id').execute();
-    expect(rows.map((r) => r.password_format)).toEqual(['aspnet-v3', 'aspnet-v3', 'aspnet-v2', 'bcrypt', null, 'aspnet-v3']);
+    const rows = await h.context.db
+      .selectFrom('users')
+      .select(['id', 'password_hash', 'password_format'])
+      .where('id', 'in', [
+        'user-00000006',
+        'user-00000001',
+        'user-00000002',
+        'user-00000003',
+        'user-00000004',
+        'user-00000005',
+      ])
+      .orderBy('id')
+      .execute();
+    expect(rows.map((r) => r.password_format)).toEqual([
+      'aspnet-v3',
+      'aspnet-v3',
+      'aspnet-v2',
+      'bcrypt',
+      null,
+      'aspnet-v3',
+    ]);
     for (const row of rows.filter((r) => r.password_hash)) {
       const verification = await verifyAnyPassword(FIXTURE_PASSWORD, row.password_hash!);
       expect(verification.valid).toBe(true);
@@ -93,23 +156,36 @@ describe('a real run copies every pass of the mapping table', () => {
     expect(await countOf('user_logins')).toBe(USERS / 4 - 2);
     // The logins of the two users skipped as duplicates are read and skipped.
     expect(pass(report, 'logins')).toMatchObject({ read: USERS / 4, created: USERS / 4 - 2, skipped: 2 });
-    expect(await h.context.db.selectFrom('user_logins').select('user_id').where('user_id', '=', 'user-00000500').execute()).toEqual([]);
-    expect((await h.context.db.selectFrom('roles').select('name').orderBy('name').execute()).map((r) => r.name)).toEqual(['Admin', 'Auditor', 'User']);
+    expect(
+      await h.context.db.selectFrom('user_logins').select('user_id').where('user_id', '=', 'user-00000500').execute(),
+    ).toEqual([]);
+    expect(
+      (await h.context.db.selectFrom('roles').select('name').orderBy('name').execute()).map((r) => r.name),
+    ).toEqual(['Admin', 'Auditor', 'User']);
     expect(await countOf('user_roles')).toBe(USERS - 2);
   });
 
   test('MFA: TOTP secrets are protected at rest, recovery codes hashed, labels source-totp and source-rc-{n}, ids deterministic', async () => {
-    const mfa = await h.context.db.selectFrom('mfa_credentials').selectAll().where('user_id', '=', 'user-00000005').orderBy('label').execute();
+    const mfa = await h.context.db
+      .selectFrom('mfa_credentials')
+      .selectAll()
+      .where('user_id', '=', 'user-00000005')
+      .orderBy('label')
+      .execute();
     expect(mfa.map((m) => m.label)).toEqual(['source-rc-1', 'source-rc-2', 'source-rc-3', 'source-totp']);
     const totp = mfa.find((m) => m.kind === 'totp')!;
     expect(totp.secret).not.toContain('JBSWY3DPEHPK3PXP');
-    expect(unprotectSecret(totp.secret, Buffer.from(TEST_DATA_PROTECTION_KEY, 'base64'))).toEqual(base32Decode('JBSWY3DPEHPK3PXP'));
+    expect(unprotectSecret(totp.secret, h.context.dataProtection!)).toEqual(base32Decode('JBSWY3DPEHPK3PXP'));
     expect(mfa.filter((m) => m.kind === 'recovery-code').every((m) => !m.secret.includes('code-'))).toBe(true);
     expect(await countOf('mfa_credentials')).toBe((USERS / 5 - 2) * 4);
   });
 
   test('scopes: seeded names are skipped, claims copied, resource claims become migration-created scopes', async () => {
-    const scopes = await h.context.db.selectFrom('scopes').select(['name', 'kind', 'user_claims', 'origin']).orderBy('name').execute();
+    const scopes = await h.context.db
+      .selectFrom('scopes')
+      .select(['name', 'kind', 'user_claims', 'origin'])
+      .orderBy('name')
+      .execute();
     expect(scopes.find((s) => s.name === 'openid')!.origin).toBe('seed');
     expect(scopes.filter((s) => s.origin === 'migration').map((s) => [s.name, s.kind, s.user_claims])).toEqual([
       ['employee', 'identity', ['employee_id']],
@@ -120,12 +196,23 @@ describe('a real run copies every pass of the mapping table', () => {
   });
 
   test('clients: secrets tagged by digest length, other lengths dropped with a warning, expired skipped; API resources become clients', async () => {
-    const clients = await h.context.db.selectFrom('clients').select(['client_id', 'allowed_scopes', 'origin', 'settings']).orderBy('client_id').execute();
+    const clients = await h.context.db
+      .selectFrom('clients')
+      .select(['client_id', 'allowed_scopes', 'origin', 'settings'])
+      .orderBy('client_id')
+      .execute();
     expect(clients.map((c) => c.client_id)).toEqual(['machine', 'mobile', 'orders-api', 'web']);
     expect(clients.find((c) => c.client_id === 'orders-api')!.allowed_scopes).toEqual(['orders.read', 'orders.write']);
-    const secrets = await h.context.db.selectFrom('client_secrets').select(['client_id', 'value']).where('client_id', '=', 'web').orderBy('value').execute();
+    const secrets = await h.context.db
+      .selectFrom('client_secrets')
+      .select(['client_id', 'value'])
+      .where('client_id', '=', 'web')
+      .orderBy('value')
+      .execute();
     expect(secrets.map((s) => s.value.split('$')[0])).toEqual(['SHA256', 'SHA512']);
-    expect(pass(report, 'clients').warnings.join('\n')).toMatch(/a secret of client web is not a SHA-256 or SHA-512 digest and was dropped/);
+    expect(pass(report, 'clients').warnings.join('\n')).toMatch(
+      /a secret of client web is not a SHA-256 or SHA-512 digest and was dropped/,
+    );
     expect(await countOf('client_secrets')).toBe(3 * 2 + 1);
   });
 
@@ -137,7 +224,9 @@ describe('a real run copies every pass of the mapping table', () => {
       ['acme.io', 'saml', 'saml-acme'],
       ['globex.example', 'oidc', 'oidc-globex'],
     ]);
-    expect(pass(report, 'oidc-providers').warnings.join('\n')).toMatch(/acme.io of oidc provider oidc-globex already belongs to saml provider saml-acme/);
+    expect(pass(report, 'oidc-providers').warnings.join('\n')).toMatch(
+      /acme.io of oidc provider oidc-globex already belongs to saml provider saml-acme/,
+    );
   });
 
   test('refresh tokens are skipped with a warning unless both options are set', async () => {
@@ -149,7 +238,13 @@ describe('a real run copies every pass of the mapping table', () => {
     const status = await h.admin('GET', '/admin/migration/status');
     expect(status.status).toBe(200);
     expect(status.body).toMatchObject({ version: 'v1', state: 'Completed', dryRun: false, runningPasses: [] });
-    expect(status.body.progress.passes.users).toEqual({ read: USERS + 4, created: USERS, updated: 0, skipped: 4, done: true });
+    expect(status.body.progress.passes.users).toEqual({
+      read: USERS + 4,
+      created: USERS,
+      updated: 0,
+      skipped: 4,
+      done: true,
+    });
     expect(status.body.report.passes).toHaveLength(10);
     const refused = await h.request('GET', '/admin/migration/status');
     const unknown = await h.request('GET', '/admin/no-such-thing');
@@ -158,34 +253,51 @@ describe('a real run copies every pass of the mapping table', () => {
   });
 
   test('re-running a completed version is skipped; a new version is an idempotent delta sweep that duplicates nothing', async () => {
-    const before = await Promise.all((['users', 'user_logins', 'user_roles', 'mfa_credentials', 'clients', 'client_secrets', 'sso_domains'] as const).map(countOf));
+    const before = await Promise.all(
+      (
+        ['users', 'user_logins', 'user_roles', 'mfa_credentials', 'clients', 'client_secrets', 'sso_domains'] as const
+      ).map(countOf),
+    );
     const again = await run({ version: 'v1' });
     expect(again.state).toBe('Skipped');
     const sweep = await run({ version: 'v2' });
     expect(sweep.state).toBe('Completed');
     expect(sweep.passes.every((p) => p.created === 0)).toBe(true);
-    const after = await Promise.all((['users', 'user_logins', 'user_roles', 'mfa_credentials', 'clients', 'client_secrets', 'sso_domains'] as const).map(countOf));
+    const after = await Promise.all(
+      (
+        ['users', 'user_logins', 'user_roles', 'mfa_credentials', 'clients', 'client_secrets', 'sso_domains'] as const
+      ).map(countOf),
+    );
     expect(after).toEqual(before);
   }, 120_000);
 
   test('a delta sweep picks up users registered in the source since; Upsert overwrites existing users', async () => {
-    const src = new PgClient({ connectionString: source.url });
+    const src = new PgClient({ connectionString: source().url });
     await src.connect();
-    await src.query(`insert into "AspNetUsers" ("Id","UserName","NormalizedUserName","Email","NormalizedEmail","EmailConfirmed","PhoneNumberConfirmed","TwoFactorEnabled","LockoutEnabled","AccessFailedCount") values ('late-user','late@example.com','LATE@EXAMPLE.COM','late@example.com','LATE@EXAMPLE.COM',true,false,false,false,0)`);
-    await src.query(`update "AspNetUserClaims" set "ClaimValue" = 'Renamed' where "UserId" = 'user-00000002' and "ClaimType" = 'given_name'`);
+    await src.query(
+      `insert into "AspNetUsers" ("Id","UserName","NormalizedUserName","Email","NormalizedEmail","EmailConfirmed","PhoneNumberConfirmed","TwoFactorEnabled","LockoutEnabled","AccessFailedCount") values ('late-user','late@example.com','LATE@EXAMPLE.COM','late@example.com','LATE@EXAMPLE.COM',true,false,false,false,0)`,
+    );
+    await src.query(
+      `update "AspNetUserClaims" set "ClaimValue" = 'Renamed' where "UserId" = 'user-00000002' and "ClaimType" = 'given_name'`,
+    );
     await src.end();
     const sweep = await run({ version: 'v3' });
     expect(pass(sweep, 'users').created).toBe(1);
-    expect((await h.context.db.selectFrom('users').select('first_name').where('id', '=', 'user-00000002').executeTakeFirstOrThrow()).first_name).toBe('Given2');
+    expect(await firstNameOf('user-00000002')).toBe('Given2');
     const upsert = await run({ version: 'v4', usersMode: 'Upsert' });
     expect(pass(upsert, 'users').updated).toBe(USERS - 2 + 2 + 1);
-    expect((await h.context.db.selectFrom('users').select('first_name').where('id', '=', 'user-00000002').executeTakeFirstOrThrow()).first_name).toBe('Renamed');
+    expect(await firstNameOf('user-00000002')).toBe('Renamed');
   }, 120_000);
 
   test('deleting a migrated user through the admin API deletes its logins, role links and MFA credentials', async () => {
     const id = 'user-00000020';
     const children = () =>
-      Promise.all((['user_logins', 'user_roles', 'mfa_credentials'] as const).map(async (table) => (await h.context.db.selectFrom(table).select('user_id').where('user_id', '=', id).execute()).length));
+      Promise.all(
+        (['user_logins', 'user_roles', 'mfa_credentials'] as const).map(
+          async (table) =>
+            (await h.context.db.selectFrom(table).select('user_id').where('user_id', '=', id).execute()).length,
+        ),
+      );
     const [logins, roles, mfa] = await children();
     expect(logins).toBeGreaterThan(0);
     expect(roles).toBeGreaterThan(0);

@@ -1,6 +1,9 @@
 import type { AppProvider } from '../../activities/provisioning/apps';
 import { createConfigAppProvider } from '../../activities/provisioning/apps';
-import { insertStoredApp } from '../../store/provisioning-apps';
+import { randomBytes } from 'node:crypto';
+import { createServiceContext } from '../../composition/service-context';
+import { createKeyRing } from '../../security/data-protection';
+import { findStoredApp, insertStoredApp } from '../../store/provisioning-apps';
 import { startDownstreamApp, type RunningDownstreamApp } from '../../examples/downstream-app/app';
 import { startHarness, uniqueEmail, type Harness } from '../support/harness';
 
@@ -13,7 +16,15 @@ describe('with the configuration-backed provider (the default)', () => {
 
   test('the app management routes do not exist', async () => {
     expect((await h.admin('GET', '/api/v1/provisioning/apps')).status).toBe(404);
-    expect((await h.admin('POST', '/api/v1/provisioning/apps', { appId: 'x', CallbackUrl: 'https://x.example.com', ApiKey: 'k' })).status).toBe(404);
+    expect(
+      (
+        await h.admin('POST', '/api/v1/provisioning/apps', {
+          appId: 'x',
+          CallbackUrl: 'https://x.example.com',
+          ApiKey: 'k',
+        })
+      ).status,
+    ).toBe(404);
     expect((await h.admin('POST', '/api/v1/provisioning/apps/crm/test')).status).toBe(404);
   });
 });
@@ -23,7 +34,12 @@ describe('with the store-backed provider (Provisioning:AppProvider = Store)', ()
   let outside: RunningDownstreamApp;
   const key = (appId: string) => h.config.ProvisioningApps[appId].ApiKey;
   const register = (appId: string, extra: Record<string, unknown> = {}) =>
-    h.admin('POST', '/api/v1/provisioning/apps', { appId, CallbackUrl: h.apps[appId].url, ApiKey: key(appId), ...extra });
+    h.admin('POST', '/api/v1/provisioning/apps', {
+      appId,
+      CallbackUrl: h.apps[appId].url,
+      ApiKey: key(appId),
+      ...extra,
+    });
 
   beforeAll(async () => {
     h = await startHarness({ apps: { crm: {}, billing: {} }, config: { Provisioning: { AppProvider: 'Store' } } });
@@ -46,7 +62,12 @@ describe('with the store-backed provider (Provisioning:AppProvider = Store)', ()
     expect((await register('crm')).status).toBe(409);
 
     // camelCase is accepted too.
-    const camel = await h.admin('POST', '/api/v1/provisioning/apps', { appId: 'billing', callbackUrl: h.apps.billing.url, apiKey: key('billing'), tryTimeoutSeconds: 5 });
+    const camel = await h.admin('POST', '/api/v1/provisioning/apps', {
+      appId: 'billing',
+      callbackUrl: h.apps.billing.url,
+      apiKey: key('billing'),
+      tryTimeoutSeconds: 5,
+    });
     expect(camel.status).toBe(201);
     expect(camel.body.TryTimeoutSeconds).toBe(5);
 
@@ -55,10 +76,16 @@ describe('with the store-backed provider (Provisioning:AppProvider = Store)', ()
     expect(JSON.stringify(list.body)).not.toContain(key('crm'));
     expect(JSON.stringify((await h.admin('GET', '/api/v1/provisioning/apps/crm')).body)).not.toContain(key('crm'));
 
-    const replaced = await h.admin('PUT', '/api/v1/provisioning/apps/billing', { CallbackUrl: h.apps.billing.url, ApiKey: key('billing'), TryTimeoutSeconds: 7 });
+    const replaced = await h.admin('PUT', '/api/v1/provisioning/apps/billing', {
+      CallbackUrl: h.apps.billing.url,
+      ApiKey: key('billing'),
+      TryTimeoutSeconds: 7,
+    });
     expect(replaced.status).toBe(200);
     expect(replaced.body.TryTimeoutSeconds).toBe(7);
-    expect((await h.admin('PUT', '/api/v1/provisioning/apps/nope', { CallbackUrl: h.apps.billing.url, ApiKey: 'k' })).status).toBe(404);
+    expect(
+      (await h.admin('PUT', '/api/v1/provisioning/apps/nope', { CallbackUrl: h.apps.billing.url, ApiKey: 'k' })).status,
+    ).toBe(404);
   });
 
   test('changes apply to the next provisioning without a restart', async () => {
@@ -69,15 +96,25 @@ describe('with the store-backed provider (Provisioning:AppProvider = Store)', ()
     const after = await h.admin('POST', '/api/v1/profile/', { email: uniqueEmail('store-after') });
     expect(after.status).toBe(201);
     expect(after.body.provisionedApps).toEqual(['crm']);
-    expect(h.apps.billing.state.calls.some((c) => (c.body as { userId?: string })?.userId === after.body.userId)).toBe(false);
+    expect(h.apps.billing.state.calls.some((c) => (c.body as { userId?: string })?.userId === after.body.userId)).toBe(
+      false,
+    );
     expect((await register('billing')).status).toBe(201);
   });
 
   test('a refused CallbackUrl or an invalid body answers 400 naming the reason', async () => {
-    const refused = await h.admin('POST', '/api/v1/provisioning/apps', { appId: 'evil', CallbackUrl: 'http://169.254.169.254/latest', ApiKey: 'k' });
+    const refused = await h.admin('POST', '/api/v1/provisioning/apps', {
+      appId: 'evil',
+      CallbackUrl: 'http://169.254.169.254/latest',
+      ApiKey: 'k',
+    });
     expect(refused.status).toBe(400);
     expect(refused.body.detail).toMatch(/^CallbackUrl: refused: targets 169\.254\.169\.254, a linkLocal address/);
-    const internal = await h.admin('POST', '/api/v1/provisioning/apps', { appId: 'evil', CallbackUrl: 'https://billing.internal/', ApiKey: 'k' });
+    const internal = await h.admin('POST', '/api/v1/provisioning/apps', {
+      appId: 'evil',
+      CallbackUrl: 'https://billing.internal/',
+      ApiKey: 'k',
+    });
     expect(internal.body.detail).toMatch(/internal name/);
     const invalid = await h.admin('POST', '/api/v1/provisioning/apps', { appId: 'bad id!', CallbackUrl: 'nope' });
     expect(invalid.status).toBe(400);
@@ -90,25 +127,93 @@ describe('with the store-backed provider (Provisioning:AppProvider = Store)', ()
   test('the probe sends a marked Try with a synthetic user, cancels it, and reports reachability, status, latency and the verdict', async () => {
     const res = await h.admin('POST', '/api/v1/provisioning/apps/crm/test');
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ appId: 'crm', reachable: true, status: 200, approved: true, reason: null, cancelled: true, latencyMs: expect.any(Number) });
+    expect(res.body).toMatchObject({
+      appId: 'crm',
+      reachable: true,
+      status: 200,
+      approved: true,
+      reason: null,
+      cancelled: true,
+      latencyMs: expect.any(Number),
+    });
     expect(res.body.transactionId).toMatch(/^probe:/);
-    const calls = h.apps.crm.state.calls.filter((c) => (c.body as { transactionId?: string })?.transactionId === res.body.transactionId);
+    const calls = h.apps.crm.state.calls.filter(
+      (c) => (c.body as { transactionId?: string })?.transactionId === res.body.transactionId,
+    );
     expect(calls.map((c) => c.path)).toEqual(['/try', '/cancel']);
-    expect(calls[0].body).toMatchObject({ email: expect.stringMatching(/@example\.invalid$/), firstName: 'Provisioning', lastName: 'Probe' });
+    expect(calls[0].body).toMatchObject({
+      email: expect.stringMatching(/@example\.invalid$/),
+      firstName: 'Provisioning',
+      lastName: 'Probe',
+    });
     expect(h.apps.crm.state.records.has(res.body.transactionId)).toBe(false);
 
     h.apps.crm.state.behaviour = { rejectWith: 'probe says no' };
     const rejected = await h.admin('POST', '/api/v1/provisioning/apps/crm/test');
-    expect(rejected.body).toMatchObject({ reachable: true, status: 200, approved: false, reason: 'probe says no', cancelled: false });
+    expect(rejected.body).toMatchObject({
+      reachable: true,
+      status: 200,
+      approved: false,
+      reason: 'probe says no',
+      cancelled: false,
+    });
 
     h.apps.crm.state.behaviour = { tryStatus: 500 };
-    expect((await h.admin('POST', '/api/v1/provisioning/apps/crm/test')).body).toMatchObject({ reachable: true, status: 500, approved: false });
+    expect((await h.admin('POST', '/api/v1/provisioning/apps/crm/test')).body).toMatchObject({
+      reachable: true,
+      status: 500,
+      approved: false,
+    });
     expect((await h.admin('POST', '/api/v1/provisioning/apps/nope/test')).status).toBe(404);
+  });
+
+  test('app keys are sealed at rest; rows stored in plaintext are sealed at the next start; a rotated ring still opens them', async () => {
+    expect((await register('crm')).status).toBeLessThan(500);
+    const sealed = await h.context.db
+      .selectFrom('provisioning_apps')
+      .selectAll()
+      .where('app_id', '=', 'crm')
+      .executeTakeFirstOrThrow();
+    expect(sealed.api_key_protected).toBe(true);
+    expect(sealed.api_key).toMatch(/^v2:test:/);
+    expect(sealed.api_key).not.toContain(key('crm'));
+
+    await h.context.db
+      .insertInto('provisioning_apps')
+      .values({
+        app_id: 'plain-legacy',
+        callback_url: h.apps.billing.url,
+        api_key: key('billing'),
+        try_timeout_seconds: 5,
+      })
+      .execute();
+    const restarted = await createServiceContext(h.config, process.env.TEST_DATABASE_URL!);
+    await restarted.close();
+    const legacy = await h.context.db
+      .selectFrom('provisioning_apps')
+      .selectAll()
+      .where('app_id', '=', 'plain-legacy')
+      .executeTakeFirstOrThrow();
+    expect(legacy.api_key_protected).toBe(true);
+    expect(legacy.api_key).not.toContain(key('billing'));
+
+    const rotated = createKeyRing([{ id: 'next', key: randomBytes(32) }, h.context.dataProtection!.primary]);
+    expect((await findStoredApp(h.context.db, rotated, 'plain-legacy'))?.apiKey).toBe(key('billing'));
+    expect((await h.admin('POST', '/api/v1/provisioning/apps/plain-legacy/test')).body).toMatchObject({
+      reachable: true,
+      approved: true,
+    });
+    expect((await h.admin('DELETE', '/api/v1/provisioning/apps/plain-legacy')).status).toBe(204);
   });
 
   test('probing an app whose address is refused answers 400 without any call', async () => {
     // Written past the API (which would refuse it) to prove the check runs again before the call.
-    await insertStoredApp(h.context.db, { appId: 'sneaky', callbackUrl: outside.url, apiKey: 'outside', tryTimeoutSeconds: 5 });
+    await insertStoredApp(h.context.db, h.context.dataProtection!, {
+      appId: 'sneaky',
+      callbackUrl: outside.url,
+      apiKey: 'outside',
+      tryTimeoutSeconds: 5,
+    });
     const res = await h.admin('POST', '/api/v1/provisioning/apps/sneaky/test');
     expect(res.status).toBe(400);
     expect(res.body.detail).toMatch(/127\.0\.0\.2/);

@@ -1,26 +1,20 @@
 import { listProvisionedApps } from '../../store/provisions';
 import { findUserIdByEmail } from '../../store/users';
 import { logEntries } from '../support/captured-log';
-import { eventually, startHarness, uniqueEmail, type Harness } from '../support/harness';
-
-let h: Harness;
+import { eventually, uniqueEmail, useHarness } from '../support/harness';
 
 // crm, billing and wiki are tried and confirmed in this order; wiki gives up on Try after one second.
-beforeAll(async () => {
-  h = await startHarness({ apps: { crm: {}, billing: {}, wiki: { tryTimeoutSeconds: 1 } } });
-});
-afterAll(async () => {
-  await h?.stop();
-});
-beforeEach(() => {
-  for (const app of Object.values(h.apps)) app.state.behaviour = {};
-});
+const h = useHarness({ apps: { crm: {}, billing: {}, wiki: { tryTimeoutSeconds: 1 } } });
 
 const transactionOf = (appId: string, email: string) =>
-  (h.apps[appId].state.calls.find((c) => c.path === '/try' && (c.body as { email?: string }).email === email)?.body as { transactionId?: string } | undefined)
-    ?.transactionId;
+  (
+    h.apps[appId].state.calls.find((c) => c.path === '/try' && (c.body as { email?: string }).email === email)?.body as
+      { transactionId?: string } | undefined
+  )?.transactionId;
 const pathsFor = (appId: string, transactionId: string | undefined) =>
-  h.apps[appId].state.calls.filter((c) => transactionId && (c.body as { transactionId?: string })?.transactionId === transactionId).map((c) => c.path);
+  h.apps[appId].state.calls
+    .filter((c) => transactionId && (c.body as { transactionId?: string })?.transactionId === transactionId)
+    .map((c) => c.path);
 
 async function expectRejectedCreation(email: string, appId: string, reason: RegExp) {
   const res = await h.admin('POST', '/api/v1/profile/', { email, firstName: 'Rita' });
@@ -76,10 +70,19 @@ describe('Try refusals end the transaction', () => {
     const email = uniqueEmail('cancel-fails');
     await expectRejectedCreation(email, 'billing', /billing says no/);
     const tx = transactionOf('crm', email)!;
-    expect(logEntries.some((e) => e.message.startsWith('Cancel failed') && e.meta?.appId === 'crm' && e.meta?.transactionId === tx)).toBe(true);
+    expect(
+      logEntries.some(
+        (e) => e.message.startsWith('Cancel failed') && e.meta?.appId === 'crm' && e.meta?.transactionId === tx,
+      ),
+    ).toBe(true);
     h.apps.crm.state.behaviour = {};
-    await eventually(() => expect(pathsFor('crm', tx).filter((p) => p === '/cancel').length).toBeGreaterThanOrEqual(2), 20_000);
-    await eventually(() => expect([...h.apps.crm.state.records.values()].some((r) => r.transactionId === tx)).toBe(false));
+    await eventually(
+      () => expect(pathsFor('crm', tx).filter((p) => p === '/cancel').length).toBeGreaterThanOrEqual(2),
+      20_000,
+    );
+    await eventually(() =>
+      expect([...h.apps.crm.state.records.values()].some((r) => r.transactionId === tx)).toBe(false),
+    );
   });
 });
 
@@ -102,7 +105,9 @@ describe('Confirm failures', () => {
     const retry = await h.admin('POST', `/api/v1/profile/${userId}/provisioning`);
     expect(retry.status).toBe(200);
     expect(retry.body.provisionedApps).toEqual(['billing', 'crm', 'wiki']);
-    const tries = (appId: string) => h.apps[appId].state.calls.filter((c) => c.path === '/try' && (c.body as { userId?: string }).userId === userId).length;
+    const tries = (appId: string) =>
+      h.apps[appId].state.calls.filter((c) => c.path === '/try' && (c.body as { userId?: string }).userId === userId)
+        .length;
     expect([tries('crm'), tries('billing'), tries('wiki')]).toEqual([1, 2, 2]);
   });
 
@@ -114,7 +119,10 @@ describe('Confirm failures', () => {
     const retry = await h.admin('POST', `/api/v1/profile/${res.body.userId}/provisioning`);
     expect(retry.status).toBe(422);
     expect(retry.body).toMatchObject({ appId: 'wiki', userDeleted: false });
-    expect((await h.admin('GET', `/api/v1/profile/${res.body.userId}`)).body.provisionedApps).toEqual(['billing', 'crm']);
+    expect((await h.admin('GET', `/api/v1/profile/${res.body.userId}`)).body.provisionedApps).toEqual([
+      'billing',
+      'crm',
+    ]);
   });
 
   test('Confirm failing at the first app leaves no app holding the user: all are cancelled, the user is deleted, 422', async () => {
@@ -146,7 +154,14 @@ describe('Confirm failures', () => {
     expect(elapsed).toBeGreaterThanOrEqual(10_000);
     expect(elapsed).toBeLessThan(12_500);
     const tx = transactionOf('crm', email);
-    expect(logEntries.some((e) => e.message.startsWith('Cancel failed') && e.meta?.transactionId === tx && /timed out/.test(String(e.meta?.reason)))).toBe(true);
+    expect(
+      logEntries.some(
+        (e) =>
+          e.message.startsWith('Cancel failed') &&
+          e.meta?.transactionId === tx &&
+          /timed out/.test(String(e.meta?.reason)),
+      ),
+    ).toBe(true);
   }, 30_000);
 
   test('retrying provisioning for an unknown user answers 404', async () => {

@@ -1,8 +1,7 @@
-import { verifyPassword } from '../../passwords/native';
+import { verifyPassword } from '../../security/password-hashing';
 import { listProvisionedApps } from '../../store/provisions';
-import { eventually, startHarness, uniqueEmail, type Harness, type HttpResult } from '../support/harness';
+import { eventually, storedPasswordHash, uniqueEmail, useHarness, type HttpResult } from '../support/harness';
 
-let h: Harness;
 let token: string;
 
 const SCIM_JSON = 'application/scim+json';
@@ -11,19 +10,16 @@ const GROUP = 'urn:ietf:params:scim:schemas:core:2.0:Group';
 const PATCH_OP = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
 const ERROR = 'urn:ietf:params:scim:api:messages:2.0:Error';
 
-beforeAll(async () => {
-  h = await startHarness({ apps: { crm: {}, billing: {} } });
-  const created = await h.admin('POST', '/api/v1/scim/tokens', { description: 'okta' });
-  token = created.body.token;
-});
-afterAll(async () => {
-  await h?.stop();
-});
-beforeEach(() => {
-  for (const app of Object.values(h.apps)) app.state.behaviour = {};
+const h = useHarness({ apps: { crm: {}, billing: {} } }, async (started) => {
+  token = (await started.admin('POST', '/api/v1/scim/tokens', { description: 'okta' })).body.token;
 });
 
-const scim = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResult> =>
+const scim = (
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<HttpResult> =>
   h.request(method, `/scim/v2${path}`, body === undefined ? undefined : JSON.stringify(body), {
     authorization: `Bearer ${token}`,
     ...(body === undefined ? {} : { 'content-type': SCIM_JSON }),
@@ -62,15 +58,26 @@ describe('SCIM tokens', () => {
     expect(created.status).toBe(201);
     expect(created.body).toEqual({ id: expect.any(String), token: expect.stringMatching(/^scim_/) });
     const list = await h.admin('GET', '/api/v1/scim/tokens');
-    expect(list.body).toEqual(expect.arrayContaining([expect.objectContaining({ id: created.body.id, description: 'entra' })]));
+    expect(list.body).toEqual(
+      expect.arrayContaining([expect.objectContaining({ id: created.body.id, description: 'entra' })]),
+    );
     expect(JSON.stringify(list.body)).not.toContain(created.body.token);
-    const stored = await h.context.db.selectFrom('scim_tokens').select('token_hash').where('id', '=', created.body.id).executeTakeFirstOrThrow();
+    const stored = await h.context.db
+      .selectFrom('scim_tokens')
+      .select('token_hash')
+      .where('id', '=', created.body.id)
+      .executeTakeFirstOrThrow();
     expect(stored.token_hash).not.toContain(created.body.token);
 
-    const withIt = await h.request('GET', '/scim/v2/Users', undefined, { authorization: `Bearer ${created.body.token}` });
+    const withIt = await h.request('GET', '/scim/v2/Users', undefined, {
+      authorization: `Bearer ${created.body.token}`,
+    });
     expect(withIt.status).toBe(200);
     expect((await h.admin('DELETE', `/api/v1/scim/tokens/${created.body.id}`)).status).toBe(204);
-    expectScimError(await h.request('GET', '/scim/v2/Users', undefined, { authorization: `Bearer ${created.body.token}` }), 401);
+    expectScimError(
+      await h.request('GET', '/scim/v2/Users', undefined, { authorization: `Bearer ${created.body.token}` }),
+      401,
+    );
     expectScimError(await h.request('GET', '/scim/v2/Users'), 401);
     expect((await h.request('POST', '/api/v1/scim/tokens', {})).status).toBe(401);
   });
@@ -82,7 +89,10 @@ describe('SCIM client flow as Okta runs it', () => {
     const probe = await scim('GET', '/Users?startIndex=1&count=2');
     expect(probe.status).toBe(200);
     expect(probe.headers.get('content-type')).toContain(SCIM_JSON);
-    expect(probe.body).toMatchObject({ schemas: ['urn:ietf:params:scim:api:messages:2.0:ListResponse'], startIndex: 1 });
+    expect(probe.body).toMatchObject({
+      schemas: ['urn:ietf:params:scim:api:messages:2.0:ListResponse'],
+      startIndex: 1,
+    });
     expect(probe.body.Resources.length).toBeLessThanOrEqual(2);
 
     const email = uniqueEmail('okta');
@@ -93,9 +103,18 @@ describe('SCIM client flow as Okta runs it', () => {
     expect(created.status).toBe(201);
     expect(created.headers.get('content-type')).toContain(SCIM_JSON);
     const id = created.body.id;
-    expect(created.body).toMatchObject({ schemas: [USER], userName: email, active: true, name: { givenName: 'Okta', familyName: 'User' } });
+    expect(created.body).toMatchObject({
+      schemas: [USER],
+      userName: email,
+      active: true,
+      name: { givenName: 'Okta', familyName: 'User' },
+    });
     expect(created.body.emails).toEqual([{ value: email, type: 'work', primary: true }]);
-    expect(created.body.meta).toMatchObject({ resourceType: 'User', location: expect.stringMatching(new RegExp(`/scim/v2/Users/${id}$`)), version: expect.stringMatching(/^W\/"/) });
+    expect(created.body.meta).toMatchObject({
+      resourceType: 'User',
+      location: expect.stringMatching(new RegExp(`/scim/v2/Users/${id}$`)),
+      version: expect.stringMatching(/^W\/"/),
+    });
     expect(created.headers.get('location')).toBe(created.body.meta.location);
     expect(created.headers.get('etag')).toBe(created.body.meta.version);
     expect(created.body.password).toBeUndefined();
@@ -105,7 +124,10 @@ describe('SCIM client flow as Okta runs it', () => {
     expect(found.body.totalResults).toBe(1);
     expect(found.body.Resources[0].id).toBe(id);
 
-    const deactivated = await scim('PATCH', `/Users/${id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', value: { active: false } }] });
+    const deactivated = await scim('PATCH', `/Users/${id}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'replace', value: { active: false } }],
+    });
     expect(deactivated.status).toBe(200);
     expect(deactivated.body.active).toBe(false);
     expect(await listProvisionedApps(h.context.db, id)).toEqual([]);
@@ -117,11 +139,16 @@ describe('SCIM client flow as Okta runs it', () => {
     expect(stillListed.body.Resources[0]).toMatchObject({ id, active: false });
 
     // Entra sends the boolean as a string.
-    const reactivated = await scim('PATCH', `/Users/${id}`, { schemas: [PATCH_OP], Operations: [{ op: 'Replace', path: 'active', value: 'True' }] });
+    const reactivated = await scim('PATCH', `/Users/${id}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'Replace', path: 'active', value: 'True' }],
+    });
     expect(reactivated.status).toBe(200);
     expect(reactivated.body.active).toBe(true);
     expect(await listProvisionedApps(h.context.db, id)).toEqual(['billing', 'crm']);
-    expect(h.apps.crm.state.calls.filter((c) => c.path === '/try' && (c.body as { userId?: string }).userId === id)).toHaveLength(2);
+    expect(
+      h.apps.crm.state.calls.filter((c) => c.path === '/try' && (c.body as { userId?: string }).userId === id),
+    ).toHaveLength(2);
 
     const deleted = await scim('DELETE', `/Users/${id}`);
     expect(deleted.status).toBe(204);
@@ -148,17 +175,39 @@ describe('SCIM /Users', () => {
   });
 
   test('paging: startIndex is 1-based and count limits the page', async () => {
-    for (let i = 0; i < 3; i++) await scim('POST', '/Users', oktaUser(uniqueEmail(`page${i}`)));
-    const all = await scim('GET', '/Users?startIndex=1&count=1000');
-    const page = await scim('GET', '/Users?startIndex=2&count=2');
-    expect(page.body).toMatchObject({ totalResults: all.body.totalResults, startIndex: 2, itemsPerPage: 2 });
-    expect(page.body.Resources.map((r: { id: string }) => r.id)).toEqual(all.body.Resources.slice(1, 3).map((r: { id: string }) => r.id));
+    // Other test files create users in the same store meanwhile: page over this test's own users only.
+    const emails = [0, 1, 2, 3].map((i) => uniqueEmail(`page${i}`));
+    for (const email of emails) await scim('POST', '/Users', oktaUser(email));
+    const ours = encodeURIComponent(emails.map((email) => `userName eq "${email}"`).join(' or '));
+    const all = await scim('GET', `/Users?filter=${ours}&startIndex=1&count=1000`);
+    expect(all.body.totalResults).toBe(4);
+    const page = await scim('GET', `/Users?filter=${ours}&startIndex=2&count=2`);
+    expect(page.body).toMatchObject({ totalResults: 4, startIndex: 2, itemsPerPage: 2 });
+    expect(page.body.Resources.map((r: { id: string }) => r.id)).toEqual(
+      all.body.Resources.slice(1, 3).map((r: { id: string }) => r.id),
+    );
   });
 
   test('userName is unique case-insensitively: 409 with scimType uniqueness', async () => {
     const email = uniqueEmail('unique');
-    expect((await scim('POST', '/Users', oktaUser(email))).status).toBe(201);
-    expectScimError(await scim('POST', '/Users', oktaUser(email.toUpperCase())), 409, 'uniqueness');
+    const created = await scim('POST', '/Users', oktaUser(email));
+    expect(created.status).toBe(201);
+    const duplicate = await scim('POST', '/Users', oktaUser(email.toUpperCase()));
+    expectScimError(duplicate, 409, 'uniqueness');
+    expect(duplicate.body.detail).toContain(`(id ${created.body.id})`);
+  });
+
+  test('Idempotency-Key: a repeated creation gets the same resource, location and version; another body 422', async () => {
+    const body = oktaUser(uniqueEmail('scim-idem'));
+    const key = { 'idempotency-key': `scim-${body.externalId}` };
+    const first = await scim('POST', '/Users', body, key);
+    const again = await scim('POST', '/Users', body, key);
+    expect(first.status).toBe(201);
+    expect(again.status).toBe(201);
+    expect(again.body).toEqual(first.body);
+    expect(again.headers.get('location')).toBe(first.headers.get('location'));
+    expect(again.headers.get('etag')).toBe(first.headers.get('etag'));
+    expectScimError(await scim('POST', '/Users', oktaUser(uniqueEmail('scim-idem-other')), key), 422);
   });
 
   test('a rejection by an app answers 422 in the SCIM error schema with the reason, and the user is gone', async () => {
@@ -176,21 +225,42 @@ describe('SCIM /Users', () => {
     const stale = created.body.meta.version;
     const newEmail = uniqueEmail('put-new');
     const replaced = await scim('PUT', `/Users/${created.body.id}`, {
-      schemas: [USER], userName: newEmail, name: { givenName: 'Renamed' }, emails: [{ value: newEmail, primary: true }], active: true,
+      schemas: [USER],
+      userName: newEmail,
+      name: { givenName: 'Renamed' },
+      emails: [{ value: newEmail, primary: true }],
+      active: true,
     });
     expect(replaced.status).toBe(200);
-    expect(replaced.body).toMatchObject({ userName: newEmail, name: { givenName: 'Renamed' }, emails: [{ value: newEmail, type: 'work', primary: true }] });
+    expect(replaced.body).toMatchObject({
+      userName: newEmail,
+      name: { givenName: 'Renamed' },
+      emails: [{ value: newEmail, type: 'work', primary: true }],
+    });
     expect(replaced.body.externalId).toBeUndefined();
     expect(replaced.body.password).toBeUndefined();
-    expectScimError(await scim('PUT', `/Users/${created.body.id}`, { schemas: [USER], userName: newEmail }, { 'if-match': stale }), 412);
+    expectScimError(
+      await scim('PUT', `/Users/${created.body.id}`, { schemas: [USER], userName: newEmail }, { 'if-match': stale }),
+      412,
+    );
   });
 
   test('a password set through PATCH replaces the hash (policy applies; the password is never returned)', async () => {
     const created = await scim('POST', '/Users', oktaUser(uniqueEmail('pw')));
-    const read = () => h.context.db.selectFrom('users').select('password_hash').where('id', '=', created.body.id).executeTakeFirstOrThrow();
+    const read = async () => ({ password_hash: await storedPasswordHash(h, created.body.id) });
     const before = (await read()).password_hash!;
-    expectScimError(await scim('PATCH', `/Users/${created.body.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'password', value: 'x' }] }), 400, 'invalidValue');
-    const changed = await scim('PATCH', `/Users/${created.body.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'replace', path: 'password', value: 'Brand-new-passphrase-1' }] });
+    expectScimError(
+      await scim('PATCH', `/Users/${created.body.id}`, {
+        schemas: [PATCH_OP],
+        Operations: [{ op: 'replace', path: 'password', value: 'x' }],
+      }),
+      400,
+      'invalidValue',
+    );
+    const changed = await scim('PATCH', `/Users/${created.body.id}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'replace', path: 'password', value: 'Brand-new-passphrase-1' }],
+    });
     expect(changed.status).toBe(200);
     expect(JSON.stringify(changed.body)).not.toContain('Brand-new-passphrase-1');
     const after = (await read()).password_hash!;
@@ -205,7 +275,10 @@ describe('SCIM /Users', () => {
     expectScimError(await scim('GET', filter('nickName eq "a"')), 400, 'invalidFilter');
     expectScimError(await scim('GET', '/Users/does-not-exist'), 404);
     expectScimError(await scim('PATCH', '/Users/does-not-exist', { schemas: [PATCH_OP], Operations: [] }), 404);
-    const notJson = await h.request('POST', '/scim/v2/Users', '{"userName":', { authorization: `Bearer ${token}`, 'content-type': SCIM_JSON });
+    const notJson = await h.request('POST', '/scim/v2/Users', '{"userName":', {
+      authorization: `Bearer ${token}`,
+      'content-type': SCIM_JSON,
+    });
     expectScimError(notJson, 400, 'invalidSyntax');
   });
 });
@@ -215,9 +288,17 @@ describe('SCIM /Groups', () => {
     const alice = await scim('POST', '/Users', oktaUser(uniqueEmail('g-alice')));
     const bob = await scim('POST', '/Users', oktaUser(uniqueEmail('g-bob')));
     const name = `Engineering ${Date.now()}`;
-    const created = await scim('POST', '/Groups', { schemas: [GROUP], displayName: name, members: [{ value: alice.body.id }] });
+    const created = await scim('POST', '/Groups', {
+      schemas: [GROUP],
+      displayName: name,
+      members: [{ value: alice.body.id }],
+    });
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ schemas: [GROUP], displayName: name, members: [{ value: alice.body.id, display: alice.body.userName }] });
+    expect(created.body).toMatchObject({
+      schemas: [GROUP],
+      displayName: name,
+      members: [{ value: alice.body.id, display: alice.body.userName }],
+    });
     const id = created.body.id;
 
     expect((await scim('GET', `/Groups/${id}`)).body.displayName).toBe(name);
@@ -234,11 +315,27 @@ describe('SCIM /Groups', () => {
     expect(patched.status).toBe(200);
     expect(patched.body.members.map((m: { value: string }) => m.value)).toEqual([bob.body.id]);
 
-    const replaced = await scim('PUT', `/Groups/${id}`, { schemas: [GROUP], displayName: `${name} renamed`, members: [] });
+    const replaced = await scim('PUT', `/Groups/${id}`, {
+      schemas: [GROUP],
+      displayName: `${name} renamed`,
+      members: [],
+    });
     expect(replaced.body).toMatchObject({ displayName: `${name} renamed`, members: [] });
 
-    expectScimError(await scim('POST', '/Groups', { schemas: [GROUP], displayName: `${name} RENAMED` }), 409, 'uniqueness');
-    expectScimError(await scim('POST', '/Groups', { schemas: [GROUP], displayName: `${name} other`, members: [{ value: 'no-such-user' }] }), 400, 'invalidValue');
+    expectScimError(
+      await scim('POST', '/Groups', { schemas: [GROUP], displayName: `${name} RENAMED` }),
+      409,
+      'uniqueness',
+    );
+    expectScimError(
+      await scim('POST', '/Groups', {
+        schemas: [GROUP],
+        displayName: `${name} other`,
+        members: [{ value: 'no-such-user' }],
+      }),
+      400,
+      'invalidValue',
+    );
 
     expect((await scim('DELETE', `/Groups/${id}`)).status).toBe(204);
     expectScimError(await scim('GET', `/Groups/${id}`), 404);
@@ -248,11 +345,18 @@ describe('SCIM /Groups', () => {
 describe('SCIM discovery', () => {
   test('ServiceProviderConfig, ResourceTypes and Schemas describe what is supported', async () => {
     const config = await scim('GET', '/ServiceProviderConfig');
-    expect(config.body).toMatchObject({ patch: { supported: true }, filter: { supported: true }, bulk: { supported: false }, etag: { supported: true } });
+    expect(config.body).toMatchObject({
+      patch: { supported: true },
+      filter: { supported: true },
+      bulk: { supported: false },
+      etag: { supported: true },
+    });
     const types = await scim('GET', '/ResourceTypes');
     expect(types.body.Resources.map((t: { id: string }) => t.id)).toEqual(['User', 'Group']);
     const schemas = await scim('GET', '/Schemas');
     expect(schemas.body.Resources.map((s: { id: string }) => s.id)).toEqual([USER, GROUP]);
-    expect((await scim('GET', `/Schemas/${USER}`)).body.attributes.map((a: { name: string }) => a.name)).toContain('userName');
+    expect((await scim('GET', `/Schemas/${USER}`)).body.attributes.map((a: { name: string }) => a.name)).toContain(
+      'userName',
+    );
   });
 });

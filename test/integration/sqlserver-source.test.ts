@@ -1,4 +1,4 @@
-import { migrationOptions, startOrAttachMigration } from '../../infra/migration-control';
+import { migrationOptions, startOrAttachMigration } from '../../client/migration-control';
 import { startHarness, type Harness } from '../support/harness';
 
 /**
@@ -17,10 +17,18 @@ describeWithSqlServer('a real SQL Server source', () => {
   afterAll(() => h?.stop());
 
   test('a dry run finds the EF Core tables and walks every pass without writing', async () => {
-    const handle = await startOrAttachMigration(h.env.client, h.config, migrationOptions(h.config, { version: `mssql-${Date.now()}`, dryRun: true }));
+    const handle = await startOrAttachMigration(
+      h.env.client,
+      h.config,
+      migrationOptions(h.config, { version: `mssql-${Date.now()}`, dryRun: true }),
+    );
     const report = await handle.result();
     expect(report.state).toBe('Completed');
-    expect(report.validation!.inventory.filter((t) => t.table.startsWith('AspNet')).every((t) => t.found && t.missingColumns.length === 0)).toBe(true);
+    expect(
+      report
+        .validation!.inventory.filter((t) => t.table.startsWith('AspNet'))
+        .every((t) => t.found && t.missingColumns.length === 0),
+    ).toBe(true);
     expect(report.passes).toHaveLength(10);
   }, 300_000);
 });

@@ -1,8 +1,19 @@
 import type { Db } from '../../store/database';
 import { copyUnlessAnyExists, insertSkippingExisting } from '../../store/insert-new';
 import { createScratchStore } from '../support/scratch-store';
-const COLUMNS = ['id', 'email', 'normalized_email', 'user_name', 'normalized_user_name', 'first_name', 'custom_attributes'] as const;
-const user = (id: string, extra: Partial<Record<(typeof COLUMNS)[number], unknown>> = {}): Record<(typeof COLUMNS)[number], unknown> => ({
+const COLUMNS = [
+  'id',
+  'email',
+  'normalized_email',
+  'user_name',
+  'normalized_user_name',
+  'first_name',
+  'custom_attributes',
+] as const;
+const user = (
+  id: string,
+  extra: Partial<Record<(typeof COLUMNS)[number], unknown>> = {},
+): Record<(typeof COLUMNS)[number], unknown> => ({
   id,
   email: `${id}@example.com`,
   normalized_email: `${id}@EXAMPLE.COM`.toUpperCase(),
@@ -26,9 +37,19 @@ describe('writing rows that are expected to be new', () => {
 
   test('COPY carries every character a text or JSON value can hold, and null', async () => {
     const odd = 'tab\there, line\nbreak, return\r, back\\slash, \\N, \\., quote " and ünïcode';
-    expect(await copyUnlessAnyExists(db, 'users', COLUMNS, [user('copy-1', { first_name: odd, custom_attributes: { department: odd } }), user('copy-2')])).toBe(2);
+    expect(
+      await copyUnlessAnyExists(db, 'users', COLUMNS, [
+        user('copy-1', { first_name: odd, custom_attributes: { department: odd } }),
+        user('copy-2'),
+      ]),
+    ).toBe(2);
 
-    const rows = await db.selectFrom('users').select(['id', 'first_name', 'custom_attributes']).where('id', 'in', ['copy-1', 'copy-2']).orderBy('id').execute();
+    const rows = await db
+      .selectFrom('users')
+      .select(['id', 'first_name', 'custom_attributes'])
+      .where('id', 'in', ['copy-1', 'copy-2'])
+      .orderBy('id')
+      .execute();
     expect(rows).toEqual([
       { id: 'copy-1', first_name: odd, custom_attributes: { department: odd } },
       { id: 'copy-2', first_name: null, custom_attributes: {} },
@@ -36,9 +57,24 @@ describe('writing rows that are expected to be new', () => {
   });
 
   test('a COPY meeting an existing key writes none of its rows and says so', async () => {
-    await db.insertInto('users').values({ id: 'held', email: 'held@example.com', normalized_email: 'HELD@EXAMPLE.COM', user_name: 'held', normalized_user_name: 'HELD', custom_attributes: '{}' }).execute();
+    await db
+      .insertInto('users')
+      .values({
+        id: 'held',
+        email: 'held@example.com',
+        normalized_email: 'HELD@EXAMPLE.COM',
+        user_name: 'held',
+        normalized_user_name: 'HELD',
+        custom_attributes: '{}',
+      })
+      .execute();
 
-    expect(await copyUnlessAnyExists(db, 'users', COLUMNS, [user('new-1'), user('new-2', { normalized_email: 'HELD@EXAMPLE.COM' })])).toBeUndefined();
+    expect(
+      await copyUnlessAnyExists(db, 'users', COLUMNS, [
+        user('new-1'),
+        user('new-2', { normalized_email: 'HELD@EXAMPLE.COM' }),
+      ]),
+    ).toBeUndefined();
     expect(await db.selectFrom('users').select('id').where('id', 'in', ['new-1', 'new-2']).execute()).toEqual([]);
     // The connection that saw the failure still works for the next write.
     expect(await copyUnlessAnyExists(db, 'users', COLUMNS, [user('new-1')])).toBe(1);
@@ -52,6 +88,9 @@ describe('writing rows that are expected to be new', () => {
     ];
 
     expect(await insertSkippingExisting(db.insertInto('roles').values(rows))).toBe(1);
-    expect((await db.selectFrom('roles').select('name').orderBy('id').execute()).map((r) => r.name)).toEqual(['One', 'Two']);
+    expect((await db.selectFrom('roles').select('name').orderBy('id').execute()).map((r) => r.name)).toEqual([
+      'One',
+      'Two',
+    ]);
   });
 });

@@ -10,6 +10,7 @@ export const logEntries: LogEntry[] = [];
 Runtime.install({
   logger: new DefaultLogger('INFO', (entry) => {
     logEntries.push(entry);
-    if (process.env.TEST_LOG === '1' && (entry.level === 'WARN' || entry.level === 'ERROR')) console.warn(`[${entry.level}] ${entry.message}`, entry.meta ?? '');
+    if (process.env.TEST_LOG === '1' && (entry.level === 'WARN' || entry.level === 'ERROR'))
+      console.warn(`[${entry.level}] ${entry.message}`, entry.meta ?? '');
   }),
 });

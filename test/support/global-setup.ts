@@ -2,9 +2,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import { freePort } from '../../infra/ports';
-import { startDevServer, type DevServer } from '../../infra/temporal-dev-server';
-import { createScratchDatabase } from '../../source/fixture/generate';
+import { freePort } from '../../dev/ports';
+import { startDevServer, type DevServer } from '../../dev/temporal-dev-server';
+import { createScratchDatabase } from '../fixtures/source/generate';
 import { WORKFLOWS_PATH } from '../../workers/create-worker';
 import { TEST_ADMIN_URL } from './scratch-store';
 
@@ -18,7 +18,10 @@ export default async function globalSetup(): Promise<void> {
   const database = await createScratchDatabase(TEST_ADMIN_URL, 'ips_test');
   const [server, bundle] = await Promise.all([
     startDevServer({ port: await freePort(), readyTimeoutMs: 120_000 }),
-    bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH, logger: { info() {}, warn: console.warn, error: console.error, debug() {}, trace() {}, log() {} } }),
+    bundleWorkflowCode({
+      workflowsPath: WORKFLOWS_PATH,
+      logger: { info() {}, warn: console.warn, error: console.error, debug() {}, trace() {}, log() {} },
+    }),
   ]);
   const bundlePath = join(mkdtempSync(join(tmpdir(), 'ips-bundle-')), 'workflow-bundle.js');
   writeFileSync(bundlePath, bundle.code);
@@ -26,5 +29,5 @@ export default async function globalSetup(): Promise<void> {
   process.env.TEST_TEMPORAL_ADDRESS = server.address;
   process.env.TEST_DATABASE_URL = database.url;
   process.env.TEST_WORKFLOW_BUNDLE = bundlePath;
-  (globalThis as Record<string, unknown>).__testRun = { server, dropDatabase: database.drop } satisfies TestRun;
+  (globalThis as Record<string, unknown>).__testRun = { server, dropDatabase: () => database.drop() } satisfies TestRun;
 }

@@ -6,13 +6,17 @@ import { startApi, type RunningApi } from '../../api/server';
 import { parseConfig } from '../../config/load';
 import type { AppConfig } from '../../config/schema';
 import { startDownstreamApp, type Behaviour, type RunningDownstreamApp } from '../../examples/downstream-app/app';
-import { createScratchDatabase } from '../../source/fixture/generate';
-import { createServiceContext, type ServiceContext, type ServiceContextOptions } from '../../infra/service-context';
+import { createScratchDatabase } from '../fixtures/source/generate';
+import {
+  createServiceContext,
+  type ServiceContext,
+  type ServiceContextOptions,
+  migrationDependencies,
+} from '../../composition/service-context';
 import { createMigrationWorker, createProvisioningWorker } from '../../workers/create-worker';
 import { TEST_ADMIN_URL } from './scratch-store';
 
 export const ADMIN_KEY = 'test-admin-key';
-
 
 export interface AppSpec {
   behaviour?: Behaviour;
@@ -49,17 +53,15 @@ export interface Harness {
   env: TestWorkflowEnvironment;
   api: RunningApi;
   worker: Worker;
-  request(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<HttpResult>;
-  admin(method: string, path: string, body?: unknown): Promise<HttpResult>;
-  stop(): Promise<void>;
+  request: (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<HttpResult>;
+  admin: (method: string, path: string, body?: unknown) => Promise<HttpResult>;
+  stop: () => Promise<void>;
 }
 
 /** Every test talks only to loopback; a harness is one API, one worker (own task queue) and real downstream apps. */
 export async function startHarness(options: HarnessOptions): Promise<Harness> {
   // Migration tests count rows, so each gets a target database of its own; the rest share the run's database.
-  const scratch = options.migrationSource
-    ? await createScratchDatabase(TEST_ADMIN_URL, 'ips_target')
-    : undefined;
+  const scratch = options.migrationSource ? await createScratchDatabase(TEST_ADMIN_URL, 'ips_target') : undefined;
   const databaseUrl = scratch?.url ?? process.env.TEST_DATABASE_URL!;
   const apps: Record<string, RunningDownstreamApp> = {};
   const appConfig: Record<string, unknown> = {};
@@ -75,12 +77,17 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     ProvisioningApps: appConfig,
     Auth: { AllowedInternalTargets: options.allowedInternalTargets ?? ['127.0.0.1'], AdminApiKeys: [ADMIN_KEY] },
     Api: { Port: 0, ResultTimeoutSeconds: 60 },
-    Temporal: { Address: process.env.TEST_TEMPORAL_ADDRESS, TaskQueue: `test-${randomUUID()}`, MigrationTaskQueue: `test-migration-${randomUUID()}` },
+    Temporal: {
+      Address: process.env.TEST_TEMPORAL_ADDRESS,
+      TaskQueue: `test-${randomUUID()}`,
+      MigrationTaskQueue: `test-migration-${randomUUID()}`,
+    },
     Database: { Url: databaseUrl },
     Migration: { Source: { ConnectionString: options.migrationSource } },
-    DataProtection: { Key: TEST_DATA_PROTECTION_KEY },
+    DataProtection: { Keys: [{ Id: 'test', Key: TEST_DATA_PROTECTION_KEY }] },
   };
-  for (const [section, values] of Object.entries(options.config ?? {})) sections[section] = { ...sections[section], ...values };
+  for (const [section, values] of Object.entries(options.config ?? {}))
+    sections[section] = { ...sections[section], ...values };
   const config = parseConfig(sections);
 
   const context = await createServiceContext(config, databaseUrl, {
@@ -102,7 +109,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
         connection: env.nativeConnection,
         namespace: config.Temporal.Namespace,
         taskQueue: config.Temporal.MigrationTaskQueue,
-        dependencies: { target: context.db, source: context.source, dataProtectionKey: context.dataProtectionKey },
+        dependencies: migrationDependencies(context),
         workflowBundle: { codePath: process.env.TEST_WORKFLOW_BUNDLE! },
       }),
     );
@@ -110,7 +117,12 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
   const running = Promise.all(workers.map((w) => w.run()));
   const api = await startApi(config, context, env.client);
 
-  async function request(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HttpResult> {
+  async function request(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<HttpResult> {
     const response = await fetch(`${api.url}${path}`, {
       method,
       headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
@@ -161,3 +173,40 @@ export async function eventually<T>(check: () => Promise<T> | T, timeoutMs = 15_
 }
 
 export const uniqueEmail = (label: string) => `${label}-${randomUUID().slice(0, 8)}@example.test`;
+
+/**
+ * The harness of a test file (or describe block): started before its tests, stopped after them, every app's
+ * behaviour reset before each test. The returned object stands for the started harness.
+ */
+export function useHarness(
+  options: HarnessOptions | (() => HarnessOptions),
+  afterStart?: (h: Harness) => Promise<void>,
+): Harness {
+  let started: Harness | undefined;
+  beforeAll(async () => {
+    started = await startHarness(typeof options === 'function' ? options() : options);
+    await afterStart?.(started);
+  }, 120_000);
+  afterAll(async () => {
+    await started?.stop();
+  });
+  beforeEach(() => {
+    for (const app of Object.values(started!.apps)) app.state.behaviour = {};
+  });
+  return new Proxy({} as Harness, {
+    get: (_target, key: keyof Harness) => {
+      if (!started) throw new Error('the harness is used before it started (outside a test)');
+      return started[key];
+    },
+  });
+}
+
+/** The password hash the store holds for a user (null for a user without a password). */
+export async function storedPasswordHash(h: Harness, userId: string): Promise<string | null> {
+  const row = await h.context.db
+    .selectFrom('users')
+    .select('password_hash')
+    .where('id', '=', userId)
+    .executeTakeFirstOrThrow();
+  return row.password_hash;
+}

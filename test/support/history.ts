@@ -8,7 +8,7 @@ export async function historyText(client: Client, workflowId: string): Promise<s
     if (value instanceof Uint8Array) parts.push(Buffer.from(value).toString('utf8'));
     else if (Array.isArray(value)) value.forEach(walk);
     else if (value && typeof value === 'object') Object.values(value).forEach(walk);
-    else if (value !== undefined && value !== null) parts.push(String(value));
+    else if (value !== undefined && value !== null) parts.push(`${value as string | number | boolean | bigint}`);
   };
   walk(history);
   return parts.join('\n');

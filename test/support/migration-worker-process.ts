@@ -1,6 +1,6 @@
 import { NativeConnection } from '@temporalio/worker';
 import { parseConfig } from '../../config/load';
-import { createServiceContext } from '../../infra/service-context';
+import { createServiceContext, migrationDependencies } from '../../composition/service-context';
 import { createMigrationWorker } from '../../workers/create-worker';
 
 /** A migration worker in a process of its own, so a test can kill it with SIGKILL in the middle of a run. */
@@ -13,7 +13,7 @@ async function main(): Promise<void> {
     connection,
     namespace: 'default',
     taskQueue,
-    dependencies: { target: context.db, source: context.source, dataProtectionKey: context.dataProtectionKey },
+    dependencies: migrationDependencies(context),
     workflowBundle: { codePath: bundle },
   });
   process.stdout.write('ready\n');

@@ -1,7 +1,12 @@
 import { userCursor, type PageResult, type Pass, type PassContext } from '../../activities/migration/types';
 
 /** Every page of one pass over the key range (after, until], summed: a pass run directly, without Temporal. */
-export async function runPages(pass: Pass, ctx: PassContext, after: string | null = null, until: string | null = null): Promise<PageResult & { pages: number }> {
+export async function runPages(
+  pass: Pass,
+  ctx: PassContext,
+  after: string | null = null,
+  until: string | null = null,
+): Promise<PageResult & { pages: number }> {
   const total = { read: 0, created: 0, updated: 0, skipped: 0, warnings: [] as string[], next: null, pages: 0 };
   let cursor = userCursor(after);
   do {

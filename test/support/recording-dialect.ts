@@ -14,7 +14,10 @@ import {
  * A kysely instance with the real SQL Server query compiler and a driver that records each compiled query
  * instead of sending it: proof of the T-SQL the migration would run, on a machine without SQL Server.
  */
-export function recordingMssql<DB>(answer: (query: CompiledQuery) => unknown[] = () => []): { db: Kysely<DB>; queries: CompiledQuery[] } {
+export function recordingMssql<DB>(answer: (query: CompiledQuery) => unknown[] = () => []): {
+  db: Kysely<DB>;
+  queries: CompiledQuery[];
+} {
   const queries: CompiledQuery[] = [];
   const connection: DatabaseConnection = {
     async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {

@@ -1,4 +1,4 @@
-import { createScratchDatabase } from '../../source/fixture/generate';
+import { createScratchDatabase, generateSource } from '../fixtures/source/generate';
 import { createDb, migrateToLatest, type Db } from '../../store/database';
 
 /** The PostgreSQL server tests create their throw-away databases on. */
@@ -15,5 +15,23 @@ export async function createScratchStore(prefix = 'ips_target'): Promise<{ db: D
       await db.destroy();
       await scratch.drop();
     },
+  };
+}
+
+type ScratchDatabase = Awaited<ReturnType<typeof createScratchDatabase>>;
+
+/** A source database of `users` generated users for the tests around it: made before them, dropped after them. */
+export function useGeneratedSource(users: number): () => ScratchDatabase {
+  let source: ScratchDatabase | undefined;
+  beforeAll(async () => {
+    source = await createScratchDatabase(TEST_ADMIN_URL, 'ips_source');
+    await generateSource(source.url, { users });
+  }, 120_000);
+  afterAll(async () => {
+    await source?.drop();
+  });
+  return () => {
+    if (!source) throw new Error('the generated source is used before it was made (outside a test)');
+    return source;
   };
 }

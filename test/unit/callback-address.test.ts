@@ -1,4 +1,4 @@
-import { callbackUrlProblem, parseAllowList } from '../../net/callback-address';
+import { callbackUrlProblem, parseAllowList } from '../../security/callback-address';
 
 const none = parseAllowList([]);
 
@@ -25,6 +25,10 @@ describe('callback addresses are refused when they are not publicly routable', (
     ['.local name', 'https://printer.local/'],
     ['.local name with trailing dot', 'https://printer.local./'],
     ['localhost', 'http://localhost:3000/'],
+    ['localhost with two trailing dots', 'http://LocalHost..:3000/'],
+    ['an empty label inside a name', 'http://billing..internal/'],
+    ['IPv4-compatible IPv6 loopback', 'http://[::127.0.0.1]/'],
+    ['IPv4-compatible IPv6 of a public address', 'http://[::8.8.8.8]/'],
   ])('%s: %s', (_label, url) => {
     expect(callbackUrlProblem(url, none)).toMatch(/targets|loopback|internal/);
   });

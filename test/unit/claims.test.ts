@@ -1,7 +1,11 @@
 import { foldClaimsByUser } from '../../activities/migration/claims';
 
 const WS = 'http://schemas.xmlsoap.org/ws/2005/05/identity/claims/';
-const claim = (UserId: string, ClaimType: string | null, ClaimValue: string | null) => ({ UserId, ClaimType, ClaimValue });
+const claim = (UserId: string, ClaimType: string | null, ClaimValue: string | null) => ({
+  UserId,
+  ClaimType,
+  ClaimValue,
+});
 
 describe('claim folding', () => {
   test('both namespaces fold into the profile fields; the first value of a field wins', () => {
@@ -12,18 +16,54 @@ describe('claim folding', () => {
       claim('u1', `${WS}company`, 'Engines Ltd'),
       claim('u1', `${WS}org_id`, 'org-1'),
     ]);
-    expect(folded.get('u1')).toEqual({ firstName: 'Ada', lastName: 'Lovelace', companyName: 'Engines Ltd', organizationId: 'org-1', customAttributes: {} });
+    expect(folded.get('u1')).toEqual({
+      firstName: 'Ada',
+      lastName: 'Lovelace',
+      companyName: 'Engines Ltd',
+      organizationId: 'org-1',
+      customAttributes: {},
+    });
   });
 
   // The source query leaves out the exact spellings of the dropped types; other casings reach the fold and must go too.
   test('e-mail claims are dropped whatever their casing', () => {
-    const folded = foldClaimsByUser([claim('u1', 'Email', 'a@example.test'), claim('u1', 'EMAIL_VERIFIED', 'true'), claim('u1', `${WS}EmailAddress`, 'a@example.test')]);
+    const folded = foldClaimsByUser([
+      claim('u1', 'Email', 'a@example.test'),
+      claim('u1', 'EMAIL_VERIFIED', 'true'),
+      claim('u1', `${WS}EmailAddress`, 'a@example.test'),
+    ]);
     expect(folded.get('u1')?.customAttributes).toEqual({});
   });
 
   test('other claims become custom attributes, a repeated type keeping every value; claims without type or value are ignored', () => {
-    const folded = foldClaimsByUser([claim('u1', 'department', 'R&D'), claim('u1', 'department', 'Ops'), claim('u2', 'role', 'x'), claim('u2', null, 'v'), claim('u2', 'team', null)]);
+    const folded = foldClaimsByUser([
+      claim('u1', 'department', 'R&D'),
+      claim('u1', 'department', 'Ops'),
+      claim('u2', 'role', 'x'),
+      claim('u2', null, 'v'),
+      claim('u2', 'team', null),
+    ]);
     expect(folded.get('u1')?.customAttributes).toEqual({ department: 'R&D,Ops' });
     expect(folded.get('u2')?.customAttributes).toEqual({ role: 'x' });
   });
+});
+
+test('a claim type named like a prototype key is not migrated and is reported', () => {
+  const warnings: string[] = [];
+  const folded = foldClaimsByUser(
+    [
+      claim('u1', '__proto__', 'x'),
+      claim('u1', 'constructor', 'y'),
+      claim('u1', 'Prototype', 'z'),
+      claim('u1', 'team', 't'),
+    ],
+    (w) => warnings.push(w),
+  );
+  expect(folded.get('u1')?.customAttributes).toEqual({ team: 't' });
+  expect(Object.getPrototypeOf(folded.get('u1')!.customAttributes)).toBe(Object.prototype);
+  expect(warnings).toEqual([
+    'user u1 has a claim of type "__proto__", a name no attribute may have; it was not migrated',
+    'user u1 has a claim of type "constructor", a name no attribute may have; it was not migrated',
+    'user u1 has a claim of type "Prototype", a name no attribute may have; it was not migrated',
+  ]);
 });

@@ -13,7 +13,12 @@ describe('configuration: appsettings, Section__Key environment variables, --Sect
   test('environment overrides the file and flags override the environment, keys matched case-insensitively', () => {
     const config = loadConfig({
       base: { ProvisioningApps: { crm: app } },
-      env: { ProvisioningApps__crm__TryTimeoutSeconds: '30', Auth__AllowedInternalTargets__0: 'crm.internal', Auth__AdminApiKeys__0: 'k1', PORT: '6000' },
+      env: {
+        ProvisioningApps__crm__TryTimeoutSeconds: '30',
+        Auth__AllowedInternalTargets__0: 'crm.internal',
+        Auth__AdminApiKeys__0: 'k1',
+        PORT: '6000',
+      },
       argv: ['--provisioningapps:crm:TryTimeoutSeconds', '15', '--Auth:AdminApiKeys:1=k2'],
     });
     expect(config.ProvisioningApps.crm.TryTimeoutSeconds).toBe(15);
@@ -23,35 +28,50 @@ describe('configuration: appsettings, Section__Key environment variables, --Sect
   });
 
   test('a refused CallbackUrl stops start-up with a message naming the key and the reason', () => {
-    const load = () => loadConfig({ base: { ProvisioningApps: { crm: { ...app, CallbackUrl: 'http://0x7f.1/' } } }, env: {}, argv: [] });
+    const load = () =>
+      loadConfig({ base: { ProvisioningApps: { crm: { ...app, CallbackUrl: 'http://0x7f.1/' } } }, env: {}, argv: [] });
     expect(load).toThrow(ConfigError);
     expect(load).toThrow(/ProvisioningApps:crm:CallbackUrl: refused: targets 127\.0\.0\.1, a loopback address/);
   });
 
   test('a bad value names its key', () => {
-    expect(() => loadConfig({ base: { ProvisioningApps: { crm: { ...app, TryTimeoutSeconds: 'soon' } } }, env: {}, argv: [] })).toThrow(
-      /ProvisioningApps:crm:TryTimeoutSeconds/,
+    expect(() =>
+      loadConfig({ base: { ProvisioningApps: { crm: { ...app, TryTimeoutSeconds: 'soon' } } }, env: {}, argv: [] }),
+    ).toThrow(/ProvisioningApps:crm:TryTimeoutSeconds/);
+    expect(() =>
+      loadConfig({ base: { ProvisioningApps: { crm: { CallbackUrl: app.CallbackUrl } } }, env: {}, argv: [] }),
+    ).toThrow(/ProvisioningApps:crm:ApiKey/);
+    expect(() => loadConfig({ base: {}, env: { Auth__AllowedInternalTargets__0: '10.0.0.0/99' }, argv: [] })).toThrow(
+      /Auth:AllowedInternalTargets:0/,
     );
-    expect(() => loadConfig({ base: { ProvisioningApps: { crm: { CallbackUrl: app.CallbackUrl } } }, env: {}, argv: [] })).toThrow(
-      /ProvisioningApps:crm:ApiKey/,
-    );
-    expect(() => loadConfig({ base: {}, env: { Auth__AllowedInternalTargets__0: '10.0.0.0/99' }, argv: [] })).toThrow(/Auth:AllowedInternalTargets:0/);
   });
 
   test('migration pages hold 10,000 users and two key ranges run side by side unless configured; out-of-range values name their key', () => {
     expect(loadConfig({ base: {}, env: {}, argv: [] }).Migration).toMatchObject({ PageSize: 10000, Parallelism: 2 });
-    expect(loadConfig({ base: {}, env: { Migration__Parallelism: '8' }, argv: ['--Migration:PageSize', '500'] }).Migration).toMatchObject({ PageSize: 500, Parallelism: 8 });
-    expect(() => loadConfig({ base: {}, env: {}, argv: ['--Migration:PageSize', '20000'] })).toThrow(/Migration:PageSize/);
-    expect(() => loadConfig({ base: {}, env: { Migration__Parallelism: '0' }, argv: [] })).toThrow(/Migration:Parallelism/);
+    expect(
+      loadConfig({ base: {}, env: { Migration__Parallelism: '8' }, argv: ['--Migration:PageSize', '500'] }).Migration,
+    ).toMatchObject({ PageSize: 500, Parallelism: 8 });
+    expect(() => loadConfig({ base: {}, env: {}, argv: ['--Migration:PageSize', '20000'] })).toThrow(
+      /Migration:PageSize/,
+    );
+    expect(() => loadConfig({ base: {}, env: { Migration__Parallelism: '0' }, argv: [] })).toThrow(
+      /Migration:Parallelism/,
+    );
   });
 
   test('a missing APPSETTINGS file and invalid JSON are reported', () => {
-    expect(() => loadConfig({ env: { APPSETTINGS: '/nonexistent/appsettings.json' }, argv: [] })).toThrow(/does not exist/);
+    expect(() => loadConfig({ env: { APPSETTINGS: '/nonexistent/appsettings.json' }, argv: [] })).toThrow(
+      /does not exist/,
+    );
   });
 
   test('the error message never contains an ApiKey', () => {
     try {
-      loadConfig({ base: { ProvisioningApps: { crm: { ...app, CallbackUrl: 'http://10.0.0.1/' } } }, env: {}, argv: [] });
+      loadConfig({
+        base: { ProvisioningApps: { crm: { ...app, CallbackUrl: 'http://10.0.0.1/' } } },
+        env: {},
+        argv: [],
+      });
       throw new Error('expected a ConfigError');
     } catch (error) {
       expect((error as Error).message).not.toContain('secret-key');

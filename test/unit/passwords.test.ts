@@ -1,7 +1,7 @@
 import { pbkdf2Sync } from 'node:crypto';
 import bcrypt from 'bcryptjs';
-import { detectPasswordFormat, verifyAnyPassword } from '../../passwords/formats';
-import { hashPassword, verifyPassword } from '../../passwords/native';
+import { detectPasswordFormat, verifyAnyPassword } from '../../security/password-formats';
+import { hashPassword, verifyPassword } from '../../security/password-hashing';
 
 describe('native password hashes (ASP.NET Core Identity V3 layout)', () => {
   test('a hash verifies its password and no other', async () => {
@@ -20,8 +20,14 @@ describe('native password hashes (ASP.NET Core Identity V3 layout)', () => {
 
   // Microsoft's published vectors (aspnetcore PasswordHasherTest), all of the password "my password".
   test.each([
-    ['HMAC-SHA256, 10,000 iterations, 128-bit salt, 256-bit subkey', 'AQAAAAEAACcQAAAAEAABAgMEBQYHCAkKCwwNDg+yWU7rLgUwPZb1Itsmra7cbxw2EFpwpVFIEtP+JIuUEw=='],
-    ['HMAC-SHA512, 50 iterations, 128-bit salt, 128-bit subkey', 'AQAAAAIAAAAyAAAAEOMwvh3+FZxqkdMBz2ekgGhwQ4B6pZWND6zgESBuWiHw'],
+    [
+      'HMAC-SHA256, 10,000 iterations, 128-bit salt, 256-bit subkey',
+      'AQAAAAEAACcQAAAAEAABAgMEBQYHCAkKCwwNDg+yWU7rLgUwPZb1Itsmra7cbxw2EFpwpVFIEtP+JIuUEw==',
+    ],
+    [
+      'HMAC-SHA512, 50 iterations, 128-bit salt, 128-bit subkey',
+      'AQAAAAIAAAAyAAAAEOMwvh3+FZxqkdMBz2ekgGhwQ4B6pZWND6zgESBuWiHw',
+    ],
   ])('a published V3 hash verifies: %s', async (_label, hash) => {
     expect(await verifyPassword('my password', hash)).toBe(true);
     expect(await verifyPassword('My password', hash)).toBe(false);
@@ -30,9 +36,24 @@ describe('native password hashes (ASP.NET Core Identity V3 layout)', () => {
 
 describe('migrated password hashes verify unchanged and report when to upgrade', () => {
   test.each([
-    ['ASP.NET Identity V2 (PBKDF2-HMAC-SHA1, 1,000 iterations)', 'AAABAgMEBQYHCAkKCwwNDg+ukCEMDf0yyQ29NYubggHIVY0sdEUfdyeM+E1LtH1uJg==', 'aspnet-v2', true],
-    ['V3 with HMAC-SHA256', 'AQAAAAEAACcQAAAAEAABAgMEBQYHCAkKCwwNDg+yWU7rLgUwPZb1Itsmra7cbxw2EFpwpVFIEtP+JIuUEw==', 'aspnet-v3', true],
-    ['V3 with HMAC-SHA512 but only 50 iterations', 'AQAAAAIAAAAyAAAAEOMwvh3+FZxqkdMBz2ekgGhwQ4B6pZWND6zgESBuWiHw', 'aspnet-v3', true],
+    [
+      'ASP.NET Identity V2 (PBKDF2-HMAC-SHA1, 1,000 iterations)',
+      'AAABAgMEBQYHCAkKCwwNDg+ukCEMDf0yyQ29NYubggHIVY0sdEUfdyeM+E1LtH1uJg==',
+      'aspnet-v2',
+      true,
+    ],
+    [
+      'V3 with HMAC-SHA256',
+      'AQAAAAEAACcQAAAAEAABAgMEBQYHCAkKCwwNDg+yWU7rLgUwPZb1Itsmra7cbxw2EFpwpVFIEtP+JIuUEw==',
+      'aspnet-v3',
+      true,
+    ],
+    [
+      'V3 with HMAC-SHA512 but only 50 iterations',
+      'AQAAAAIAAAAyAAAAEOMwvh3+FZxqkdMBz2ekgGhwQ4B6pZWND6zgESBuWiHw',
+      'aspnet-v3',
+      true,
+    ],
   ])('%s', async (_label, hash, format, upgrade) => {
     expect(detectPasswordFormat(hash)).toBe(format);
     expect(await verifyAnyPassword('my password', hash)).toEqual({ valid: true, needsUpgrade: upgrade });

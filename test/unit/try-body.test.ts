@@ -1,6 +1,14 @@
 import { buildTryBody } from '../../activities/provisioning';
 
-const user = { userId: 'u1', email: 'a@example.test', firstName: null, lastName: null, organizationId: null, customAttributes: {}, active: true };
+const user = {
+  userId: 'u1',
+  email: 'a@example.test',
+  firstName: null,
+  lastName: null,
+  organizationId: null,
+  customAttributes: {},
+  active: true,
+};
 
 describe('Try request body follows the spec table', () => {
   test('nulls and an empty customAttributes map are omitted', () => {
@@ -8,7 +16,21 @@ describe('Try request body follows the spec table', () => {
   });
 
   test('present values are sent, and nothing else of the user', () => {
-    const body = buildTryBody('tx-2', { ...user, firstName: 'A', lastName: 'B', organizationId: 'o', customAttributes: { k: 'v' } });
-    expect(body).toEqual({ transactionId: 'tx-2', userId: 'u1', email: 'a@example.test', firstName: 'A', lastName: 'B', organizationId: 'o', customAttributes: { k: 'v' } });
+    const body = buildTryBody('tx-2', {
+      ...user,
+      firstName: 'A',
+      lastName: 'B',
+      organizationId: 'o',
+      customAttributes: { k: 'v' },
+    });
+    expect(body).toEqual({
+      transactionId: 'tx-2',
+      userId: 'u1',
+      email: 'a@example.test',
+      firstName: 'A',
+      lastName: 'B',
+      organizationId: 'o',
+      customAttributes: { k: 'v' },
+    });
   });
 });

@@ -1,3 +1,4 @@
+import { SCOPE_COLUMNS } from '../validation';
 import { identifierProblem, uuidV5 } from '../identifiers';
 import { countWrites, emptyPage, IN_LIST_LIMIT, type Pass, type PageResult } from '../types';
 
@@ -13,19 +14,43 @@ export function tagSecret(value: string): string | undefined {
 /** ApiScopes + IdentityResources, and the claims of ApiResources as migration-created scopes; seeded names win. */
 export const scopesPass: Pass = async ({ source, target, options }) => {
   const [apiScopes, apiScopeClaims, identity, identityClaims, resources, resourceClaims] = await Promise.all([
-    source.selectFrom('ApiScopes').select(['Id', 'Enabled', 'Name', 'DisplayName', 'Description', 'Required', 'Emphasize', 'ShowInDiscoveryDocument']).orderBy('Id').execute(),
+    source
+      .selectFrom('ApiScopes')
+      .select([...SCOPE_COLUMNS])
+      .orderBy('Id')
+      .execute(),
     source.selectFrom('ApiScopeClaims').select(['ScopeId', 'Type']).execute(),
-    source.selectFrom('IdentityResources').select(['Id', 'Enabled', 'Name', 'DisplayName', 'Description', 'Required', 'Emphasize', 'ShowInDiscoveryDocument']).orderBy('Id').execute(),
+    source
+      .selectFrom('IdentityResources')
+      .select([...SCOPE_COLUMNS])
+      .orderBy('Id')
+      .execute(),
     source.selectFrom('IdentityResourceClaims').select(['IdentityResourceId', 'Type']).execute(),
-    source.selectFrom('ApiResources').select(['Id', 'Enabled', 'Name', 'DisplayName', 'Description']).orderBy('Id').execute(),
+    source
+      .selectFrom('ApiResources')
+      .select(['Id', 'Enabled', 'Name', 'DisplayName', 'Description'])
+      .orderBy('Id')
+      .execute(),
     source.selectFrom('ApiResourceClaims').select(['ApiResourceId', 'Type']).execute(),
   ]);
   const page: PageResult = { ...emptyPage(), read: apiScopes.length + identity.length + resources.length };
   const rows = [
-    ...identity.map((s) => ({ s, kind: 'identity' as const, claims: identityClaims.filter((c) => c.IdentityResourceId === s.Id).map((c) => c.Type) })),
-    ...apiScopes.map((s) => ({ s, kind: 'api' as const, claims: apiScopeClaims.filter((c) => c.ScopeId === s.Id).map((c) => c.Type) })),
+    ...identity.map((s) => ({
+      s,
+      kind: 'identity' as const,
+      claims: identityClaims.filter((c) => c.IdentityResourceId === s.Id).map((c) => c.Type),
+    })),
+    ...apiScopes.map((s) => ({
+      s,
+      kind: 'api' as const,
+      claims: apiScopeClaims.filter((c) => c.ScopeId === s.Id).map((c) => c.Type),
+    })),
     ...resources
-      .map((r) => ({ s: { ...r, Required: false, Emphasize: false, ShowInDiscoveryDocument: true }, kind: 'resource' as const, claims: resourceClaims.filter((c) => c.ApiResourceId === r.Id).map((c) => c.Type) }))
+      .map((r) => ({
+        s: { ...r, Required: false, Emphasize: false, ShowInDiscoveryDocument: true },
+        kind: 'resource' as const,
+        claims: resourceClaims.filter((c) => c.ApiResourceId === r.Id).map((c) => c.Type),
+      }))
       .filter((r) => r.claims.length > 0),
   ].map(({ s, kind, claims }) => ({
     name: s.Name,
@@ -42,7 +67,12 @@ export const scopesPass: Pass = async ({ source, target, options }) => {
   const unique = rows.filter((row, i) => rows.findIndex((r) => r.name === row.name) === i);
   page.skipped += page.read - unique.length;
   if (unique.length === 0 || options.dryRun) return page;
-  const written = await target.insertInto('scopes').values(unique).onConflict((oc) => oc.column('name').doNothing()).returning('name').execute();
+  const written = await target
+    .insertInto('scopes')
+    .values(unique)
+    .onConflict((oc) => oc.column('name').doNothing())
+    .returning('name')
+    .execute();
   countWrites(page, unique.length, written.length);
   return page;
 };
@@ -52,7 +82,11 @@ interface ClientCursor {
   after: number;
 }
 
-function secretsFor(page: PageResult, clientId: string, secrets: Array<{ Value: string; Description: string | null; Expiration: Date | null }>) {
+function secretsFor(
+  page: PageResult,
+  clientId: string,
+  secrets: Array<{ Value: string; Description: string | null; Expiration: Date | null }>,
+) {
   const now = Date.now();
   const rows = [];
   for (const secret of secrets) {
@@ -62,7 +96,13 @@ function secretsFor(page: PageResult, clientId: string, secrets: Array<{ Value: 
       page.warnings.push(`a secret of client ${clientId} is not a SHA-256 or SHA-512 digest and was dropped`);
       continue;
     }
-    rows.push({ id: uuidV5(`${clientId}:${tagged}`), client_id: clientId, value: tagged, description: secret.Description, expiration: secret.Expiration });
+    rows.push({
+      id: uuidV5(`${clientId}:${tagged}`),
+      client_id: clientId,
+      value: tagged,
+      description: secret.Description,
+      expiration: secret.Expiration,
+    });
   }
   return rows;
 }
@@ -75,20 +115,43 @@ export const clientsPass: Pass = async ({ source, target, options }, cursorText)
     return page;
   }
   const pageSize = Math.min(options.pageSize, IN_LIST_LIMIT);
-  const cursor: ClientCursor = cursorText ? JSON.parse(cursorText) : { phase: 'clients', after: 0 };
+  const cursor: ClientCursor = cursorText ? (JSON.parse(cursorText) as ClientCursor) : { phase: 'clients', after: 0 };
   const clients: Array<{ clientId: string; row: Record<string, unknown>; secrets: ReturnType<typeof secretsFor> }> = [];
 
   if (cursor.phase === 'clients') {
-    const rows = await source.selectFrom('Clients').selectAll().where('Id', '>', cursor.after).orderBy('Id').offset(0).fetch(pageSize).execute();
+    const rows = await source
+      .selectFrom('Clients')
+      .selectAll()
+      .where('Id', '>', cursor.after)
+      .orderBy('Id')
+      .offset(0)
+      .fetch(pageSize)
+      .execute();
     page.read = rows.length;
-    page.next = JSON.stringify(rows.length === pageSize ? { phase: 'clients', after: rows[rows.length - 1].Id } : { phase: 'resources', after: 0 });
+    page.next = JSON.stringify(
+      rows.length === pageSize
+        ? { phase: 'clients', after: rows[rows.length - 1].Id }
+        : { phase: 'resources', after: 0 },
+    );
     if (rows.length > 0) {
       const ids = rows.map((r) => r.Id);
       const [secrets, scopes, redirects, logoutRedirects, grantTypes, origins, claims] = await Promise.all([
-        source.selectFrom('ClientSecrets').select(['ClientId', 'Value', 'Description', 'Expiration']).where('ClientId', 'in', ids).execute(),
+        source
+          .selectFrom('ClientSecrets')
+          .select(['ClientId', 'Value', 'Description', 'Expiration'])
+          .where('ClientId', 'in', ids)
+          .execute(),
         source.selectFrom('ClientScopes').select(['ClientId', 'Scope']).where('ClientId', 'in', ids).execute(),
-        source.selectFrom('ClientRedirectUris').select(['ClientId', 'RedirectUri']).where('ClientId', 'in', ids).execute(),
-        source.selectFrom('ClientPostLogoutRedirectUris').select(['ClientId', 'PostLogoutRedirectUri']).where('ClientId', 'in', ids).execute(),
+        source
+          .selectFrom('ClientRedirectUris')
+          .select(['ClientId', 'RedirectUri'])
+          .where('ClientId', 'in', ids)
+          .execute(),
+        source
+          .selectFrom('ClientPostLogoutRedirectUris')
+          .select(['ClientId', 'PostLogoutRedirectUri'])
+          .where('ClientId', 'in', ids)
+          .execute(),
         source.selectFrom('ClientGrantTypes').select(['ClientId', 'GrantType']).where('ClientId', 'in', ids).execute(),
         source.selectFrom('ClientCorsOrigins').select(['ClientId', 'Origin']).where('ClientId', 'in', ids).execute(),
         source.selectFrom('ClientClaims').select(['ClientId', 'Type', 'Value']).where('ClientId', 'in', ids).execute(),
@@ -103,7 +166,11 @@ export const clientsPass: Pass = async ({ source, target, options }, cursorText)
         const { Id, ClientId, ClientName, Enabled, ...settings } = c;
         clients.push({
           clientId: ClientId,
-          secrets: secretsFor(page, ClientId, secrets.filter((s) => s.ClientId === Id)),
+          secrets: secretsFor(
+            page,
+            ClientId,
+            secrets.filter((s) => s.ClientId === Id),
+          ),
           row: {
             client_id: ClientId,
             client_name: ClientName,
@@ -111,29 +178,55 @@ export const clientsPass: Pass = async ({ source, target, options }, cursorText)
             settings: JSON.stringify(settings),
             allowed_scopes: JSON.stringify(scopes.filter((s) => s.ClientId === Id).map((s) => s.Scope)),
             redirect_uris: JSON.stringify(redirects.filter((s) => s.ClientId === Id).map((s) => s.RedirectUri)),
-            post_logout_redirect_uris: JSON.stringify(logoutRedirects.filter((s) => s.ClientId === Id).map((s) => s.PostLogoutRedirectUri)),
+            post_logout_redirect_uris: JSON.stringify(
+              logoutRedirects.filter((s) => s.ClientId === Id).map((s) => s.PostLogoutRedirectUri),
+            ),
             grant_types: JSON.stringify(grantTypes.filter((s) => s.ClientId === Id).map((s) => s.GrantType)),
             cors_origins: JSON.stringify(origins.filter((s) => s.ClientId === Id).map((s) => s.Origin)),
-            claims: JSON.stringify(claims.filter((s) => s.ClientId === Id).map((s) => ({ type: s.Type, value: s.Value }))),
+            claims: JSON.stringify(
+              claims.filter((s) => s.ClientId === Id).map((s) => ({ type: s.Type, value: s.Value })),
+            ),
             origin: 'migration',
           },
         });
       }
     }
   } else {
-    const resources = await source.selectFrom('ApiResources').select(['Id', 'Name', 'DisplayName', 'Enabled']).where('Id', '>', cursor.after).orderBy('Id').offset(0).fetch(pageSize).execute();
+    const resources = await source
+      .selectFrom('ApiResources')
+      .select(['Id', 'Name', 'DisplayName', 'Enabled'])
+      .where('Id', '>', cursor.after)
+      .orderBy('Id')
+      .offset(0)
+      .fetch(pageSize)
+      .execute();
     page.read = resources.length;
-    page.next = resources.length === pageSize ? JSON.stringify({ phase: 'resources', after: resources[resources.length - 1].Id }) : null;
+    page.next =
+      resources.length === pageSize
+        ? JSON.stringify({ phase: 'resources', after: resources[resources.length - 1].Id })
+        : null;
     if (resources.length > 0) {
       const ids = resources.map((r) => r.Id);
       const [scopes, secrets] = await Promise.all([
-        source.selectFrom('ApiResourceScopes').select(['ApiResourceId', 'Scope']).where('ApiResourceId', 'in', ids).execute(),
-        source.selectFrom('ApiResourceSecrets').select(['ApiResourceId', 'Value', 'Description', 'Expiration']).where('ApiResourceId', 'in', ids).execute(),
+        source
+          .selectFrom('ApiResourceScopes')
+          .select(['ApiResourceId', 'Scope'])
+          .where('ApiResourceId', 'in', ids)
+          .execute(),
+        source
+          .selectFrom('ApiResourceSecrets')
+          .select(['ApiResourceId', 'Value', 'Description', 'Expiration'])
+          .where('ApiResourceId', 'in', ids)
+          .execute(),
       ]);
       for (const r of resources) {
         clients.push({
           clientId: r.Name,
-          secrets: secretsFor(page, r.Name, secrets.filter((s) => s.ApiResourceId === r.Id)),
+          secrets: secretsFor(
+            page,
+            r.Name,
+            secrets.filter((s) => s.ApiResourceId === r.Id),
+          ),
           row: {
             client_id: r.Name,
             client_name: r.DisplayName,
@@ -159,7 +252,12 @@ export const clientsPass: Pass = async ({ source, target, options }, cursorText)
     const created = new Set(written.map((w) => w.client_id));
     countWrites(page, clients.length, created.size);
     const secrets = clients.filter((c) => created.has(c.clientId)).flatMap((c) => c.secrets);
-    if (secrets.length > 0) await trx.insertInto('client_secrets').values(secrets).onConflict((oc) => oc.column('id').doNothing()).execute();
+    if (secrets.length > 0)
+      await trx
+        .insertInto('client_secrets')
+        .values(secrets)
+        .onConflict((oc) => oc.column('id').doNothing())
+        .execute();
   });
   return page;
 };

@@ -1,76 +1,151 @@
 import { sql, type Kysely } from 'kysely';
-import type { SourceDatabase } from '../../../source/schema';
-import { countWrites, emptyPage, nextCursor, type Pass, type PassContext, type PageResult } from '../types';
+import type { SourceDatabase } from '../../../migration-source/schema';
+import { countWrites, keysetPage, type Pass, type PassContext, type PageResult } from '../types';
 
 /** `AllowedDomains` is a comma-separated list: one SSO domain record per domain. */
 export function splitDomains(value: string | null): string[] {
-  return [...new Set((value ?? '').split(',').map((d) => d.trim().toLowerCase()).filter(Boolean))];
+  return [
+    ...new Set(
+      (value ?? '')
+        .split(',')
+        .map((d) => d.trim().toLowerCase())
+        .filter(Boolean),
+    ),
+  ];
 }
 
-async function writeDomains(ctx: PassContext, page: PageResult, kind: 'saml' | 'oidc', providers: Array<{ Id: string; AllowedDomains: string | null }>): Promise<void> {
-  const rows = providers.flatMap((p) => splitDomains(p.AllowedDomains).map((domain) => ({ domain, provider_kind: kind, provider_id: p.Id })));
+async function writeDomains(
+  ctx: PassContext,
+  page: PageResult,
+  kind: 'saml' | 'oidc',
+  providers: Array<{ Id: string; AllowedDomains: string | null }>,
+): Promise<void> {
+  const rows = providers.flatMap((p) =>
+    splitDomains(p.AllowedDomains).map((domain) => ({ domain, provider_kind: kind, provider_id: p.Id })),
+  );
   if (rows.length === 0) return;
-  const written = await ctx.target.insertInto('sso_domains').values(rows).onConflict((oc) => oc.column('domain').doNothing()).returning('domain').execute();
+  const written = await ctx.target
+    .insertInto('sso_domains')
+    .values(rows)
+    .onConflict((oc) => oc.column('domain').doNothing())
+    .returning('domain')
+    .execute();
   const mine = new Set(written.map((w) => w.domain));
   const others = rows.filter((r) => !mine.has(r.domain));
   if (others.length > 0) {
-    const existing = await ctx.target.selectFrom('sso_domains').selectAll().where('domain', 'in', others.map((o) => o.domain)).execute();
+    const existing = await ctx.target
+      .selectFrom('sso_domains')
+      .selectAll()
+      .where(
+        'domain',
+        'in',
+        others.map((o) => o.domain),
+      )
+      .execute();
     for (const row of others) {
       const holder = existing.find((e) => e.domain === row.domain);
       if (holder && (holder.provider_kind !== kind || holder.provider_id !== row.provider_id)) {
-        page.warnings.push(`SSO domain ${row.domain} of ${kind} provider ${row.provider_id} already belongs to ${holder.provider_kind} provider ${holder.provider_id}`);
+        page.warnings.push(
+          `SSO domain ${row.domain} of ${kind} provider ${row.provider_id} already belongs to ${holder.provider_kind} provider ${holder.provider_id}`,
+        );
       }
     }
   }
 }
 
-export const samlProvidersPass: Pass = async (ctx, cursor) => {
-  let query = ctx.source.selectFrom('SamlProviderConfigurations').selectAll().orderBy('Id').offset(0).fetch(ctx.options.pageSize);
-  if (cursor) query = query.where('Id', '>', JSON.parse(cursor));
-  const providers = await query.execute();
-  const page = { ...emptyPage(), read: providers.length, next: nextCursor(providers, ctx.options.pageSize, (p) => p.Id) };
-  if (providers.length === 0 || ctx.options.dryRun) return page;
-  const written = await ctx.target
-    .insertInto('saml_providers')
-    .values(providers.map((p) => ({ id: p.Id, name: p.Name, entity_id: p.EntityId, sso_url: p.SingleSignOnUrl, signing_certificate: p.SigningCertificate, enabled: p.Enabled })))
-    .onConflict((oc) => oc.column('id').doNothing())
-    .returning('id')
-    .execute();
-  countWrites(page, providers.length, written.length);
-  await writeDomains(ctx, page, 'saml', providers);
-  return page;
-};
+/**
+ * The SAML and OIDC provider passes: one implementation, two entries of the pass plan (the report, the status
+ * endpoint and the child workflow ids name both). Each kind reads its own table and writes its own, then its domains.
+ */
+function providersPass<Row extends { Id: string; AllowedDomains: string | null }>(
+  kind: 'saml' | 'oidc',
+  read: (ctx: PassContext, after: unknown) => Promise<Row[]>,
+  write: (ctx: PassContext, providers: Row[]) => Promise<number>,
+): Pass {
+  return async (ctx, cursor) => {
+    const { rows: providers, page } = await keysetPage(
+      cursor,
+      ctx.options.pageSize,
+      (after) => read(ctx, after),
+      (p) => p.Id,
+    );
+    if (providers.length === 0 || ctx.options.dryRun) return page;
+    countWrites(page, providers.length, await write(ctx, providers));
+    await writeDomains(ctx, page, kind, providers);
+    return page;
+  };
+}
 
-export const oidcProvidersPass: Pass = async (ctx, cursor) => {
-  let query = ctx.source.selectFrom('OidcProviderConfigurations').selectAll().orderBy('Id').offset(0).fetch(ctx.options.pageSize);
-  if (cursor) query = query.where('Id', '>', JSON.parse(cursor));
-  const providers = await query.execute();
-  const page = { ...emptyPage(), read: providers.length, next: nextCursor(providers, ctx.options.pageSize, (p) => p.Id) };
-  if (providers.length === 0 || ctx.options.dryRun) return page;
-  const written = await ctx.target
-    .insertInto('oidc_providers')
-    .values(
-      providers.map((p) => ({
-        id: p.Id,
-        name: p.Name,
-        authority: p.Authority,
-        client_id: p.ClientId,
-        client_secret: p.ClientSecret,
-        scopes: JSON.stringify((p.Scopes ?? '').split(/[\s,]+/).filter(Boolean)),
-        enabled: p.Enabled,
-      })),
-    )
-    .onConflict((oc) => oc.column('id').doNothing())
-    .returning('id')
-    .execute();
-  countWrites(page, providers.length, written.length);
-  await writeDomains(ctx, page, 'oidc', providers);
-  return page;
-};
+export const samlProvidersPass = providersPass(
+  'saml',
+  (ctx, after) =>
+    ctx.source
+      .selectFrom('SamlProviderConfigurations')
+      .selectAll()
+      .$if(after !== undefined, (q) => q.where('Id', '>', after as string))
+      .orderBy('Id')
+      .offset(0)
+      .fetch(ctx.options.pageSize)
+      .execute(),
+  async (ctx, providers) =>
+    (
+      await ctx.target
+        .insertInto('saml_providers')
+        .values(
+          providers.map((p) => ({
+            id: p.Id,
+            name: p.Name,
+            entity_id: p.EntityId,
+            sso_url: p.SingleSignOnUrl,
+            signing_certificate: p.SigningCertificate,
+            enabled: p.Enabled,
+          })),
+        )
+        .onConflict((oc) => oc.column('id').doNothing())
+        .returning('id')
+        .execute()
+    ).length,
+);
+
+export const oidcProvidersPass = providersPass(
+  'oidc',
+  (ctx, after) =>
+    ctx.source
+      .selectFrom('OidcProviderConfigurations')
+      .selectAll()
+      .$if(after !== undefined, (q) => q.where('Id', '>', after as string))
+      .orderBy('Id')
+      .offset(0)
+      .fetch(ctx.options.pageSize)
+      .execute(),
+  async (ctx, providers) =>
+    (
+      await ctx.target
+        .insertInto('oidc_providers')
+        .values(
+          providers.map((p) => ({
+            id: p.Id,
+            name: p.Name,
+            authority: p.Authority,
+            client_id: p.ClientId,
+            client_secret: p.ClientSecret,
+            scopes: JSON.stringify((p.Scopes ?? '').split(/[\s,]+/).filter(Boolean)),
+            enabled: p.Enabled,
+          })),
+        )
+        .onConflict((oc) => oc.column('id').doNothing())
+        .returning('id')
+        .execute()
+    ).length,
+);
 
 /** Whether the source table has the column: INFORMATION_SCHEMA, the same on SQL Server and PostgreSQL. */
 async function hasColumn(source: Kysely<SourceDatabase>, table: string, column: string): Promise<boolean> {
-  const found = await sql<{ n: number }>`select count(*) as n from INFORMATION_SCHEMA.COLUMNS where TABLE_NAME = ${table} and COLUMN_NAME = ${column}`.execute(source);
+  const found = await sql<{
+    n: number;
+  }>`select count(*) as n from INFORMATION_SCHEMA.COLUMNS where TABLE_NAME = ${table} and COLUMN_NAME = ${column}`.execute(
+    source,
+  );
   return Number(found.rows[0]?.n ?? 0) > 0;
 }
 
@@ -83,18 +158,35 @@ export const refreshTokensPass: Pass = async (ctx, cursor) => {
   const now = new Date();
   // Before Duende IdentityServer 6.1 the table had no Id: Key was its primary key, and pages follow it instead.
   const keyColumn = (await hasColumn(source, 'PersistedGrants', 'Id')) ? 'Id' : 'Key';
-  let query = source
-    .selectFrom('PersistedGrants')
-    .select(['Key', 'Type', 'SubjectId', 'SessionId', 'ClientId', 'Description', 'CreationTime', 'Expiration', 'ConsumedTime', 'Data'])
-    .$if(keyColumn === 'Id', (q) => q.select('Id'))
-    .where('Type', '=', 'refresh_token')
-    .where('ConsumedTime', 'is', null)
-    .where((eb) => eb.or([eb('Expiration', 'is', null), eb('Expiration', '>', now)]))
-    .orderBy(keyColumn)
-    .offset(0).fetch(options.pageSize);
-  if (cursor) query = query.where(keyColumn, '>', JSON.parse(cursor));
-  const grants = await query.execute();
-  const page = { ...emptyPage(), read: grants.length, next: nextCursor(grants, options.pageSize, (g) => (keyColumn === 'Id' ? g.Id : g.Key)) };
+  const { rows: grants, page } = await keysetPage(
+    cursor,
+    options.pageSize,
+    (after) =>
+      source
+        .selectFrom('PersistedGrants')
+        .select([
+          'Key',
+          'Type',
+          'SubjectId',
+          'SessionId',
+          'ClientId',
+          'Description',
+          'CreationTime',
+          'Expiration',
+          'ConsumedTime',
+          'Data',
+        ])
+        .$if(keyColumn === 'Id', (q) => q.select('Id'))
+        .where('Type', '=', 'refresh_token')
+        .where('ConsumedTime', 'is', null)
+        .where((eb) => eb.or([eb('Expiration', 'is', null), eb('Expiration', '>', now)]))
+        .$if(after !== undefined, (q) => q.where(keyColumn, '>', after as string))
+        .orderBy(keyColumn)
+        .offset(0)
+        .fetch(options.pageSize)
+        .execute(),
+    (g) => (keyColumn === 'Id' ? g.Id : g.Key),
+  );
   if (!(options.migrateRefreshTokens && options.sourceGrantKeysAreUnhashed)) {
     page.skipped = grants.length;
     if (!cursor) {
@@ -107,19 +199,28 @@ export const refreshTokensPass: Pass = async (ctx, cursor) => {
     return page;
   }
   if (grants.length === 0 || options.dryRun) return page;
-  const rows = grants.filter((g) => g.Key).map((g) => ({
-    key: g.Key!,
-    type: g.Type,
-    subject_id: g.SubjectId,
-    session_id: g.SessionId,
-    client_id: g.ClientId,
-    description: g.Description,
-    creation_time: g.CreationTime,
-    expiration: g.Expiration,
-    consumed_time: g.ConsumedTime,
-    data: g.Data,
-  }));
-  const written = rows.length ? await target.insertInto('grants').values(rows).onConflict((oc) => oc.column('key').doNothing()).returning('key').execute() : [];
+  const rows = grants
+    .filter((g) => g.Key)
+    .map((g) => ({
+      key: g.Key!,
+      type: g.Type,
+      subject_id: g.SubjectId,
+      session_id: g.SessionId,
+      client_id: g.ClientId,
+      description: g.Description,
+      creation_time: g.CreationTime,
+      expiration: g.Expiration,
+      consumed_time: g.ConsumedTime,
+      data: g.Data,
+    }));
+  const written = rows.length
+    ? await target
+        .insertInto('grants')
+        .values(rows)
+        .onConflict((oc) => oc.column('key').doNothing())
+        .returning('key')
+        .execute()
+    : [];
   countWrites(page, grants.length, written.length);
   return page;
 };

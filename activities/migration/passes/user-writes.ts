@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import type { SourceDatabase } from '../../../source/schema';
+import type { SourceDatabase } from '../../../migration-source/schema';
 import type { Db } from '../../../store/database';
 import { copyUnlessAnyExists } from '../../../store/insert-new';
 import { jsonRows } from '../../../store/json-rows';
@@ -22,7 +22,9 @@ const USER_COLUMNS = [
   'migration_version',
 ] as const satisfies ReadonlyArray<keyof NewUserRow>;
 
-export type MigratedUser = Required<Pick<NewUserRow, Exclude<(typeof USER_COLUMNS)[number], 'custom_attributes'>>> & { custom_attributes: Record<string, string> };
+export type MigratedUser = Required<Pick<NewUserRow, Exclude<(typeof USER_COLUMNS)[number], 'custom_attributes'>>> & {
+  custom_attributes: Record<string, string>;
+};
 
 interface WriteContext {
   source: Kysely<SourceDatabase>;
@@ -42,8 +44,14 @@ const anyOf = (values: string[]) => sql<string>`any(${values})`;
  * The other users holding the e-mail addresses and user names of these rows in the target, looked up by key: one
  * index probe per row (a lateral subquery behind `offset 0`; see userExists in store/users.ts for why).
  */
-async function holdersOf({ target, version }: WriteContext, rows: MigratedUser[]): Promise<(row: MigratedUser) => Holder[]> {
-  const keys = sql<{ email: string; user_name: string }>`(select unnest(${rows.map((r) => r.normalized_email)}::text[]) as email, unnest(${rows.map((r) => r.normalized_user_name)}::text[]) as user_name)`;
+async function holdersOf(
+  { target, version }: WriteContext,
+  rows: MigratedUser[],
+): Promise<(row: MigratedUser) => Holder[]> {
+  const keys = sql<{
+    email: string;
+    user_name: string;
+  }>`(select unnest(${rows.map((r) => r.normalized_email)}::text[]) as email, unnest(${rows.map((r) => r.normalized_user_name)}::text[]) as user_name)`;
   const taken = await target
     .selectFrom(keys.as('k'))
     .innerJoinLateral(
@@ -51,18 +59,26 @@ async function holdersOf({ target, version }: WriteContext, rows: MigratedUser[]
         eb
           .selectFrom('users')
           .select(['id', 'email', 'normalized_email', 'normalized_user_name', 'migration_version'])
-          .where((w) => w.or([w('normalized_email', '=', w.ref('k.email')), w('normalized_user_name', '=', w.ref('k.user_name'))]))
+          .where((w) =>
+            w.or([w('normalized_email', '=', w.ref('k.email')), w('normalized_user_name', '=', w.ref('k.user_name'))]),
+          )
           .offset(0)
           .as('t'),
       (join) => join.onTrue(),
     )
     .selectAll('t')
     .execute();
-  const holder = (t: (typeof taken)[number]): Holder => ({ id: t.id, email: t.email, createdByThisRun: t.migration_version === version });
+  const holder = (t: (typeof taken)[number]): Holder => ({
+    id: t.id,
+    email: t.email,
+    createdByThisRun: t.migration_version === version,
+  });
   const byEmail = new Map(taken.map((t) => [t.normalized_email, holder(t)]));
   const byUserName = new Map(taken.map((t) => [t.normalized_user_name, holder(t)]));
   return (row) => {
-    const found = [byEmail.get(row.normalized_email), byUserName.get(row.normalized_user_name)].filter((h): h is Holder => h !== undefined && h.id !== row.id);
+    const found = [byEmail.get(row.normalized_email), byUserName.get(row.normalized_user_name)].filter(
+      (h): h is Holder => h !== undefined && h.id !== row.id,
+    );
     return found.filter((h, i) => found.findIndex((o) => o.id === h.id) === i);
   };
 }
@@ -79,10 +95,16 @@ function skipDuplicate(page: PageResult, user: { id: string; email: string }, ho
  * again, which is safe because this very run created it and the roles, logins and MFA passes have not started.
  * Returns the rows whose holders were removed, to be written now.
  */
-async function displaceLaterDuplicates(ctx: WriteContext, contested: Array<{ row: MigratedUser; holders: Holder[] }>, page: PageResult): Promise<MigratedUser[]> {
+async function displaceLaterDuplicates(
+  ctx: WriteContext,
+  contested: Array<{ row: MigratedUser; holders: Holder[] }>,
+  page: PageResult,
+): Promise<MigratedUser[]> {
   if (contested.length === 0) return [];
   const ids = [...new Set(contested.flatMap(({ row, holders }) => [row.id, ...holders.map((h) => h.id)]))];
-  const sourceOrder = (await ctx.source.selectFrom('AspNetUsers').select('Id').where('Id', 'in', ids).orderBy('Id').execute()).map((u) => u.Id);
+  const sourceOrder = (
+    await ctx.source.selectFrom('AspNetUsers').select('Id').where('Id', 'in', ids).orderBy('Id').execute()
+  ).map((u) => u.Id);
   const rank = (id: string) => sourceOrder.indexOf(id);
   const winnerOf = new Map<string, MigratedUser>();
   for (const { row, holders } of contested) {
@@ -91,7 +113,12 @@ async function displaceLaterDuplicates(ctx: WriteContext, contested: Array<{ row
     else for (const h of holders) winnerOf.set(h.id, row);
   }
   if (winnerOf.size === 0) return [];
-  const removed = await ctx.target.deleteFrom('users').where('id', '=', anyOf([...winnerOf.keys()])).where('migration_version', '=', ctx.version).returning(['id', 'email']).execute();
+  const removed = await ctx.target
+    .deleteFrom('users')
+    .where('id', '=', anyOf([...winnerOf.keys()]))
+    .where('migration_version', '=', ctx.version)
+    .returning(['id', 'email'])
+    .execute();
   // The removed users were counted as created by their own pages.
   page.created -= removed.length;
   for (const user of removed) skipDuplicate(page, user, winnerOf.get(user.id)!.id);
@@ -101,7 +128,8 @@ async function displaceLaterDuplicates(ctx: WriteContext, contested: Array<{ row
 /** Rounds of displacement before a still-refused row is skipped: each round settles every duplicate seen so far. */
 const DISPLACEMENT_ROUNDS = 3;
 
-const copyUsers = (ctx: WriteContext, rows: MigratedUser[]) => copyUnlessAnyExists(ctx.target, 'users', USER_COLUMNS, rows);
+const copyUsers = (ctx: WriteContext, rows: MigratedUser[]) =>
+  copyUnlessAnyExists(ctx.target, 'users', USER_COLUMNS, rows);
 
 /**
  * CreateOnly. Most rows of a page meet no existing key and go in with one COPY (see copyUnlessAnyExists);
@@ -128,7 +156,11 @@ export async function createUsers(ctx: WriteContext, rows: MigratedUser[], page:
   }
   page.created += written;
   const cleared = new Set(clear);
-  await createCarefully(ctx, rows.filter((row) => !cleared.has(row)), page);
+  await createCarefully(
+    ctx,
+    rows.filter((row) => !cleared.has(row)),
+    page,
+  );
 }
 
 /**
@@ -138,7 +170,13 @@ export async function createUsers(ctx: WriteContext, rows: MigratedUser[], page:
 async function createCarefully(ctx: WriteContext, rows: MigratedUser[], page: PageResult): Promise<void> {
   let pending = rows;
   for (let round = 1; pending.length > 0; round++) {
-    const inserted = await ctx.target.insertInto('users').columns(USER_COLUMNS).expression(jsonRows('users', USER_COLUMNS, pending)).onConflict((oc) => oc.doNothing()).returning('id').execute();
+    const inserted = await ctx.target
+      .insertInto('users')
+      .columns(USER_COLUMNS)
+      .expression(jsonRows('users', USER_COLUMNS, pending))
+      .onConflict((oc) => oc.doNothing())
+      .returning('id')
+      .execute();
     page.created += inserted.length;
     const insertedIds = new Set(inserted.map((r) => r.id));
     const refused = pending.filter((row) => !insertedIds.has(row.id));

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { detectPasswordFormat } from '../../../passwords/formats';
+import { detectPasswordFormat } from '../../../security/password-formats';
 import { normalize, userExists } from '../../../store/users';
 import { DROPPED_CLAIMS, foldClaimsByUser, noClaims } from '../claims';
 import { identifierProblem } from '../identifiers';
@@ -21,7 +21,9 @@ export const usersPass: Pass = async ({ source, target, options }, cursor, until
   // answers with the missing ids only, which on a re-run is usually none.
   let wanted = new Set(ids);
   if (options.usersMode === 'CreateOnly' && !options.dryRun) {
-    const missing = await sql<{ id: string }>`select u.id from unnest(${ids}::text[]) as u(id) where not ${userExists(sql.ref('u.id'))}`.execute(target);
+    const missing = await sql<{
+      id: string;
+    }>`select u.id from unnest(${ids}::text[]) as u(id) where not ${userExists(sql.ref('u.id'))}`.execute(target);
     wanted = new Set(missing.rows.map((r) => r.id));
     page.skipped += ids.length - wanted.size;
     if (wanted.size === 0) return page;
@@ -32,13 +34,25 @@ export const usersPass: Pass = async ({ source, target, options }, cursor, until
   const userRows = source.selectFrom('AspNetUsers').select(['Id', 'UserName', 'Email', 'PasswordHash']);
   // Dropped claim types stay in the source: each claim row costs the worker more to parse than anything else it does
   // for a user. The exact spellings are enough here; other casings are dropped as they are folded.
-  const claimRows = source.selectFrom('AspNetUserClaims').select(['UserId', 'ClaimType', 'ClaimValue']).where('ClaimType', 'not in', [...DROPPED_CLAIMS]);
+  const claimRows = source
+    .selectFrom('AspNetUserClaims')
+    .select(['UserId', 'ClaimType', 'ClaimValue'])
+    .where('ClaimType', 'not in', [...DROPPED_CLAIMS]);
   const [read, claims] = byId
-    ? await Promise.all([userRows.where('Id', 'in', [...wanted]).orderBy('Id').execute(), claimRows.where('UserId', 'in', [...wanted]).execute()])
-    : await Promise.all([withinUserPage(userRows, { after, until: last }, options.pageSize).execute(), ofUserPage(claimRows, after, last).execute()]);
+    ? await Promise.all([
+        userRows
+          .where('Id', 'in', [...wanted])
+          .orderBy('Id')
+          .execute(),
+        claimRows.where('UserId', 'in', [...wanted]).execute(),
+      ])
+    : await Promise.all([
+        withinUserPage(userRows, { after, until: last }, options.pageSize).execute(),
+        ofUserPage(claimRows, after, last).execute(),
+      ]);
   const users = read.filter((u) => wanted.has(u.Id));
 
-  const claimsByUser = foldClaimsByUser(claims);
+  const claimsByUser = foldClaimsByUser(claims, (warning) => page.warnings.push(warning));
   const rows: MigratedUser[] = [];
   for (const user of users) {
     const problem = identifierProblem('user', user.Id);
@@ -52,7 +66,8 @@ export const usersPass: Pass = async ({ source, target, options }, cursor, until
     const userName = user.UserName ?? email;
     // A null hash is an external-SSO-only user; any other hash is kept verbatim and verifies unchanged.
     const passwordFormat = user.PasswordHash ? (detectPasswordFormat(user.PasswordHash) ?? 'unknown') : null;
-    if (passwordFormat === 'unknown') page.warnings.push(`user ${user.Id} has a password hash of an unknown format; the user must reset the password`);
+    if (passwordFormat === 'unknown')
+      page.warnings.push(`user ${user.Id} has a password hash of an unknown format; the user must reset the password`);
     rows.push({
       id: user.Id,
       email,
@@ -70,6 +85,10 @@ export const usersPass: Pass = async ({ source, target, options }, cursor, until
     });
   }
   if (rows.length === 0 || options.dryRun) return page;
-  await (options.usersMode === 'Upsert' ? upsertUsers : createUsers)({ source, target, version: options.version }, rows, page);
+  await (options.usersMode === 'Upsert' ? upsertUsers : createUsers)(
+    { source, target, version: options.version },
+    rows,
+    page,
+  );
   return page;
 };

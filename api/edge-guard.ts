@@ -1,0 +1,100 @@
+import type { RequestHandler } from 'express';
+import { findJsonProblem, forbiddenPathSegment } from '../security/object-keys';
+import { isScimRequest, sendError } from './problem';
+
+/** The body types each part of the API takes; a body of any other type is refused with 415 before a route sees it. */
+const SCIM_TYPES = ['application/scim+json', 'application/json'];
+const JSON_TYPES = ['application/json'];
+export const acceptedBodyTypes = (scim: boolean) => (scim ? SCIM_TYPES : JSON_TYPES);
+
+/** A request carries a body when it says so; `content-length: 0` (fetch's POST without a body) does not. */
+const hasBody = (headers: Record<string, string | string[] | undefined>) =>
+  headers['transfer-encoding'] !== undefined ||
+  (headers['content-length'] !== undefined && headers['content-length'] !== '0');
+
+function decodedPath(path: string): string | undefined {
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Input the service cannot hold or must not walk is refused here, before any route, library or workflow sees it:
+ * a body in a type the route does not take (415), a NUL character anywhere (PostgreSQL's text cannot store one),
+ * a JSON key, query attribute or SCIM filter that names `__proto__`, `constructor` or `prototype` (400).
+ */
+export function edgeGuard(): RequestHandler {
+  return (req, res, next) => {
+    const scim = isScimRequest(req);
+    const path = decodedPath(req.path);
+    if (path === undefined)
+      return sendError(req, res, {
+        status: 400,
+        title: 'Invalid request',
+        detail: 'path: not a valid percent-encoded URL path',
+        scimType: 'invalidValue',
+      });
+    if (path.includes('\0'))
+      return sendError(req, res, {
+        status: 400,
+        title: 'Invalid request',
+        detail: 'path: must not contain NUL characters',
+        scimType: 'invalidValue',
+      });
+
+    for (const [name, value] of Object.entries(req.query)) {
+      for (const text of [value].flat()) {
+        if (typeof text !== 'string') continue;
+        if (text.includes('\0') || name.includes('\0')) {
+          return sendError(req, res, {
+            status: 400,
+            title: 'Invalid request',
+            detail: `${name.replace(/\0/g, '\\u0000')}: must not contain NUL characters`,
+            scimType: 'invalidValue',
+          });
+        }
+        const forbidden = ['filter', 'attributes', 'excludedAttributes', 'sortBy'].includes(name)
+          ? forbiddenPathSegment(text)
+          : undefined;
+        if (forbidden)
+          return sendError(req, res, {
+            status: 400,
+            title: 'Invalid request',
+            detail: `${name}: the attribute name "${forbidden}" is not allowed`,
+            scimType: scim && name === 'filter' ? 'invalidFilter' : 'invalidPath',
+          });
+      }
+    }
+
+    if (hasBody(req.headers)) {
+      const types = acceptedBodyTypes(scim);
+      if (!req.is(types)) {
+        return sendError(req, res, {
+          status: 415,
+          title: 'Unsupported media type',
+          detail: `the body must be ${types.join(' or ')}; this request sent ${req.get('content-type') ?? 'no content type'}`,
+          scimType: 'invalidSyntax',
+        });
+      }
+    }
+    const problem = findJsonProblem(req.body);
+    if (problem?.problem === 'forbidden-key') {
+      return sendError(req, res, {
+        status: 400,
+        title: 'Invalid request',
+        detail: `${problem.path}: this key name is not allowed`,
+        scimType: 'invalidPath',
+      });
+    }
+    if (problem)
+      return sendError(req, res, {
+        status: 400,
+        title: 'Invalid request',
+        detail: `${problem.path}: must not contain NUL characters`,
+        scimType: 'invalidValue',
+      });
+    next();
+  };
+}

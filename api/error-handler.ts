@@ -1,0 +1,81 @@
+import type { ErrorRequestHandler } from 'express';
+import { AttemptInProgressError, ResultDeadlineError, TemporalUnavailableError } from '../client/workflow-runner';
+import { sendError, type ErrorAnswer } from './problem';
+import { ScimError } from './scim/errors';
+
+/** What body-parser, zod and http-errors put on the errors they raise. */
+type ParserError = Error & { type?: string; limit?: number; status?: number; issues?: Array<{ message: string }> };
+
+/** The answer to an error a route threw, or undefined for a fault of the service's own (500, logged). */
+function answerTo(caught: unknown, revealIds: boolean): ErrorAnswer | undefined {
+  if (caught instanceof ScimError)
+    return { status: caught.status, title: 'Invalid request', detail: caught.message, scimType: caught.scimType };
+  // A workflow id carries the new user's id, which the public registration endpoint does not reveal.
+  const attempt = (
+    status: number,
+    title: string,
+    error: AttemptInProgressError | ResultDeadlineError,
+    publicDetail: string,
+  ): ErrorAnswer => ({
+    status,
+    title,
+    detail: revealIds ? error.message : publicDetail,
+    ...(status === 409 ? { scimType: 'uniqueness' as const } : {}),
+    ...(revealIds ? { extensions: { workflowId: error.workflowId } } : {}),
+  });
+  if (caught instanceof AttemptInProgressError) {
+    return attempt(
+      409,
+      'Attempt in progress',
+      caught,
+      'an attempt for this e-mail is still running; retry when it has ended',
+    );
+  }
+  if (caught instanceof ResultDeadlineError) {
+    return attempt(504, 'Still running', caught, 'the registration is still running; sign in later or register again');
+  }
+  if (caught instanceof TemporalUnavailableError) {
+    return {
+      status: 503,
+      title: 'Service unavailable',
+      detail: caught.message,
+      headers: { 'Retry-After': String(caught.retryAfterSeconds) },
+    };
+  }
+  const error = caught as ParserError | undefined;
+  if (error?.type === 'entity.parse.failed')
+    return { status: 400, title: 'Invalid request', detail: 'the body is not valid JSON', scimType: 'invalidSyntax' };
+  if (error?.type === 'entity.too.large') {
+    return {
+      status: 413,
+      title: 'Body too large',
+      detail: `the body is larger than the ${error.limit} bytes this endpoint takes`,
+    };
+  }
+  if (error?.name === 'ZodError') {
+    return {
+      status: 400,
+      title: 'Invalid request',
+      detail: (error.issues ?? []).map((i) => i.message).join('; '),
+      scimType: 'invalidValue',
+    };
+  }
+  if (typeof error?.status === 'number' && error.status >= 400 && error.status < 500) {
+    return { status: error.status, title: 'Invalid request', detail: error.message ?? 'invalid request' };
+  }
+  return undefined;
+}
+
+/** The one error middleware: every error becomes an answer rendered for whoever asked (problem+json, or SCIM's schema). */
+export function errorHandler(log: Pick<Console, 'error'>): ErrorRequestHandler {
+  return (caught, req, res, _next) => {
+    const answer = answerTo(caught, !req.originalUrl.startsWith('/api/auth/'));
+    if (answer) return sendError(req, res, answer);
+    log.error(`${req.method} ${req.path} failed:`, caught);
+    sendError(req, res, {
+      status: 500,
+      title: 'Internal error',
+      detail: 'the request failed; the service log has the cause',
+    });
+  };
+}

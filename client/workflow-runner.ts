@@ -1,0 +1,113 @@
+import {
+  isGrpcServiceError,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+  type Client,
+  type WorkflowHandle,
+  type WorkflowStartOptions,
+} from '@temporalio/client';
+import type { Workflow } from '@temporalio/common';
+
+export class AttemptInProgressError extends Error {
+  constructor(readonly workflowId: string) {
+    super(`another attempt (workflow ${workflowId}) is still running; retry when it has ended`);
+  }
+}
+
+export class ResultDeadlineError extends Error {
+  constructor(
+    readonly workflowId: string,
+    seconds: number,
+  ) {
+    super(
+      `workflow ${workflowId} did not finish within ${seconds} s and keeps running; follow it in the Temporal UI or with ` +
+        `\`temporal workflow describe --workflow-id ${workflowId}\`, or repeat the request with the same Idempotency-Key to wait for its answer`,
+    );
+  }
+}
+
+/** Temporal could not be reached, so nothing was started (or it is not known whether it was): the client retries later. */
+export class TemporalUnavailableError extends Error {
+  readonly retryAfterSeconds = 5;
+  constructor(cause: unknown) {
+    super(`the workflow service is unreachable (${(cause as Error)?.message ?? cause}); retry in a few seconds`);
+  }
+}
+
+export interface RunOptions<W extends Workflow> {
+  workflowId: string;
+  args: Parameters<W>;
+  /** `result`: an id whose workflow has already ended answers that workflow's result instead of starting another run. */
+  onEnded?: 'start-again' | 'result';
+}
+
+/** How long starting a workflow may take before the answer is 503: the SDK would otherwise retry for many seconds. */
+const START_DEADLINE_MS = 10_000;
+
+/** gRPC status codes of a server that did not answer: UNAVAILABLE, DEADLINE_EXCEEDED. */
+const UNREACHABLE_CODES = [14, 4];
+
+function unreachable(error: unknown): boolean {
+  const grpc = isGrpcServiceError(error)
+    ? error
+    : isGrpcServiceError((error as Error)?.cause)
+      ? ((error as Error).cause as { code: number })
+      : undefined;
+  return grpc !== undefined && UNREACHABLE_CODES.includes(grpc.code);
+}
+
+/** Starts a workflow on the service's task queue and waits for its result, up to the API's deadline. */
+export function createWorkflowRunner(client: Client, taskQueue: string, deadlineSeconds: number) {
+  async function run<W extends Workflow>(workflow: W, options: RunOptions<W>): Promise<Awaited<ReturnType<W>>> {
+    let handle: WorkflowHandle<W>;
+    try {
+      const startOptions = {
+        taskQueue,
+        workflowId: options.workflowId,
+        args: options.args,
+        // A second request for an id that is running waits on that run instead of starting another.
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        workflowIdReusePolicy: options.onEnded === 'result' ? 'REJECT_DUPLICATE' : 'ALLOW_DUPLICATE',
+      } as unknown as WorkflowStartOptions<W>; // the SDK types args through a conditional type that generic callers cannot satisfy
+      handle = await client.connection.withDeadline(Date.now() + START_DEADLINE_MS, () =>
+        client.workflow.start(workflow, startOptions),
+      );
+    } catch (error) {
+      if (error instanceof WorkflowExecutionAlreadyStartedError) {
+        if (options.onEnded !== 'result') throw new AttemptInProgressError(options.workflowId);
+        handle = client.workflow.getHandle(options.workflowId);
+      } else if (unreachable(error)) {
+        throw new TemporalUnavailableError(error);
+      } else {
+        throw error;
+      }
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new ResultDeadlineError(options.workflowId, deadlineSeconds)),
+        deadlineSeconds * 1000,
+      );
+    });
+    try {
+      return (await Promise.race([handle.result(), deadline])) as Awaited<ReturnType<W>>;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Whether a workflow with this id is running now (false when it ended or never existed). */
+  async function isRunning(workflowId: string): Promise<boolean> {
+    try {
+      return (await client.workflow.getHandle(workflowId).describe()).status.name === 'RUNNING';
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return false;
+      if (unreachable(error)) throw new TemporalUnavailableError(error);
+      throw error;
+    }
+  }
+
+  return Object.assign(run, { isRunning });
+}
+
+export type WorkflowRunner = ReturnType<typeof createWorkflowRunner>;

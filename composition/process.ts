@@ -1,0 +1,55 @@
+import { ConfigError } from '../config/load';
+import type { AppConfig } from '../config/schema';
+import { keyRingFromConfig, MISSING_KEY_MESSAGE } from '../security/key-ring-config';
+
+/** Runs an entry point: configuration errors print as one clear message, signals shut down cleanly. */
+export function runMain(name: string, main: () => Promise<() => Promise<void>>): void {
+  main()
+    .then((shutdown) => {
+      let stopping = false;
+      const stop = (signal: string) => {
+        if (stopping) return;
+        stopping = true;
+        console.log(`${name}: ${signal} received, shutting down`);
+        shutdown()
+          .then(() => process.exit(0))
+          .catch((error) => {
+            console.error(`${name}: shutdown failed:`, error);
+            process.exit(1);
+          });
+      };
+      process.on('SIGINT', () => stop('SIGINT'));
+      process.on('SIGTERM', () => stop('SIGTERM'));
+    })
+    .catch((error) => {
+      console.error(
+        `${name}: ${error instanceof ConfigError ? error.message : String((error as Error)?.stack ?? error)}`,
+      );
+      process.exit(1);
+    });
+}
+
+export function required(value: string | undefined, what: string): string {
+  if (!value) throw new ConfigError(what);
+  return value;
+}
+
+/**
+ * What the API or the worker needs when it runs on its own (`npm run api`, `npm run worker`): an external store and
+ * Temporal, and the data-protection key ring for the secrets that store holds.
+ */
+export function standaloneSettings(
+  config: AppConfig,
+  name: 'API' | 'worker',
+): { databaseUrl: string; temporalAddress: string } {
+  const databaseUrl = required(
+    config.Database.Url,
+    `the ${name} alone needs DATABASE_URL (or Database:Url); \`npm start\` runs everything embedded`,
+  );
+  const temporalAddress = required(
+    config.Temporal.Address,
+    `the ${name} alone needs TEMPORAL_ADDRESS (or Temporal:Address); \`npm start\` runs everything embedded`,
+  );
+  if (!keyRingFromConfig(config)) throw new ConfigError(MISSING_KEY_MESSAGE);
+  return { databaseUrl, temporalAddress };
+}

@@ -1,0 +1,80 @@
+import type { MigrationDependencies } from '../activities/migration';
+import { createConfigAppProvider, createStoreAppProvider, type AppProvider } from '../activities/provisioning/apps';
+import { createTccClient, type TccClient, type TccClientOptions } from '../activities/provisioning/tcc-client';
+import type { AppConfig } from '../config/schema';
+import { parseAllowList } from '../security/callback-address';
+import type { Kysely } from 'kysely';
+import { connectSource } from '../migration-source/connection';
+import type { SourceDatabase } from '../migration-source/schema';
+import { createDb, migrateToLatest, type Db } from '../store/database';
+import type { KeyRing } from '../security/data-protection';
+import { keyRingFromConfig, MISSING_KEY_MESSAGE } from '../security/key-ring-config';
+import { ConfigError } from '../config/load';
+import { protectStoredAppKeys } from '../store/provisioning-apps';
+
+export interface ServiceContext {
+  db: Db;
+  http: TccClient;
+  apps: AppProvider;
+  /** The migration source, when Migration:Source:ConnectionString is set. */
+  source?: Kysely<SourceDatabase>;
+  /** DataProtection:Keys; every process that touches a secret at rest has one (see MISSING_KEY_MESSAGE). */
+  dataProtection?: KeyRing;
+  close: () => Promise<void>;
+}
+
+/** The store (migrated to the latest schema), the downstream-app client and the app provider, built once from configuration. */
+export interface ServiceContextOptions {
+  http?: TccClientOptions;
+  /** A custom provider (per tenant, another database, …) replaces the one chosen by Provisioning:AppProvider. */
+  appProvider?: (deps: { db: Db; config: AppConfig }) => AppProvider;
+}
+
+export async function createServiceContext(
+  config: AppConfig,
+  databaseUrl: string,
+  options: ServiceContextOptions = {},
+): Promise<ServiceContext> {
+  const db = createDb(databaseUrl);
+  await migrateToLatest(db);
+  const dataProtection = keyRingFromConfig(config);
+  if (config.Provisioning.AppProvider === 'Store') {
+    if (!dataProtection)
+      throw new ConfigError(
+        `Provisioning:AppProvider = Store keeps app keys at rest, so it needs a data-protection key. ${MISSING_KEY_MESSAGE}`,
+      );
+    const sealed = await protectStoredAppKeys(db, dataProtection);
+    if (sealed > 0)
+      console.log(
+        `store: encrypted the API keys of ${sealed} provisioning apps stored before keys were protected at rest`,
+      );
+  }
+  const http = createTccClient(parseAllowList(config.Auth.AllowedInternalTargets), options.http);
+  const apps =
+    options.appProvider?.({ db, config }) ??
+    (config.Provisioning.AppProvider === 'Store'
+      ? createStoreAppProvider(db, dataProtection!)
+      : createConfigAppProvider(config.ProvisioningApps));
+  const source = config.Migration.Source.ConnectionString
+    ? connectSource(config.Migration.Source.ConnectionString).db
+    : undefined;
+  return {
+    db,
+    http,
+    apps,
+    source,
+    dataProtection,
+    async close() {
+      http.close();
+      await source?.destroy();
+      await db.destroy();
+    },
+  };
+}
+
+/** What the migration activities take from the service context: the target store, the source, the key ring. */
+export const migrationDependencies = (context: ServiceContext): MigrationDependencies => ({
+  target: context.db,
+  source: context.source,
+  dataProtection: context.dataProtection,
+});

@@ -1,0 +1,29 @@
+import { sql } from 'kysely';
+import { createDb } from '../../store/database';
+import { createScratchDatabase } from '../fixtures/source/generate';
+import { TEST_ADMIN_URL } from '../support/scratch-store';
+
+test('a connection terminated mid-query fails that query only; the process lives and the next query reconnects', async () => {
+  const scratch = await createScratchDatabase(TEST_ADMIN_URL, 'ips_conn');
+  const db = createDb(scratch.url, 1);
+  const admin = createDb(TEST_ADMIN_URL, 1);
+  const warn = jest.spyOn(console, 'warn').mockImplementation(() => {});
+  try {
+    const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(db);
+    expect(rows).toHaveLength(1);
+    const sleeping = sql`select pg_sleep(10)`.execute(db);
+    // Only this test's own database's connections are terminated.
+    await new Promise((r) => setTimeout(r, 300));
+    await sql`select pg_terminate_backend(pid) from pg_stat_activity where datname = ${scratch.name} and pid <> pg_backend_pid()`.execute(
+      admin,
+    );
+    await expect(sleeping).rejects.toThrow(/terminating connection due to administrator command|Connection terminated/);
+    expect((await sql<{ ok: number }>`select 1 as ok`.execute(db)).rows[0].ok).toBe(1);
+    expect(warn.mock.calls.some(([line]) => /^store: (idle )?database connection lost/.test(String(line)))).toBe(true);
+  } finally {
+    warn.mockRestore();
+    await admin.destroy();
+    await db.destroy();
+    await scratch.drop();
+  }
+});

@@ -1,0 +1,43 @@
+import { NativeConnection } from '@temporalio/worker';
+import { createProvisioningActivities } from '../../activities/provisioning';
+import { parseConfig } from '../../config/load';
+import { createServiceContext } from '../../composition/service-context';
+import { createProvisioningWorker } from '../../workers/create-worker';
+
+/**
+ * A provisioning worker in a process of its own, so a test can SIGKILL it. With KILL_AFTER_CREATE_USER=N it kills
+ * itself right after its N-th createUser step for a user with a password has written the user, before the workflow
+ * task that ran it is recorded: the replay on the next worker runs that step again, the fault the crash-safety suite
+ * reproduces (it stranded users whose stashed password hash the first run had consumed).
+ */
+async function main(): Promise<void> {
+  const config = parseConfig(JSON.parse(process.env.SERVICE_CONFIG!));
+  const context = await createServiceContext(config, config.Database.Url!);
+  const killAfter = Number(process.env.KILL_AFTER_CREATE_USER ?? 0);
+  let created = 0;
+  const real = createProvisioningActivities(context);
+  const activities = {
+    ...real,
+    async createUser(input: Parameters<typeof real.createUser>[0]) {
+      const result = await real.createUser(input);
+      if (input.credentialRef && ++created === killAfter) process.kill(process.pid, 'SIGKILL');
+      return result;
+    },
+  };
+  const connection = await NativeConnection.connect({ address: config.Temporal.Address! });
+  const worker = await createProvisioningWorker({
+    connection,
+    namespace: config.Temporal.Namespace,
+    taskQueue: config.Temporal.TaskQueue,
+    dependencies: context,
+    activities,
+    workflowBundle: { codePath: process.env.TEST_WORKFLOW_BUNDLE! },
+  });
+  process.stdout.write('ready\n');
+  await worker.run();
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

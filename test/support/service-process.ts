@@ -1,0 +1,65 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export interface ServiceProcess {
+  child: ChildProcess;
+  /** What it printed so far, stdout and stderr together. */
+  output(): string;
+  /** Resolves with the exit code once the process has ended. */
+  exited: Promise<number | null>;
+  stop: () => Promise<void>;
+}
+
+const ROOT = join(__dirname, '..', '..');
+
+/**
+ * Runs one of the service's entry points in a process of its own, as `npm run …` does, with no appsettings.json
+ * of the repository's (an empty file of its own) and the given environment. Tests that could poison the process they
+ * run in (prototype pollution), or that need a process to fail at start, use this instead of the in-process harness.
+ */
+export function spawnService(
+  entry: string,
+  env: Record<string, string>,
+  nodeArgs: string[] = [],
+  args: string[] = [],
+): ServiceProcess {
+  const settings = join(mkdtempSync(join(tmpdir(), 'ips-settings-')), 'appsettings.json');
+  writeFileSync(settings, '{}');
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', join(ROOT, entry), ...args], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', APPSETTINGS: settings, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    output: () => output,
+    exited,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** Waits until the process prints a line matching `pattern` and returns the match; fails when it exits first. */
+export async function waitForOutput(
+  service: ServiceProcess,
+  pattern: RegExp,
+  timeoutMs = 60_000,
+): Promise<RegExpMatchArray> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const match = service.output().match(pattern);
+    if (match) return match;
+    if (service.child.exitCode !== null)
+      throw new Error(`process exited with ${service.child.exitCode} before printing ${pattern}:\n${service.output()}`);
+    if (Date.now() > deadline) throw new Error(`no ${pattern} within ${timeoutMs} ms:\n${service.output()}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

@@ -5,6 +5,32 @@ import type { Generated } from 'kysely';
  * ConfigurationDbContext and PersistedGrantDbContext, and the source's own SAML/OIDC provider tables.
  * Only the columns the migration reads are typed; the inventory checks the rest by name.
  */
+/** What an API resource, an API scope and an identity resource have in common in IdentityServer's configuration store. */
+interface NamedResourceRow {
+  Id: Generated<number>;
+  Enabled: boolean;
+  Name: string;
+  DisplayName: string | null;
+  Description: string | null;
+}
+
+/** An API scope and an identity resource have the same columns. */
+interface ScopeRow extends NamedResourceRow {
+  Required: boolean;
+  Emphasize: boolean;
+  ShowInDiscoveryDocument: boolean;
+}
+
+/** A client's or an API resource's secret: `Value` is the base64 SHA-256 or SHA-512 digest IdentityServer stores. */
+interface SecretRow {
+  Id: Generated<number>;
+  Description: string | null;
+  Value: string;
+  Expiration: Date | null;
+  Type: string;
+  Created: Date;
+}
+
 export interface SourceDatabase {
   AspNetUsers: {
     Id: string;
@@ -22,46 +48,14 @@ export interface SourceDatabase {
   AspNetRoles: { Id: string; Name: string | null; NormalizedName: string | null };
   AspNetUserRoles: { UserId: string; RoleId: string };
   AspNetUserTokens: { UserId: string; LoginProvider: string; Name: string; Value: string | null };
-  ApiScopes: {
-    Id: Generated<number>;
-    Enabled: boolean;
-    Name: string;
-    DisplayName: string | null;
-    Description: string | null;
-    Required: boolean;
-    Emphasize: boolean;
-    ShowInDiscoveryDocument: boolean;
-  };
+  ApiScopes: ScopeRow;
   ApiScopeClaims: { Id: Generated<number>; ScopeId: number; Type: string };
-  IdentityResources: {
-    Id: Generated<number>;
-    Enabled: boolean;
-    Name: string;
-    DisplayName: string | null;
-    Description: string | null;
-    Required: boolean;
-    Emphasize: boolean;
-    ShowInDiscoveryDocument: boolean;
-  };
+  IdentityResources: ScopeRow;
   IdentityResourceClaims: { Id: Generated<number>; IdentityResourceId: number; Type: string };
-  ApiResources: {
-    Id: Generated<number>;
-    Enabled: boolean;
-    Name: string;
-    DisplayName: string | null;
-    Description: string | null;
-  };
+  ApiResources: NamedResourceRow;
   ApiResourceClaims: { Id: Generated<number>; ApiResourceId: number; Type: string };
   ApiResourceScopes: { Id: Generated<number>; ApiResourceId: number; Scope: string };
-  ApiResourceSecrets: {
-    Id: Generated<number>;
-    ApiResourceId: number;
-    Description: string | null;
-    Value: string;
-    Expiration: Date | null;
-    Type: string;
-    Created: Date;
-  };
+  ApiResourceSecrets: SecretRow & { ApiResourceId: number };
   Clients: {
     Id: Generated<number>;
     Enabled: boolean;
@@ -90,15 +84,7 @@ export interface SourceDatabase {
     AlwaysIncludeUserClaimsInIdToken: boolean;
     Created: Date;
   };
-  ClientSecrets: {
-    Id: Generated<number>;
-    ClientId: number;
-    Description: string | null;
-    Value: string;
-    Expiration: Date | null;
-    Type: string;
-    Created: Date;
-  };
+  ClientSecrets: SecretRow & { ClientId: number };
   ClientScopes: { Id: Generated<number>; Scope: string; ClientId: number };
   ClientRedirectUris: { Id: Generated<number>; RedirectUri: string; ClientId: number };
   ClientPostLogoutRedirectUris: { Id: Generated<number>; PostLogoutRedirectUri: string; ClientId: number };

@@ -4,6 +4,7 @@ import type { Db } from './database';
 import type { Database } from './schema';
 import { normalize } from './users';
 import { isUniqueViolation } from './errors';
+import { scimPage } from './scim-page';
 
 export type GroupFilter = (eb: ExpressionBuilder<Database, 'scim_groups'>) => Expression<SqlBool>;
 
@@ -54,18 +55,8 @@ export async function findGroup(db: Db, id: string): Promise<GroupRow | undefine
 export async function listGroups(db: Db, filter: GroupFilter | undefined, startIndex: number, count: number) {
   let query = db.selectFrom('scim_groups');
   if (filter) query = query.where(filter);
-  const [{ total }] = await query.select((eb) => eb.fn.countAll<string>().as('total')).execute();
-  const rows =
-    count === 0
-      ? []
-      : await query
-          .select(GROUP_COLUMNS)
-          .orderBy('created_at')
-          .orderBy('id')
-          .offset(startIndex - 1)
-          .limit(count)
-          .execute();
-  return { total: Number(total), rows: await withMembers(db, rows) };
+  const { total, rows } = await scimPage(query, query.select(GROUP_COLUMNS), startIndex, count);
+  return { total, rows: await withMembers(db, rows) };
 }
 
 /** Creates (no id) or replaces a group with exactly these members, in one transaction. */

@@ -3,6 +3,7 @@ import type { Db } from './database';
 import type { Database } from './schema';
 import { DuplicateUserError, normalize } from './users';
 import { isUniqueViolation } from './errors';
+import { scimPage } from './scim-page';
 
 export const SCIM_USER_COLUMNS = [
   'id',
@@ -28,18 +29,7 @@ export type ScimUserRow = NonNullable<Awaited<ReturnType<typeof findScimUser>>>;
 export async function listScimUsers(db: Db, filter: UserFilter | undefined, startIndex: number, count: number) {
   let query = db.selectFrom('users');
   if (filter) query = query.where(filter);
-  const [{ total }] = await query.select((eb) => eb.fn.countAll<string>().as('total')).execute();
-  const rows =
-    count === 0
-      ? []
-      : await query
-          .select(SCIM_USER_COLUMNS)
-          .orderBy('created_at')
-          .orderBy('id')
-          .offset(startIndex - 1)
-          .limit(count)
-          .execute();
-  return { total: Number(total), rows };
+  return scimPage(query, query.select(SCIM_USER_COLUMNS), startIndex, count);
 }
 
 export interface ScimUserChanges {

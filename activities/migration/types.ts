@@ -1,5 +1,5 @@
 import type { KeyRing } from '../../security/data-protection';
-import type { Kysely } from 'kysely';
+import type { Kysely, Selectable } from 'kysely';
 import type { SourceDatabase } from '../../migration-source/schema';
 import type { Db } from '../../store/database';
 
@@ -85,4 +85,39 @@ export async function keysetPage<Row>(
 ): Promise<{ rows: Row[]; page: PageResult }> {
   const rows = await read(cursor ? JSON.parse(cursor) : undefined);
   return { rows, page: { ...emptyPage(), read: rows.length, next: nextCursor(rows, pageSize, keyOf) } };
+}
+
+/** One page of a whole source table by its `Id` (string or number), after `after` (from the start when undefined). */
+export async function idPage<T extends keyof SourceDatabase>(
+  source: Kysely<SourceDatabase>,
+  table: T,
+  after: string | number | undefined,
+  pageSize: number,
+) {
+  // Kysely cannot narrow a generic table name: the query is typed by the key it pages on, the rows by the table.
+  const untyped = source as unknown as Kysely<Record<string, { Id: string }>>;
+  return (await untyped
+    .selectFrom(table as string)
+    .selectAll()
+    .$if(after !== undefined, (q) => q.where('Id', '>', after as string))
+    .orderBy('Id')
+    .offset(0)
+    .fetch(pageSize)
+    .execute()) as Array<Selectable<SourceDatabase[T]>>;
+}
+
+/** Source tables whose primary key is a string `Id`. */
+type StringKeyedTable = {
+  [T in keyof SourceDatabase]: SourceDatabase[T] extends { Id: string } ? T : never;
+}[keyof SourceDatabase];
+
+/** One keyset page of a whole source table keyed by a string `Id` (roles, SAML and OIDC providers). */
+export function pageById<T extends StringKeyedTable>(ctx: PassContext, table: T, cursor: string | null) {
+  type Row = Selectable<SourceDatabase[T]> & { Id: string };
+  return keysetPage(
+    cursor,
+    ctx.options.pageSize,
+    async (after) => (await idPage(ctx.source, table, after as string | undefined, ctx.options.pageSize)) as Row[],
+    (row) => row.Id,
+  );
 }

@@ -1,6 +1,8 @@
 import { SCOPE_COLUMNS } from '../validation';
 import { identifierProblem, uuidV5 } from '../identifiers';
-import { countWrites, emptyPage, IN_LIST_LIMIT, type Pass, type PageResult } from '../types';
+import type { Kysely, Selectable } from 'kysely';
+import type { SourceDatabase } from '../../../migration-source/schema';
+import { countWrites, emptyPage, idPage, IN_LIST_LIMIT, type Pass, type PageResult } from '../types';
 
 /** Duende stores shared secrets as base64 digests; the digest length says which one. */
 export function tagSecret(value: string): string | undefined {
@@ -82,6 +84,13 @@ interface ClientCursor {
   after: number;
 }
 
+type SecretRows = ReturnType<typeof secretsFor>;
+interface MigratedClient {
+  clientId: string;
+  row: Record<string, unknown>;
+  secrets: SecretRows;
+}
+
 function secretsFor(
   page: PageResult,
   clientId: string,
@@ -107,6 +116,93 @@ function secretsFor(
   return rows;
 }
 
+/** The rows of a child table that belong to a page of parents, by one IN list of the parents' ids. */
+async function childRows<
+  T extends keyof SourceDatabase,
+  P extends keyof Selectable<SourceDatabase[T]> & string,
+  C extends keyof Selectable<SourceDatabase[T]> & string,
+>(source: Kysely<SourceDatabase>, table: T, parent: P, columns: C[], ids: number[]) {
+  // Kysely cannot narrow a generic table name: the query runs untyped, the rows are typed by the table.
+  const untyped = source as unknown as Kysely<Record<string, Record<string, number>>>;
+  const rows = (await untyped
+    .selectFrom(table as string)
+    .select([parent, ...columns] as string[])
+    .where(parent as string, 'in', ids)
+    .execute()) as unknown as Array<Pick<Selectable<SourceDatabase[T]>, P | C>>;
+  return (id: number) => rows.filter((r) => (r[parent] as unknown) === id);
+}
+
+const asJson = <Row, V>(rows: Row[], value: (row: Row) => V) => JSON.stringify(rows.map(value));
+
+/** A page of Clients with their child tables. */
+async function clientsPage(source: Kysely<SourceDatabase>, page: PageResult, after: number, pageSize: number) {
+  const rows = await idPage(source, 'Clients', after, pageSize);
+  const ids = rows.map((r) => r.Id);
+  if (ids.length === 0) return { rows, clients: [] };
+  const [secrets, scopes, redirects, logoutRedirects, grantTypes, origins, claims] = await Promise.all([
+    childRows(source, 'ClientSecrets', 'ClientId', ['Value', 'Description', 'Expiration'], ids),
+    childRows(source, 'ClientScopes', 'ClientId', ['Scope'], ids),
+    childRows(source, 'ClientRedirectUris', 'ClientId', ['RedirectUri'], ids),
+    childRows(source, 'ClientPostLogoutRedirectUris', 'ClientId', ['PostLogoutRedirectUri'], ids),
+    childRows(source, 'ClientGrantTypes', 'ClientId', ['GrantType'], ids),
+    childRows(source, 'ClientCorsOrigins', 'ClientId', ['Origin'], ids),
+    childRows(source, 'ClientClaims', 'ClientId', ['Type', 'Value'], ids),
+  ]);
+  const clients: MigratedClient[] = [];
+  for (const c of rows) {
+    const problem = identifierProblem('client', c.ClientId);
+    if (problem) {
+      page.skipped++;
+      page.warnings.push(problem);
+      continue;
+    }
+    const { Id, ClientId, ClientName, Enabled, ...settings } = c;
+    clients.push({
+      clientId: ClientId,
+      secrets: secretsFor(page, ClientId, secrets(Id)),
+      row: {
+        client_id: ClientId,
+        client_name: ClientName,
+        enabled: Enabled,
+        settings: JSON.stringify(settings),
+        allowed_scopes: asJson(scopes(Id), (s) => s.Scope),
+        redirect_uris: asJson(redirects(Id), (s) => s.RedirectUri),
+        post_logout_redirect_uris: asJson(logoutRedirects(Id), (s) => s.PostLogoutRedirectUri),
+        grant_types: asJson(grantTypes(Id), (s) => s.GrantType),
+        cors_origins: asJson(origins(Id), (s) => s.Origin),
+        claims: asJson(claims(Id), (s) => ({ type: s.Type, value: s.Value })),
+        origin: 'migration',
+      },
+    });
+  }
+  return { rows, clients };
+}
+
+/** A page of ApiResources, each flattened into a migration-created client named for the audience. */
+async function apiResourcesPage(source: Kysely<SourceDatabase>, page: PageResult, after: number, pageSize: number) {
+  const rows = await idPage(source, 'ApiResources', after, pageSize);
+  const ids = rows.map((r) => r.Id);
+  if (ids.length === 0) return { rows, clients: [] };
+  const [scopes, secrets] = await Promise.all([
+    childRows(source, 'ApiResourceScopes', 'ApiResourceId', ['Scope'], ids),
+    childRows(source, 'ApiResourceSecrets', 'ApiResourceId', ['Value', 'Description', 'Expiration'], ids),
+  ]);
+  const clients: MigratedClient[] = rows.map((r) => ({
+    clientId: r.Name,
+    secrets: secretsFor(page, r.Name, secrets(r.Id)),
+    row: {
+      client_id: r.Name,
+      client_name: r.DisplayName,
+      enabled: r.Enabled,
+      settings: JSON.stringify({ apiResource: true, audience: r.Name }),
+      allowed_scopes: asJson(scopes(r.Id), (s) => s.Scope),
+      grant_types: JSON.stringify([]),
+      origin: 'migration',
+    },
+  }));
+  return { rows, clients };
+}
+
 /** Clients with their child tables, then ApiResources flattened into migration-created clients (audiences). Existing clients win. */
 export const clientsPass: Pass = async ({ source, target, options }, cursorText) => {
   const page = emptyPage();
@@ -116,130 +212,16 @@ export const clientsPass: Pass = async ({ source, target, options }, cursorText)
   }
   const pageSize = Math.min(options.pageSize, IN_LIST_LIMIT);
   const cursor: ClientCursor = cursorText ? (JSON.parse(cursorText) as ClientCursor) : { phase: 'clients', after: 0 };
-  const clients: Array<{ clientId: string; row: Record<string, unknown>; secrets: ReturnType<typeof secretsFor> }> = [];
-
-  if (cursor.phase === 'clients') {
-    const rows = await source
-      .selectFrom('Clients')
-      .selectAll()
-      .where('Id', '>', cursor.after)
-      .orderBy('Id')
-      .offset(0)
-      .fetch(pageSize)
-      .execute();
-    page.read = rows.length;
-    page.next = JSON.stringify(
-      rows.length === pageSize
-        ? { phase: 'clients', after: rows[rows.length - 1].Id }
-        : { phase: 'resources', after: 0 },
-    );
-    if (rows.length > 0) {
-      const ids = rows.map((r) => r.Id);
-      const [secrets, scopes, redirects, logoutRedirects, grantTypes, origins, claims] = await Promise.all([
-        source
-          .selectFrom('ClientSecrets')
-          .select(['ClientId', 'Value', 'Description', 'Expiration'])
-          .where('ClientId', 'in', ids)
-          .execute(),
-        source.selectFrom('ClientScopes').select(['ClientId', 'Scope']).where('ClientId', 'in', ids).execute(),
-        source
-          .selectFrom('ClientRedirectUris')
-          .select(['ClientId', 'RedirectUri'])
-          .where('ClientId', 'in', ids)
-          .execute(),
-        source
-          .selectFrom('ClientPostLogoutRedirectUris')
-          .select(['ClientId', 'PostLogoutRedirectUri'])
-          .where('ClientId', 'in', ids)
-          .execute(),
-        source.selectFrom('ClientGrantTypes').select(['ClientId', 'GrantType']).where('ClientId', 'in', ids).execute(),
-        source.selectFrom('ClientCorsOrigins').select(['ClientId', 'Origin']).where('ClientId', 'in', ids).execute(),
-        source.selectFrom('ClientClaims').select(['ClientId', 'Type', 'Value']).where('ClientId', 'in', ids).execute(),
-      ]);
-      for (const c of rows) {
-        const problem = identifierProblem('client', c.ClientId);
-        if (problem) {
-          page.skipped++;
-          page.warnings.push(problem);
-          continue;
-        }
-        const { Id, ClientId, ClientName, Enabled, ...settings } = c;
-        clients.push({
-          clientId: ClientId,
-          secrets: secretsFor(
-            page,
-            ClientId,
-            secrets.filter((s) => s.ClientId === Id),
-          ),
-          row: {
-            client_id: ClientId,
-            client_name: ClientName,
-            enabled: Enabled,
-            settings: JSON.stringify(settings),
-            allowed_scopes: JSON.stringify(scopes.filter((s) => s.ClientId === Id).map((s) => s.Scope)),
-            redirect_uris: JSON.stringify(redirects.filter((s) => s.ClientId === Id).map((s) => s.RedirectUri)),
-            post_logout_redirect_uris: JSON.stringify(
-              logoutRedirects.filter((s) => s.ClientId === Id).map((s) => s.PostLogoutRedirectUri),
-            ),
-            grant_types: JSON.stringify(grantTypes.filter((s) => s.ClientId === Id).map((s) => s.GrantType)),
-            cors_origins: JSON.stringify(origins.filter((s) => s.ClientId === Id).map((s) => s.Origin)),
-            claims: JSON.stringify(
-              claims.filter((s) => s.ClientId === Id).map((s) => ({ type: s.Type, value: s.Value })),
-            ),
-            origin: 'migration',
-          },
-        });
-      }
-    }
-  } else {
-    const resources = await source
-      .selectFrom('ApiResources')
-      .select(['Id', 'Name', 'DisplayName', 'Enabled'])
-      .where('Id', '>', cursor.after)
-      .orderBy('Id')
-      .offset(0)
-      .fetch(pageSize)
-      .execute();
-    page.read = resources.length;
-    page.next =
-      resources.length === pageSize
-        ? JSON.stringify({ phase: 'resources', after: resources[resources.length - 1].Id })
+  const readPage = cursor.phase === 'clients' ? clientsPage : apiResourcesPage;
+  const { rows, clients } = await readPage(source, page, cursor.after, pageSize);
+  page.read = rows.length;
+  const next: ClientCursor | null =
+    rows.length === pageSize
+      ? { phase: cursor.phase, after: rows[rows.length - 1].Id }
+      : cursor.phase === 'clients'
+        ? { phase: 'resources', after: 0 }
         : null;
-    if (resources.length > 0) {
-      const ids = resources.map((r) => r.Id);
-      const [scopes, secrets] = await Promise.all([
-        source
-          .selectFrom('ApiResourceScopes')
-          .select(['ApiResourceId', 'Scope'])
-          .where('ApiResourceId', 'in', ids)
-          .execute(),
-        source
-          .selectFrom('ApiResourceSecrets')
-          .select(['ApiResourceId', 'Value', 'Description', 'Expiration'])
-          .where('ApiResourceId', 'in', ids)
-          .execute(),
-      ]);
-      for (const r of resources) {
-        clients.push({
-          clientId: r.Name,
-          secrets: secretsFor(
-            page,
-            r.Name,
-            secrets.filter((s) => s.ApiResourceId === r.Id),
-          ),
-          row: {
-            client_id: r.Name,
-            client_name: r.DisplayName,
-            enabled: r.Enabled,
-            settings: JSON.stringify({ apiResource: true, audience: r.Name }),
-            allowed_scopes: JSON.stringify(scopes.filter((s) => s.ApiResourceId === r.Id).map((s) => s.Scope)),
-            grant_types: JSON.stringify([]),
-            origin: 'migration',
-          },
-        });
-      }
-    }
-  }
+  page.next = next && JSON.stringify(next);
   if (clients.length === 0 || options.dryRun) return page;
 
   await target.transaction().execute(async (trx) => {

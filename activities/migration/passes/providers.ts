@@ -1,6 +1,7 @@
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type Selectable } from 'kysely';
 import type { SourceDatabase } from '../../../migration-source/schema';
-import { countWrites, keysetPage, type Pass, type PassContext, type PageResult } from '../types';
+import { insertSkippingExisting } from '../../../store/insert-new';
+import { countWrites, keysetPage, pageById, type Pass, type PassContext, type PageResult } from '../types';
 
 /** `AllowedDomains` is a comma-separated list: one SSO domain record per domain. */
 export function splitDomains(value: string | null): string[] {
@@ -57,86 +58,50 @@ async function writeDomains(
  * The SAML and OIDC provider passes: one implementation, two entries of the pass plan (the report, the status
  * endpoint and the child workflow ids name both). Each kind reads its own table and writes its own, then its domains.
  */
-function providersPass<Row extends { Id: string; AllowedDomains: string | null }>(
+function providersPass<T extends 'SamlProviderConfigurations' | 'OidcProviderConfigurations'>(
   kind: 'saml' | 'oidc',
-  read: (ctx: PassContext, after: unknown) => Promise<Row[]>,
-  write: (ctx: PassContext, providers: Row[]) => Promise<number>,
+  table: T,
+  write: (ctx: PassContext, providers: Selectable<SourceDatabase[T]>[]) => Promise<number>,
 ): Pass {
   return async (ctx, cursor) => {
-    const { rows: providers, page } = await keysetPage(
-      cursor,
-      ctx.options.pageSize,
-      (after) => read(ctx, after),
-      (p) => p.Id,
-    );
+    const { rows: providers, page } = await pageById(ctx, table, cursor);
     if (providers.length === 0 || ctx.options.dryRun) return page;
     countWrites(page, providers.length, await write(ctx, providers));
-    await writeDomains(ctx, page, kind, providers);
+    // Both provider tables have AllowedDomains; TypeScript cannot see it through the generic table name.
+    await writeDomains(ctx, page, kind, providers as Array<{ Id: string; AllowedDomains: string | null }>);
     return page;
   };
 }
 
-export const samlProvidersPass = providersPass(
-  'saml',
-  (ctx, after) =>
-    ctx.source
-      .selectFrom('SamlProviderConfigurations')
-      .selectAll()
-      .$if(after !== undefined, (q) => q.where('Id', '>', after as string))
-      .orderBy('Id')
-      .offset(0)
-      .fetch(ctx.options.pageSize)
-      .execute(),
-  async (ctx, providers) =>
-    (
-      await ctx.target
-        .insertInto('saml_providers')
-        .values(
-          providers.map((p) => ({
-            id: p.Id,
-            name: p.Name,
-            entity_id: p.EntityId,
-            sso_url: p.SingleSignOnUrl,
-            signing_certificate: p.SigningCertificate,
-            enabled: p.Enabled,
-          })),
-        )
-        .onConflict((oc) => oc.column('id').doNothing())
-        .returning('id')
-        .execute()
-    ).length,
+export const samlProvidersPass = providersPass('saml', 'SamlProviderConfigurations', (ctx, providers) =>
+  insertSkippingExisting(
+    ctx.target.insertInto('saml_providers').values(
+      providers.map((p) => ({
+        id: p.Id,
+        name: p.Name,
+        entity_id: p.EntityId,
+        sso_url: p.SingleSignOnUrl,
+        signing_certificate: p.SigningCertificate,
+        enabled: p.Enabled,
+      })),
+    ),
+  ),
 );
 
-export const oidcProvidersPass = providersPass(
-  'oidc',
-  (ctx, after) =>
-    ctx.source
-      .selectFrom('OidcProviderConfigurations')
-      .selectAll()
-      .$if(after !== undefined, (q) => q.where('Id', '>', after as string))
-      .orderBy('Id')
-      .offset(0)
-      .fetch(ctx.options.pageSize)
-      .execute(),
-  async (ctx, providers) =>
-    (
-      await ctx.target
-        .insertInto('oidc_providers')
-        .values(
-          providers.map((p) => ({
-            id: p.Id,
-            name: p.Name,
-            authority: p.Authority,
-            client_id: p.ClientId,
-            client_secret: p.ClientSecret,
-            scopes: JSON.stringify((p.Scopes ?? '').split(/[\s,]+/).filter(Boolean)),
-            enabled: p.Enabled,
-          })),
-        )
-        .onConflict((oc) => oc.column('id').doNothing())
-        .returning('id')
-        .execute()
-    ).length,
+export const oidcProvidersPass = providersPass('oidc', 'OidcProviderConfigurations', (ctx, providers) =>
+  insertSkippingExisting(
+    ctx.target.insertInto('oidc_providers').values(
+      providers.map((p) => ({
+        id: p.Id,
+        name: p.Name,
+        authority: p.Authority,
+        client_id: p.ClientId,
+        client_secret: p.ClientSecret,
+        scopes: JSON.stringify((p.Scopes ?? '').split(/[\s,]+/).filter(Boolean)),
+        enabled: p.Enabled,
+      })),
+    ),
+  ),
 );
 
 /** Whether the source table has the column: INFORMATION_SCHEMA, the same on SQL Server and PostgreSQL. */

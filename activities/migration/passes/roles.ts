@@ -1,22 +1,9 @@
 import { normalize } from '../../../store/users';
-import { countWrites, keysetPage, type Pass } from '../types';
+import { countWrites, pageById, type Pass } from '../types';
 
 /** AspNetRoles → roles, ids verbatim; a role whose name exists already is skipped (assignments resolve by name). */
 export const rolesPass: Pass = async (ctx, cursor) => {
-  const { rows: roles, page } = await keysetPage(
-    cursor,
-    ctx.options.pageSize,
-    (after) =>
-      ctx.source
-        .selectFrom('AspNetRoles')
-        .select(['Id', 'Name', 'NormalizedName'])
-        .$if(after !== undefined, (q) => q.where('Id', '>', after as string))
-        .orderBy('Id')
-        .offset(0)
-        .fetch(ctx.options.pageSize)
-        .execute(),
-    (r) => r.Id,
-  );
+  const { rows: roles, page } = await pageById(ctx, 'AspNetRoles', cursor);
   const rows = roles
     .filter((r) => r.Name)
     .map((r) => ({ id: r.Id, name: r.Name!, normalized_name: normalize(r.NormalizedName ?? r.Name!) }));

@@ -1,5 +1,6 @@
 import type { RequestHandler } from 'express';
 import { findJsonProblem, forbiddenPathSegment } from '../security/object-keys';
+import type { ScimType } from './scim/errors';
 import { isScimRequest, sendError } from './problem';
 
 /** The body types each part of the API takes; a body of any other type is refused with 415 before a route sees it. */
@@ -28,43 +29,26 @@ function decodedPath(path: string): string | undefined {
 export function edgeGuard(): RequestHandler {
   return (req, res, next) => {
     const scim = isScimRequest(req);
+    const refuse = (detail: string, scimType: ScimType) =>
+      sendError(req, res, { status: 400, title: 'Invalid request', detail, scimType });
     const path = decodedPath(req.path);
-    if (path === undefined)
-      return sendError(req, res, {
-        status: 400,
-        title: 'Invalid request',
-        detail: 'path: not a valid percent-encoded URL path',
-        scimType: 'invalidValue',
-      });
-    if (path.includes('\0'))
-      return sendError(req, res, {
-        status: 400,
-        title: 'Invalid request',
-        detail: 'path: must not contain NUL characters',
-        scimType: 'invalidValue',
-      });
+    if (path === undefined) return refuse('path: not a valid percent-encoded URL path', 'invalidValue');
+    if (path.includes('\0')) return refuse('path: must not contain NUL characters', 'invalidValue');
 
     for (const [name, value] of Object.entries(req.query)) {
       for (const text of [value].flat()) {
         if (typeof text !== 'string') continue;
         if (text.includes('\0') || name.includes('\0')) {
-          return sendError(req, res, {
-            status: 400,
-            title: 'Invalid request',
-            detail: `${name.replace(/\0/g, '\\u0000')}: must not contain NUL characters`,
-            scimType: 'invalidValue',
-          });
+          return refuse(`${name.replace(/\0/g, '\\u0000')}: must not contain NUL characters`, 'invalidValue');
         }
         const forbidden = ['filter', 'attributes', 'excludedAttributes', 'sortBy'].includes(name)
           ? forbiddenPathSegment(text)
           : undefined;
         if (forbidden)
-          return sendError(req, res, {
-            status: 400,
-            title: 'Invalid request',
-            detail: `${name}: the attribute name "${forbidden}" is not allowed`,
-            scimType: scim && name === 'filter' ? 'invalidFilter' : 'invalidPath',
-          });
+          return refuse(
+            `${name}: the attribute name "${forbidden}" is not allowed`,
+            scim && name === 'filter' ? 'invalidFilter' : 'invalidPath',
+          );
       }
     }
 
@@ -81,20 +65,9 @@ export function edgeGuard(): RequestHandler {
     }
     const problem = findJsonProblem(req.body);
     if (problem?.problem === 'forbidden-key') {
-      return sendError(req, res, {
-        status: 400,
-        title: 'Invalid request',
-        detail: `${problem.path}: this key name is not allowed`,
-        scimType: 'invalidPath',
-      });
+      return refuse(`${problem.path}: this key name is not allowed`, 'invalidPath');
     }
-    if (problem)
-      return sendError(req, res, {
-        status: 400,
-        title: 'Invalid request',
-        detail: `${problem.path}: must not contain NUL characters`,
-        scimType: 'invalidValue',
-      });
+    if (problem) return refuse(`${problem.path}: must not contain NUL characters`, 'invalidValue');
     next();
   };
 }

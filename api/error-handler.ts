@@ -1,10 +1,11 @@
 import type { ErrorRequestHandler } from 'express';
 import { AttemptInProgressError, ResultDeadlineError, TemporalUnavailableError } from '../client/workflow-runner';
-import { sendError, type ErrorAnswer } from './problem';
+import { z } from 'zod';
+import { sendError, validationProblem, type ErrorAnswer } from './problem';
 import { ScimError } from './scim/errors';
 
-/** What body-parser, zod and http-errors put on the errors they raise. */
-type ParserError = Error & { type?: string; limit?: number; status?: number; issues?: Array<{ message: string }> };
+/** What body-parser and http-errors put on the errors they raise. */
+type ParserError = Error & { type?: string; limit?: number; status?: number };
 
 /** The answer to an error a route threw, or undefined for a fault of the service's own (500, logged). */
 function answerTo(caught: unknown, revealIds: boolean): ErrorAnswer | undefined {
@@ -52,13 +53,9 @@ function answerTo(caught: unknown, revealIds: boolean): ErrorAnswer | undefined 
       detail: `the body is larger than the ${error.limit} bytes this endpoint takes`,
     };
   }
-  if (error?.name === 'ZodError') {
-    return {
-      status: 400,
-      title: 'Invalid request',
-      detail: (error.issues ?? []).map((i) => i.message).join('; '),
-      scimType: 'invalidValue',
-    };
+  if (caught instanceof z.ZodError) {
+    const { status, title, detail, errors } = validationProblem(caught);
+    return { status, title, detail, scimType: 'invalidValue', extensions: { errors } };
   }
   if (typeof error?.status === 'number' && error.status >= 400 && error.status < 500) {
     return { status: error.status, title: 'Invalid request', detail: error.message ?? 'invalid request' };

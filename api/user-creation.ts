@@ -16,6 +16,23 @@ export interface CreationRequest {
   userId?: string;
 }
 
+/** A profile as the API takes it, its optional fields absent, as the store's new user. */
+export function newUserFrom(profile: {
+  email: string;
+  firstName?: string | null;
+  lastName?: string | null;
+  organizationId?: string | null;
+  customAttributes?: Record<string, string>;
+}): Omit<NewUser, 'userId'> {
+  return {
+    email: profile.email,
+    firstName: profile.firstName ?? null,
+    lastName: profile.lastName ?? null,
+    organizationId: profile.organizationId ?? null,
+    customAttributes: profile.customAttributes ?? {},
+  };
+}
+
 /** A reservation whose workflow is not (yet) to be found is left alone this long: its API may be about to start it. */
 const RESERVATION_GRACE_MS = 30_000;
 

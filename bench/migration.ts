@@ -92,12 +92,10 @@ async function main(): Promise<void> {
     });
     const context = await createServiceContext(config, target.url);
     const connection = await NativeConnection.connect({ address: server.address });
-    const worker = await createMigrationWorker({
-      connection,
-      namespace: 'default',
-      taskQueue: config.Temporal.MigrationTaskQueue,
-      dependencies: migrationDependencies(context),
-    });
+    const worker = await createMigrationWorker(
+      { connection, temporal: config.Temporal },
+      migrationDependencies(context),
+    );
     const running = worker.run();
     const client = new Client({ connection });
     const timed = async (version: string) => {

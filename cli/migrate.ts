@@ -123,12 +123,10 @@ async function run(config: AppConfig): Promise<number> {
       stops.push(server.stop);
       const connection = await NativeConnection.connect({ address: server.address });
       stops.push(() => connection.close());
-      const worker: Worker = await createMigrationWorker({
-        connection,
-        namespace: config.Temporal.Namespace,
-        taskQueue: config.Temporal.MigrationTaskQueue,
-        dependencies: migrationDependencies(context),
-      });
+      const worker: Worker = await createMigrationWorker(
+        { connection, temporal: config.Temporal },
+        migrationDependencies(context),
+      );
       const running = worker.run();
       stops.push(async () => {
         worker.shutdown();

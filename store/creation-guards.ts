@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { Db } from './database';
 import type { StoredAnswer } from './schema';
 import { normalize } from './users';
+import { updatedAny } from './row-counts';
 
 /** Reserves the e-mail for one creation attempt; answers the holder's workflow id when another attempt holds it. */
 export async function reserveEmail(
@@ -37,7 +38,7 @@ export async function takeOverReservation(
     .where('normalized_email', '=', normalize(email))
     .where('workflow_id', '=', staleHolder)
     .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+  return updatedAny(result);
 }
 
 export async function releaseEmail(db: Db, email: string, workflowId: string): Promise<void> {

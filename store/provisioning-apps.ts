@@ -1,5 +1,6 @@
 import { protectText, unprotectText, type KeyRing } from '../security/data-protection';
 import type { Db } from './database';
+import { deletedAny, updatedAny } from './row-counts';
 
 /**
  * An app as the orchestrator calls it, wherever it is configured (the ProvisioningApps section or this store). The key
@@ -78,12 +79,11 @@ export async function replaceStoredApp(db: Db, ring: KeyRing, app: ProvisioningA
     })
     .where('app_id', '=', app.appId)
     .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+  return updatedAny(result);
 }
 
 export async function deleteStoredApp(db: Db, appId: string): Promise<boolean> {
-  const result = await db.deleteFrom('provisioning_apps').where('app_id', '=', appId).executeTakeFirst();
-  return result.numDeletedRows > 0n;
+  return deletedAny(await db.deleteFrom('provisioning_apps').where('app_id', '=', appId).executeTakeFirst());
 }
 
 /** Seals the keys of rows stored before keys were protected; returns how many it sealed. */

@@ -5,6 +5,7 @@ import type { Database } from './schema';
 import { normalize } from './users';
 import { isUniqueViolation } from './errors';
 import { scimPage } from './scim-page';
+import { deletedAny } from './row-counts';
 
 export type GroupFilter = (eb: ExpressionBuilder<Database, 'scim_groups'>) => Expression<SqlBool>;
 
@@ -102,6 +103,5 @@ export async function saveGroup(db: Db, data: GroupData, id?: string): Promise<s
 }
 
 export async function deleteGroup(db: Db, id: string): Promise<boolean> {
-  const result = await db.deleteFrom('scim_groups').where('id', '=', id).executeTakeFirst();
-  return result.numDeletedRows > 0n;
+  return deletedAny(await db.deleteFrom('scim_groups').where('id', '=', id).executeTakeFirst());
 }

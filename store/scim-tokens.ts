@@ -1,5 +1,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Db } from './database';
+import { deletedAny, updatedAny } from './row-counts';
 
 const digest = (token: string) => createHash('sha256').update(token).digest('hex');
 
@@ -29,8 +30,7 @@ export async function listScimTokens(db: Db) {
 }
 
 export async function revokeScimToken(db: Db, id: string): Promise<boolean> {
-  const result = await db.deleteFrom('scim_tokens').where('id', '=', id).executeTakeFirst();
-  return result.numDeletedRows > 0n;
+  return deletedAny(await db.deleteFrom('scim_tokens').where('id', '=', id).executeTakeFirst());
 }
 
 /** Looking the digest up is a constant-time comparison in effect: the presented token never meets a stored one. */
@@ -40,5 +40,5 @@ export async function isValidScimToken(db: Db, token: string): Promise<boolean> 
     .set({ last_used_at: new Date() })
     .where('token_hash', '=', digest(token))
     .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+  return updatedAny(result);
 }

@@ -4,6 +4,7 @@ import type { Database } from './schema';
 import { DuplicateUserError, normalize } from './users';
 import { isUniqueViolation } from './errors';
 import { scimPage } from './scim-page';
+import { updatedAny } from './row-counts';
 
 export const SCIM_USER_COLUMNS = [
   'id',
@@ -75,7 +76,7 @@ export async function deactivateUserReturningApps(db: Db, id: string): Promise<{
       .where('id', '=', id)
       .executeTakeFirst();
     const removed = await trx.deleteFrom('user_provisions').where('user_id', '=', id).returning('app_id').execute();
-    return { found: updated.numUpdatedRows > 0n, appIds: removed.map((r) => r.app_id) };
+    return { found: updatedAny(updated), appIds: removed.map((r) => r.app_id) };
   });
 }
 

@@ -3,6 +3,7 @@ import type { Db } from './database';
 import type { Database, UserRow } from './schema';
 import { safeStringMap } from '../security/object-keys';
 import { isUniqueViolation } from './errors';
+import { deletedAny } from './row-counts';
 
 /** The user as provisioning, the API and downstream apps see it: never the password hash. */
 export interface UserProfile {
@@ -156,6 +157,6 @@ export async function deleteUserReturningApps(db: Db, userId: string): Promise<{
       .orderBy('provisioned_at')
       .execute();
     const result = await trx.deleteFrom('users').where('id', '=', userId).executeTakeFirst();
-    return { deleted: result.numDeletedRows > 0n, appIds: provisions.map((p) => p.app_id) };
+    return { deleted: deletedAny(result), appIds: provisions.map((p) => p.app_id) };
   });
 }

@@ -1,6 +1,13 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { bundleWorkflowCode, NativeConnection, Worker, type WorkflowBundleOption } from '@temporalio/worker';
+import {
+  bundleWorkflowCode,
+  type NativeConnection,
+  Worker,
+  type WorkerOptions,
+  type WorkflowBundleOption,
+} from '@temporalio/worker';
+import type { AppConfig } from '../config/schema';
 import { createMigrationActivities, type MigrationDependencies } from '../activities/migration';
 import { MIGRATION_PAGES_AT_ONCE } from '../migration-source/connection';
 import {
@@ -13,13 +20,10 @@ export const WORKFLOWS_PATH = require.resolve('../workflows');
 /** Written by `npm run build:workflows`; a worker started without it bundles the workflow code itself. */
 export const PREBUILT_BUNDLE_PATH = join(__dirname, '..', 'dist', 'workflow-bundle.js');
 
-export interface WorkerOptions {
+/** Where a worker polls: its connection, the namespace and task queues of the Temporal settings, the workflow code. */
+export interface WorkerHome {
   connection: NativeConnection;
-  namespace: string;
-  taskQueue: string;
-  dependencies: ProvisioningDependencies;
-  /** The activities built from `dependencies`, unless given (a test wraps them to fail at a chosen step). */
-  activities?: ProvisioningActivities;
+  temporal: Pick<AppConfig['Temporal'], 'Namespace' | 'TaskQueue' | 'MigrationTaskQueue'>;
   /** One bundle shared by every worker of a process (and, in tests, of a whole run). */
   workflowBundle?: WorkflowBundleOption;
 }
@@ -35,39 +39,42 @@ function workflowSource(workflowBundle?: WorkflowBundleOption) {
   return bundle ? { workflowBundle: bundle } : { workflowsPath: WORKFLOWS_PATH };
 }
 
-export async function createProvisioningWorker({
-  connection,
-  namespace,
-  taskQueue,
-  dependencies,
-  activities,
-  workflowBundle,
-}: WorkerOptions): Promise<Worker> {
+function createWorker(
+  home: WorkerHome,
+  taskQueue: string,
+  activities: object,
+  limits: Pick<
+    WorkerOptions,
+    | 'maxConcurrentWorkflowTaskExecutions'
+    | 'maxConcurrentLocalActivityExecutions'
+    | 'maxConcurrentActivityTaskExecutions'
+  >,
+): Promise<Worker> {
   return Worker.create({
-    connection,
-    namespace,
+    connection: home.connection,
+    namespace: home.temporal.Namespace,
     taskQueue,
-    activities: activities ?? createProvisioningActivities(dependencies),
-    ...workflowSource(workflowBundle),
+    activities,
+    ...workflowSource(home.workflowBundle),
+    ...limits,
+  });
+}
+
+/** `activities` replaces the ones built from `dependencies` (a test wraps them to fail at a chosen step). */
+export function createProvisioningWorker(
+  home: WorkerHome,
+  dependencies: ProvisioningDependencies,
+  activities?: ProvisioningActivities,
+): Promise<Worker> {
+  return createWorker(home, home.temporal.TaskQueue, activities ?? createProvisioningActivities(dependencies), {
     maxConcurrentWorkflowTaskExecutions: 100,
     maxConcurrentLocalActivityExecutions: 200,
   });
 }
 
 /** Migration pages are regular activities that heartbeat, MIGRATION_PAGES_AT_ONCE at a time per worker. */
-export async function createMigrationWorker({
-  connection,
-  namespace,
-  taskQueue,
-  dependencies,
-  workflowBundle,
-}: Omit<WorkerOptions, 'dependencies'> & { dependencies: MigrationDependencies }): Promise<Worker> {
-  return Worker.create({
-    connection,
-    namespace,
-    taskQueue,
-    activities: createMigrationActivities(dependencies),
-    ...workflowSource(workflowBundle),
+export function createMigrationWorker(home: WorkerHome, dependencies: MigrationDependencies): Promise<Worker> {
+  return createWorker(home, home.temporal.MigrationTaskQueue, createMigrationActivities(dependencies), {
     maxConcurrentActivityTaskExecutions: MIGRATION_PAGES_AT_ONCE,
   });
 }

@@ -23,21 +23,9 @@ export async function startWorker(
 ): Promise<RunningWorker> {
   const context = await createServiceContext(config, databaseUrl);
   const connection = await NativeConnection.connect({ address: temporalAddress });
-  const workflowBundle = await loadWorkflowBundle();
-  const worker = await createProvisioningWorker({
-    connection,
-    namespace: config.Temporal.Namespace,
-    taskQueue: config.Temporal.TaskQueue,
-    dependencies: context,
-    workflowBundle,
-  });
-  const migrationWorker = await createMigrationWorker({
-    connection,
-    namespace: config.Temporal.Namespace,
-    taskQueue: config.Temporal.MigrationTaskQueue,
-    dependencies: migrationDependencies(context),
-    workflowBundle,
-  });
+  const home = { connection, temporal: config.Temporal, workflowBundle: await loadWorkflowBundle() };
+  const worker = await createProvisioningWorker(home, context);
+  const migrationWorker = await createMigrationWorker(home, migrationDependencies(context));
   const running = Promise.all([worker.run(), migrationWorker.run()]);
   return {
     worker,

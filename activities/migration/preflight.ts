@@ -5,7 +5,7 @@ import { mfaTokens } from './passes/user-children';
 import { inventoryOf, readSourceColumns } from './validation';
 
 /** The ASP.NET Identity tables: without any of them there is no user to migrate, so the run fails at once. */
-const REQUIRED_TABLES = [
+export const REQUIRED_TABLES = [
   'AspNetUsers',
   'AspNetUserClaims',
   'AspNetUserLogins',

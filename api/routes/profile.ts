@@ -6,10 +6,10 @@ import { listProvisionedApps } from '../../store/provisions';
 import { findUser, findUserIdByEmail } from '../../store/users';
 import { deletionWorkflowId, provisioningWorkflowId } from '../../workflows/ids';
 import { deleteUserAndDeprovision, provisionExistingUser } from '../../workflows/provisioning';
-import { sendProblem, userNotFound, validationProblem } from '../problem';
+import { sendProblem, userNotFound } from '../problem';
 import { idempotentCreation } from '../idempotency';
 import { answer, toAnswer, toHttpOutcome } from '../provisioning-outcome';
-import { createUserThroughWorkflow } from '../user-creation';
+import { createUserThroughWorkflow, newUserFrom } from '../user-creation';
 import type { WorkflowRunner } from '../../client/workflow-runner';
 
 export const createProfileSchema = z
@@ -30,24 +30,11 @@ export function profileRouter({ db, run }: { db: Db; run: WorkflowRunner }): Rou
   const router = Router();
 
   router.post('/', async (req, res) => {
-    const parsed = createProfileSchema.safeParse(req.body);
-    if (!parsed.success) return sendProblem(res, validationProblem(parsed.error));
-    const { password, ...profile } = parsed.data;
+    const { password, ...profile } = createProfileSchema.parse(req.body);
     await idempotentCreation(db, req, res, async (userId) => {
       const outcome = await createUserThroughWorkflow(
         { db, run },
-        {
-          trigger: 'admin-api',
-          password,
-          userId,
-          user: {
-            email: profile.email,
-            firstName: profile.firstName ?? null,
-            lastName: profile.lastName ?? null,
-            organizationId: profile.organizationId ?? null,
-            customAttributes: profile.customAttributes ?? {},
-          },
-        },
+        { trigger: 'admin-api', password, userId, user: newUserFrom(profile) },
       );
       return toAnswer(toHttpOutcome(outcome, 201));
     });

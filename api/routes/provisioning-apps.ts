@@ -105,11 +105,10 @@ export function provisioningAppsRouter({
   });
 
   router.put('/:appId', async (req, res) => {
-    const appId = appIdSchema.safeParse(req.params.appId);
-    if (!appId.success) return sendProblem(res, validationProblem(appId.error));
-    const parsed = parseApp(req.body, appId.data);
+    const appId = appIdSchema.parse(req.params.appId);
+    const parsed = parseApp(req.body, appId);
     if ('problem' in parsed) return sendProblem(res, parsed.problem);
-    if (!(await replaceStoredApp(db, ring, parsed.app))) return sendProblem(res, notFound(appId.data));
+    if (!(await replaceStoredApp(db, ring, parsed.app))) return sendProblem(res, notFound(appId));
     res.json(view(parsed.app));
   });
 

@@ -5,9 +5,9 @@ import { personName } from '../fields';
 import type { AppConfig } from '../../config/schema';
 import { passwordPolicyViolations } from '../../security/password-policy';
 import type { Db } from '../../store/database';
-import { sendProblem, validationProblem } from '../problem';
+import { sendProblem } from '../problem';
 import { answer, toHttpOutcome } from '../provisioning-outcome';
-import { createUserThroughWorkflow } from '../user-creation';
+import { createUserThroughWorkflow, newUserFrom } from '../user-creation';
 import type { WorkflowRunner } from '../../client/workflow-runner';
 
 export const registrationSchema = z
@@ -41,9 +41,7 @@ export function registerRouter({ config, db, run }: { config: AppConfig; db: Db;
   );
 
   router.post('/', async (req, res) => {
-    const parsed = registrationSchema.safeParse(req.body);
-    if (!parsed.success) return sendProblem(res, validationProblem(parsed.error));
-    const { password, ...profile } = parsed.data;
+    const { password, ...profile } = registrationSchema.parse(req.body);
     const violations = passwordPolicyViolations(password, config.Auth.PasswordPolicy);
     if (violations.length > 0) {
       return sendProblem(res, {
@@ -55,17 +53,7 @@ export function registerRouter({ config, db, run }: { config: AppConfig; db: Db;
     }
     const outcome = await createUserThroughWorkflow(
       { db, run },
-      {
-        trigger: 'register',
-        password,
-        user: {
-          email: profile.email,
-          firstName: profile.firstName ?? null,
-          lastName: profile.lastName ?? null,
-          organizationId: null,
-          customAttributes: {},
-        },
-      },
+      { trigger: 'register', password, user: newUserFrom(profile) },
     );
     answer(res, toHttpOutcome(outcome, 201, { revealIds: false }));
   });

@@ -2,7 +2,7 @@ import { Router } from 'express';
 import { z } from 'zod';
 import type { Db } from '../../store/database';
 import { createScimToken, listScimTokens, revokeScimToken } from '../../store/scim-tokens';
-import { sendProblem, validationProblem } from '../problem';
+import { sendProblem } from '../problem';
 
 const createSchema = z.object({ description: z.string().trim().min(1).max(256).optional() }).strict();
 
@@ -10,9 +10,8 @@ const createSchema = z.object({ description: z.string().trim().min(1).max(256).o
 export function scimTokensRouter({ db }: { db: Db }): Router {
   const router = Router();
   router.post('/', async (req, res) => {
-    const parsed = createSchema.safeParse(req.body ?? {});
-    if (!parsed.success) return sendProblem(res, validationProblem(parsed.error));
-    const created = await createScimToken(db, parsed.data.description ?? null);
+    const { description } = createSchema.parse(req.body ?? {});
+    const created = await createScimToken(db, description ?? null);
     res.status(201).location(`${req.baseUrl}/${created.id}`).json(created);
   });
   router.get('/', async (_req, res) => {

@@ -10,7 +10,7 @@ const run = promisify(execFile);
 type Scratch = Awaited<ReturnType<typeof createScratchDatabase>>;
 
 /** A generated source of `users` users and an empty target, dropped after the block that asked for them. */
-function sourceAndTarget(users: number): { source: () => Scratch; target: () => Scratch } {
+function sourceAndTarget(users: number): { source: () => Scratch; target: () => Scratch; args: () => string[] } {
   let source: Scratch;
   let target: Scratch;
   beforeAll(async () => {
@@ -24,7 +24,12 @@ function sourceAndTarget(users: number): { source: () => Scratch; target: () => 
     await source?.drop();
     await target?.drop();
   });
-  return { source: () => source, target: () => target };
+  return {
+    source: () => source,
+    target: () => target,
+    /** The command-line arguments naming both databases. */
+    args: () => ['--Source:ConnectionString', source.url, '--Target:ConnectionString', target.url],
+  };
 }
 
 /** The command line as an operator runs it: its own Temporal dev server and worker, no TEMPORAL_ADDRESS. */
@@ -53,12 +58,7 @@ async function migrateWith(
 describe('npm run migrate', () => {
   const databases = sourceAndTarget(300);
   test('a dry run prints the validation report and writes nothing; a real run copies; a re-run of the version is skipped', async () => {
-    const base = [
-      '--Source:ConnectionString',
-      databases.source().url,
-      '--Target:ConnectionString',
-      databases.target().url,
-    ];
+    const base = databases.args();
     const dry = await migrate(...base, '--DryRun', 'true', '--UsersMode', 'CreateOnly');
     expect(dry.code).toBe(0);
     expect(dry.out).toContain('migration 1 (dry run): Completed');
@@ -80,14 +80,7 @@ describe('npm run migrate', () => {
     const noSource = await migrate('--Target:ConnectionString', databases.target().url);
     expect(noSource.code).toBe(1);
     expect(noSource.out).toContain('set --Source:ConnectionString <SOURCE_CONNECTION_STRING>');
-    const badMode = await migrate(
-      '--Source:ConnectionString',
-      databases.source().url,
-      '--Target:ConnectionString',
-      databases.target().url,
-      '--UsersMode',
-      'Sometimes',
-    );
+    const badMode = await migrate(...databases.args(), '--UsersMode', 'Sometimes');
     expect(badMode.code).toBe(1);
     expect(badMode.out).toMatch(/Migration:UsersMode/);
   }, 60_000);
@@ -101,12 +94,7 @@ describe('errors that cannot heal fail the run at once', () => {
     await pg.query(statement);
     await pg.end();
   };
-  const base = () => [
-    '--Source:ConnectionString',
-    databases.source().url,
-    '--Target:ConnectionString',
-    databases.target().url,
-  ];
+  const base = databases.args;
 
   test('a stock Duende source without the SAML and OIDC provider tables: both passes skipped with a warning, dry run and run', async () => {
     await alter('drop table "SamlProviderConfigurations"; drop table "OidcProviderConfigurations"');

@@ -1,31 +1,26 @@
 import { generateKeyPairSync } from 'node:crypto';
-import {
-  createSweepSchedule,
-  deleteSweepSchedule,
-  describeSweepSchedule,
-  setSweepSchedulePaused,
-  SWEEP_SCHEDULE_ID,
-} from '../../client/migration-schedule';
+import * as sweeps from '../../client/migration-schedule';
 import { importSigningKey } from '../../store/signing-keys';
 import { eventually, useHarness } from '../support/harness';
 import { useGeneratedSource } from '../support/scratch-store';
+import { markerOf } from '../support/rows';
 
 const source = useGeneratedSource(200);
 const h = useHarness(() => ({ apps: {}, migrationSource: source().url }));
 
 describe('scheduled delta sweeps', () => {
   afterAll(async () => {
-    await deleteSweepSchedule(h.env.client).catch(() => undefined);
+    await sweeps.deleteSweepSchedule(h.env.client).catch(() => undefined);
   });
 
   test('a schedule runs CreateOnly sweeps under a fresh version; it can be listed, paused, resumed and deleted', async () => {
-    await createSweepSchedule(h.env.client, h.config, { every: '1h' });
-    const listed = await describeSweepSchedule(h.env.client);
-    expect(listed).toMatchObject({ id: SWEEP_SCHEDULE_ID, paused: false });
+    await sweeps.createSweepSchedule(h.env.client, h.config, { every: '1h' });
+    const listed = await sweeps.describeSweepSchedule(h.env.client);
+    expect(listed).toMatchObject({ id: sweeps.SWEEP_SCHEDULE_ID, paused: false });
 
-    await h.env.client.schedule.getHandle(SWEEP_SCHEDULE_ID).trigger();
+    await h.env.client.schedule.getHandle(sweeps.SWEEP_SCHEDULE_ID).trigger();
     const sweep = await eventually(async () => {
-      const described = await describeSweepSchedule(h.env.client);
+      const described = await sweeps.describeSweepSchedule(h.env.client);
       expect(described!.recentRuns.length).toBeGreaterThan(0);
       return described!.recentRuns[0];
     }, 30_000);
@@ -33,19 +28,15 @@ describe('scheduled delta sweeps', () => {
     expect(report.version).toMatch(/^sweep-\d{8}-\d{6}/);
     expect(report.state).toBe('Completed');
     expect(report.passes.find((p: { pass: string }) => p.pass === 'users').created).toBe(200 - 0 + 2);
-    const marker = await h.context.db
-      .selectFrom('migration_markers')
-      .selectAll()
-      .where('version', '=', report.version)
-      .executeTakeFirstOrThrow();
+    const marker = await markerOf(h.context.db, report.version);
     expect(marker).toMatchObject({ state: 'Completed', dry_run: false });
 
-    await setSweepSchedulePaused(h.env.client, true);
-    expect((await describeSweepSchedule(h.env.client))!.paused).toBe(true);
-    await setSweepSchedulePaused(h.env.client, false);
-    expect((await describeSweepSchedule(h.env.client))!.paused).toBe(false);
-    await deleteSweepSchedule(h.env.client);
-    expect(await describeSweepSchedule(h.env.client)).toBeUndefined();
+    await sweeps.setSweepSchedulePaused(h.env.client, true);
+    expect((await sweeps.describeSweepSchedule(h.env.client))!.paused).toBe(true);
+    await sweeps.setSweepSchedulePaused(h.env.client, false);
+    expect((await sweeps.describeSweepSchedule(h.env.client))!.paused).toBe(false);
+    await sweeps.deleteSweepSchedule(h.env.client);
+    expect(await sweeps.describeSweepSchedule(h.env.client)).toBeUndefined();
   }, 120_000);
 });
 

@@ -1,42 +1,18 @@
 import { createKeyRing } from '../../security/data-protection';
-import type { Kysely } from 'kysely';
 import { usersPass } from '../../activities/migration/passes/users';
 import { loginsPass, mfaPass, userRolesPass } from '../../activities/migration/passes/user-children';
 import type { MigrationOptions } from '../../activities/migration/types';
-import { connectSource } from '../../migration-source/connection';
-import { createScratchDatabase, generateSource } from '../fixtures/source/generate';
-import type { SourceDatabase } from '../../migration-source/schema';
 import type { Db } from '../../store/database';
 import { runPages } from '../support/pass-pages';
-import { createScratchStore, TEST_ADMIN_URL } from '../support/scratch-store';
+import { createScratchStore, testMigrationOptions, useConnectedSource } from '../support/scratch-store';
+import { countRows } from '../support/rows';
 
 // The users pass runs in key-range partitions side by side; these drive its pages directly against real databases,
 // in orders that timing alone would otherwise decide.
 const USERS = 600;
-let sourceDb: Awaited<ReturnType<typeof createScratchDatabase>>;
-let source: Kysely<SourceDatabase>;
-
-beforeAll(async () => {
-  sourceDb = await createScratchDatabase(TEST_ADMIN_URL, 'ips_source');
-  await generateSource(sourceDb.url, { users: USERS });
-  source = connectSource(sourceDb.url).db;
-}, 120_000);
-afterAll(async () => {
-  await source?.destroy();
-  await sourceDb?.drop();
-});
-
-const options = (overrides: Partial<MigrationOptions> = {}): MigrationOptions => ({
-  version: 'p1',
-  dryRun: false,
-  usersMode: 'CreateOnly',
-  migrateClients: true,
-  migrateRefreshTokens: false,
-  sourceGrantKeysAreUnhashed: false,
-  pageSize: 100,
-  parallelism: 2,
-  ...overrides,
-});
+const source = useConnectedSource(USERS);
+const options = (overrides: Partial<MigrationOptions> = {}) =>
+  testMigrationOptions({ version: 'p1', parallelism: 2, ...overrides });
 
 describe('partitions of the users pass', () => {
   let store: Awaited<ReturnType<typeof createScratchStore>>;
@@ -59,7 +35,7 @@ describe('partitions of the users pass', () => {
   test.each(['CreateOnly', 'Upsert'] as const)(
     '%s: the first of two users sharing an e-mail in source order wins, even when the later partition writes first',
     async (usersMode) => {
-      const ctx = { source, target, options: options({ usersMode }) };
+      const ctx = { source: source(), target, options: options({ usersMode }) };
       const later = await runPages(usersPass, ctx, BOUNDARY, null);
       expect(await userIds()).toEqual(['user-00000500']);
       const earlier = await runPages(usersPass, ctx, null, BOUNDARY);
@@ -70,28 +46,19 @@ describe('partitions of the users pass', () => {
       );
       // Counted once: the displaced user moves from created to skipped.
       const created = later.created + earlier.created;
-      expect(created).toBe(
-        Number(
-          (
-            await target
-              .selectFrom('users')
-              .select((eb) => eb.fn.countAll<string>().as('n'))
-              .executeTakeFirstOrThrow()
-          ).n,
-        ),
-      );
+      expect(created).toBe(await countRows(target, 'users'));
       expect(later.read + earlier.read).toBe(created + later.skipped + earlier.skipped);
     },
   );
 
   test('CreateOnly: roles, logins and MFA are added only for users this run created; earlier users are left as they are', async () => {
-    const first = { source, target, options: options({ version: 'p1' }) };
+    const first = { source: source(), target, options: options({ version: 'p1' }) };
     await runPages(usersPass, first);
     await runPages(userRolesPass, first);
     // After cutover the service owns the user: a role removed there must not come back with the next sweep.
     await target.deleteFrom('user_roles').where('user_id', '=', 'user-00000002').execute();
 
-    const sweep = { source, target, options: options({ version: 'p2' }) };
+    const sweep = { source: source(), target, options: options({ version: 'p2' }) };
     const users = await runPages(usersPass, sweep);
     const roles = await runPages(userRolesPass, sweep);
 
@@ -103,7 +70,7 @@ describe('partitions of the users pass', () => {
   });
 
   test('a login another user holds in the target is skipped; the rest of its page is written', async () => {
-    const ctx = { source, target, options: options() };
+    const ctx = { source: source(), target, options: options() };
     await runPages(usersPass, ctx);
     // Linked in the service to an account of its own since: the spec's 409, a skip and not an error.
     await target
@@ -142,7 +109,7 @@ describe('partitions of the users pass', () => {
 
   test('Upsert: a user who enrolled MFA in the service keeps it and gets none from the source; the others get theirs', async () => {
     const ctx = {
-      source,
+      source: source(),
       target,
       options: options({ usersMode: 'Upsert' }),
       dataProtection: createKeyRing([{ id: 'test', key: Buffer.alloc(32, 7) }]),
@@ -170,15 +137,6 @@ describe('partitions of the users pass', () => {
     // a duplicate; every other row of the table was created by the pass.
     expect(await labels('user-00000500')).toEqual([]);
     expect(mfa.skipped).toBe(8);
-    expect(mfa.created).toBe(
-      Number(
-        (
-          await target
-            .selectFrom('mfa_credentials')
-            .select((eb) => eb.fn.countAll<string>().as('n'))
-            .executeTakeFirstOrThrow()
-        ).n,
-      ) - 1,
-    );
+    expect(mfa.created).toBe((await countRows(target, 'mfa_credentials')) - 1);
   });
 });

@@ -12,6 +12,7 @@ import { findMarker, passProgress } from '../../store/migration-markers';
 import { createMigrationWorker } from '../../workers/create-worker';
 import { eventually, TEST_DATA_PROTECTION_KEY, useHarness } from '../support/harness';
 import { TEST_ADMIN_URL, useGeneratedSource } from '../support/scratch-store';
+import { countRows } from '../support/rows';
 
 const USERS = 3000;
 /** Every source user but the six duplicate e-mails and two unusable ids. */
@@ -74,23 +75,13 @@ describe('a worker killed mid-run', () => {
       expect(passProgress(marker?.progress).users?.read ?? 0).toBeGreaterThanOrEqual(300);
     }, 60_000);
     child.kill('SIGKILL');
-    const usersAtKill = Number(
-      (
-        await context.db
-          .selectFrom('users')
-          .select((eb) => eb.fn.countAll<string>().as('n'))
-          .executeTakeFirstOrThrow()
-      ).n,
-    );
+    const usersAtKill = await countRows(context.db, 'users');
     expect(usersAtKill).toBeLessThan(MIGRATED_USERS);
 
-    worker = await createMigrationWorker({
-      connection,
-      namespace: 'default',
-      taskQueue,
-      dependencies: migrationDependencies(context),
-      workflowBundle: { codePath: process.env.TEST_WORKFLOW_BUNDLE! },
-    });
+    worker = await createMigrationWorker(
+      { connection, temporal: config.Temporal, workflowBundle: { codePath: process.env.TEST_WORKFLOW_BUNDLE! } },
+      migrationDependencies(context),
+    );
     const running = worker.run();
     const report = await handle.result();
     worker.shutdown();
@@ -99,14 +90,7 @@ describe('a worker killed mid-run', () => {
 
     expect(report.state).toBe('Completed');
     const count = async (table: 'users' | 'user_logins' | 'user_roles' | 'mfa_credentials') =>
-      Number(
-        (
-          await context.db
-            .selectFrom(table)
-            .select((eb) => eb.fn.countAll<string>().as('n'))
-            .executeTakeFirstOrThrow()
-        ).n,
-      );
+      countRows(context.db, table);
     expect(await count('users')).toBe(MIGRATED_USERS);
     expect(await count('user_logins')).toBe(USERS / 4 - 6);
     expect(await count('user_roles')).toBe(USERS - 6);

@@ -10,6 +10,7 @@ import { FIXTURE_PASSWORD } from '../fixtures/source/generate';
 import type { MigrationReport } from '../../workflows/migration';
 import { useHarness } from '../support/harness';
 import { useGeneratedSource } from '../support/scratch-store';
+import { countRows, markerOf } from '../support/rows';
 
 const USERS = 1200;
 const source = useGeneratedSource(USERS);
@@ -29,25 +30,7 @@ async function run(overrides: Partial<MigrationOptions>): Promise<MigrationRepor
 }
 
 const pass = (report: MigrationReport, name: string) => report.passes.find((p) => p.pass === name)!;
-const countOf = async (
-  table:
-    | 'users'
-    | 'user_logins'
-    | 'user_roles'
-    | 'mfa_credentials'
-    | 'clients'
-    | 'client_secrets'
-    | 'grants'
-    | 'sso_domains',
-) =>
-  Number(
-    (
-      await h.context.db
-        .selectFrom(table)
-        .select((eb) => eb.fn.countAll<string>().as('n'))
-        .executeTakeFirstOrThrow()
-    ).n,
-  );
+const countOf = (table: Parameters<typeof countRows>[1]) => countRows(h.context.db, table);
 
 describe('dry run', () => {
   test('walks the source and reports inventory, duplicate e-mails, identifier problems and counts, writing nothing but the marker', async () => {
@@ -66,11 +49,7 @@ describe('dry run', () => {
     expect(report.passes.every((p) => p.created === 0 && p.updated === 0)).toBe(true);
     expect(await countOf('users')).toBe(0);
     expect(await countOf('clients')).toBe(0);
-    const marker = await h.context.db
-      .selectFrom('migration_markers')
-      .selectAll()
-      .where('version', '=', 'dry-1')
-      .executeTakeFirstOrThrow();
+    const marker = await markerOf(h.context.db, 'dry-1');
     expect(marker).toMatchObject({ state: 'Completed', dry_run: true });
   });
 });
@@ -83,11 +62,7 @@ describe('a real run copies every pass of the mapping table', () => {
 
   test('the run completes with a Completed marker and a per-pass report', async () => {
     expect(report.state).toBe('Completed');
-    const marker = await h.context.db
-      .selectFrom('migration_markers')
-      .selectAll()
-      .where('version', '=', 'v1')
-      .executeTakeFirstOrThrow();
+    const marker = await markerOf(h.context.db, 'v1');
     expect(marker).toMatchObject({ state: 'Completed', dry_run: false });
     // Every pass of the plan reports, in the plan's order.
     expect((marker.report as unknown as MigrationReport).passes.map((p) => p.pass)).toEqual(PASSES);

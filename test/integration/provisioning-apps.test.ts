@@ -6,6 +6,7 @@ import { createKeyRing } from '../../security/data-protection';
 import { findStoredApp, insertStoredApp } from '../../store/provisioning-apps';
 import { startDownstreamApp, type RunningDownstreamApp } from '../../examples/downstream-app/app';
 import { startHarness, uniqueEmail, type Harness } from '../support/harness';
+import { storedAppRow } from '../support/rows';
 
 describe('with the configuration-backed provider (the default)', () => {
   let h: Harness;
@@ -169,11 +170,7 @@ describe('with the store-backed provider (Provisioning:AppProvider = Store)', ()
 
   test('app keys are sealed at rest; rows stored in plaintext are sealed at the next start; a rotated ring still opens them', async () => {
     expect((await register('crm')).status).toBeLessThan(500);
-    const sealed = await h.context.db
-      .selectFrom('provisioning_apps')
-      .selectAll()
-      .where('app_id', '=', 'crm')
-      .executeTakeFirstOrThrow();
+    const sealed = await storedAppRow(h.context.db, 'crm');
     expect(sealed.api_key_protected).toBe(true);
     expect(sealed.api_key).toMatch(/^v2:test:/);
     expect(sealed.api_key).not.toContain(key('crm'));
@@ -189,11 +186,7 @@ describe('with the store-backed provider (Provisioning:AppProvider = Store)', ()
       .execute();
     const restarted = await createServiceContext(h.config, process.env.TEST_DATABASE_URL!);
     await restarted.close();
-    const legacy = await h.context.db
-      .selectFrom('provisioning_apps')
-      .selectAll()
-      .where('app_id', '=', 'plain-legacy')
-      .executeTakeFirstOrThrow();
+    const legacy = await storedAppRow(h.context.db, 'plain-legacy');
     expect(legacy.api_key_protected).toBe(true);
     expect(legacy.api_key).not.toContain(key('billing'));
 

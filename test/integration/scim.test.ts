@@ -1,6 +1,13 @@
 import { verifyPassword } from '../../security/password-hashing';
 import { listProvisionedApps } from '../../store/provisions';
-import { eventually, storedPasswordHash, uniqueEmail, useHarness, type HttpResult } from '../support/harness';
+import {
+  eventually,
+  storedPasswordHash,
+  uniqueEmail,
+  useHarness,
+  type Harness,
+  type HttpResult,
+} from '../support/harness';
 
 let token: string;
 
@@ -14,12 +21,7 @@ const h = useHarness({ apps: { crm: {}, billing: {} } }, async (started) => {
   token = (await started.admin('POST', '/api/v1/scim/tokens', { description: 'okta' })).body.token;
 });
 
-const scim = (
-  method: string,
-  path: string,
-  body?: unknown,
-  headers: Record<string, string> = {},
-): Promise<HttpResult> =>
+const scim: Harness['request'] = (method, path, body, headers = {}) =>
   h.request(method, `/scim/v2${path}`, body === undefined ? undefined : JSON.stringify(body), {
     authorization: `Bearer ${token}`,
     ...(body === undefined ? {} : { 'content-type': SCIM_JSON }),

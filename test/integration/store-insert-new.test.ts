@@ -1,26 +1,23 @@
 import type { Db } from '../../store/database';
 import { copyUnlessAnyExists, insertSkippingExisting } from '../../store/insert-new';
 import { createScratchStore } from '../support/scratch-store';
-const COLUMNS = [
-  'id',
-  'email',
-  'normalized_email',
-  'user_name',
-  'normalized_user_name',
-  'first_name',
-  'custom_attributes',
-] as const;
-const user = (
-  id: string,
-  extra: Partial<Record<(typeof COLUMNS)[number], unknown>> = {},
-): Record<(typeof COLUMNS)[number], unknown> => ({
+import { USER_COLUMNS, type MigratedUser } from '../../activities/migration/passes/user-writes';
+// The columns and row shape the migration's users pass writes.
+const COLUMNS = USER_COLUMNS;
+const user = (id: string, extra: Partial<MigratedUser> = {}): MigratedUser => ({
   id,
   email: `${id}@example.com`,
   normalized_email: `${id}@EXAMPLE.COM`.toUpperCase(),
   user_name: `${id}@example.com`,
   normalized_user_name: `${id}@EXAMPLE.COM`.toUpperCase(),
   first_name: null,
+  last_name: null,
+  company_name: null,
+  organization_id: null,
   custom_attributes: {},
+  password_hash: null,
+  password_format: null,
+  migration_version: 'test',
   ...extra,
 });
 

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { LookupFunction } from 'node:net';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
 import { startApi, type RunningApi } from '../../api/server';
 import { parseConfig } from '../../config/load';
 import type { AppConfig } from '../../config/schema';
@@ -52,7 +51,6 @@ export interface Harness {
   context: ServiceContext;
   env: TestWorkflowEnvironment;
   api: RunningApi;
-  worker: Worker;
   request: (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<HttpResult>;
   admin: (method: string, path: string, body?: unknown) => Promise<HttpResult>;
   stop: () => Promise<void>;
@@ -95,34 +93,17 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     appProvider: options.appProvider,
   });
   const env = await TestWorkflowEnvironment.createFromExistingServer({ address: process.env.TEST_TEMPORAL_ADDRESS! });
-  const worker = await createProvisioningWorker({
+  const home = {
     connection: env.nativeConnection,
-    namespace: config.Temporal.Namespace,
-    taskQueue: config.Temporal.TaskQueue,
-    dependencies: context,
+    temporal: config.Temporal,
     workflowBundle: { codePath: process.env.TEST_WORKFLOW_BUNDLE! },
-  });
-  const workers = [worker];
-  if (options.migrationSource) {
-    workers.push(
-      await createMigrationWorker({
-        connection: env.nativeConnection,
-        namespace: config.Temporal.Namespace,
-        taskQueue: config.Temporal.MigrationTaskQueue,
-        dependencies: migrationDependencies(context),
-        workflowBundle: { codePath: process.env.TEST_WORKFLOW_BUNDLE! },
-      }),
-    );
-  }
+  };
+  const workers = [await createProvisioningWorker(home, context)];
+  if (options.migrationSource) workers.push(await createMigrationWorker(home, migrationDependencies(context)));
   const running = Promise.all(workers.map((w) => w.run()));
   const api = await startApi(config, context, env.client);
 
-  async function request(
-    method: string,
-    path: string,
-    body?: unknown,
-    headers: Record<string, string> = {},
-  ): Promise<HttpResult> {
+  const request: Harness['request'] = async (method, path, body, headers = {}) => {
     const response = await fetch(`${api.url}${path}`, {
       method,
       headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
@@ -136,7 +117,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       parsed = text;
     }
     return { status: response.status, headers: response.headers, body: parsed };
-  }
+  };
 
   return {
     config,
@@ -144,7 +125,6 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     context,
     env,
     api,
-    worker,
     request,
     admin: (method, path, body) => request(method, path, body, { authorization: `Bearer ${ADMIN_KEY}` }),
     async stop() {

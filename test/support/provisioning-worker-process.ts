@@ -1,4 +1,5 @@
-import { NativeConnection } from '@temporalio/worker';
+import { NativeConnection, type Worker } from '@temporalio/worker';
+import { runWorkerProcess } from './worker-process';
 import { createProvisioningActivities } from '../../activities/provisioning';
 import { parseConfig } from '../../config/load';
 import { createServiceContext } from '../../composition/service-context';
@@ -10,7 +11,7 @@ import { createProvisioningWorker } from '../../workers/create-worker';
  * task that ran it is recorded: the replay on the next worker runs that step again, the fault the crash-safety suite
  * reproduces (it stranded users whose stashed password hash the first run had consumed).
  */
-async function main(): Promise<void> {
+async function startWorker(): Promise<Worker> {
   const config = parseConfig(JSON.parse(process.env.SERVICE_CONFIG!));
   const context = await createServiceContext(config, config.Database.Url!);
   const killAfter = Number(process.env.KILL_AFTER_CREATE_USER ?? 0);
@@ -25,19 +26,9 @@ async function main(): Promise<void> {
     },
   };
   const connection = await NativeConnection.connect({ address: config.Temporal.Address! });
-  const worker = await createProvisioningWorker({
-    connection,
-    namespace: config.Temporal.Namespace,
-    taskQueue: config.Temporal.TaskQueue,
-    dependencies: context,
-    activities,
-    workflowBundle: { codePath: process.env.TEST_WORKFLOW_BUNDLE! },
-  });
-  process.stdout.write('ready\n');
-  await worker.run();
+  const bundle = { codePath: process.env.TEST_WORKFLOW_BUNDLE! };
+  const home = { connection, temporal: config.Temporal, workflowBundle: bundle };
+  return createProvisioningWorker(home, context, activities);
 }
 
-main().catch((error) => {
-  console.error(error);
-  process.exit(1);
-});
+runWorkerProcess(startWorker);

@@ -1,4 +1,9 @@
 import { createScratchDatabase, generateSource } from '../fixtures/source/generate';
+import type { Kysely } from 'kysely';
+import { Client as PgClient } from 'pg';
+import type { MigrationOptions } from '../../activities/migration/types';
+import { connectSource } from '../../migration-source/connection';
+import type { SourceDatabase } from '../../migration-source/schema';
 import { createDb, migrateToLatest, type Db } from '../../store/database';
 
 /** The PostgreSQL server tests create their throw-away databases on. */
@@ -20,12 +25,20 @@ export async function createScratchStore(prefix = 'ips_target'): Promise<{ db: D
 
 type ScratchDatabase = Awaited<ReturnType<typeof createScratchDatabase>>;
 
-/** A source database of `users` generated users for the tests around it: made before them, dropped after them. */
-export function useGeneratedSource(users: number): () => ScratchDatabase {
+/**
+ * A source database of `users` generated users for the tests around it: made (and changed by `prepare`, to give it
+ * another shape) before them, dropped after them.
+ */
+export function useGeneratedSource(users: number, prepare?: (pg: PgClient) => Promise<unknown>): () => ScratchDatabase {
   let source: ScratchDatabase | undefined;
   beforeAll(async () => {
     source = await createScratchDatabase(TEST_ADMIN_URL, 'ips_source');
     await generateSource(source.url, { users });
+    if (prepare) {
+      const pg = new PgClient({ connectionString: source.url });
+      await pg.connect();
+      await prepare(pg).finally(() => pg.end());
+    }
   }, 120_000);
   afterAll(async () => {
     await source?.drop();
@@ -35,3 +48,29 @@ export function useGeneratedSource(users: number): () => ScratchDatabase {
     return source;
   };
 }
+
+/** A generated source and the migration's own connection to it, open for the tests around it. */
+export function useConnectedSource(...args: Parameters<typeof useGeneratedSource>): () => Kysely<SourceDatabase> {
+  const database = useGeneratedSource(...args);
+  let source: Kysely<SourceDatabase> | undefined;
+  beforeAll(() => {
+    source = connectSource(database().url).db;
+  });
+  afterAll(async () => {
+    await source?.destroy();
+  });
+  return () => source!;
+}
+
+/** Migration options as the configuration's defaults give them, for a pass driven directly. */
+export const testMigrationOptions = (overrides: Partial<MigrationOptions> = {}): MigrationOptions => ({
+  version: 't',
+  dryRun: false,
+  usersMode: 'CreateOnly',
+  migrateClients: true,
+  migrateRefreshTokens: false,
+  sourceGrantKeysAreUnhashed: false,
+  pageSize: 100,
+  parallelism: 1,
+  ...overrides,
+});

@@ -1,24 +1,19 @@
 import { createMigrationActivities, PASS_IMPLEMENTATIONS } from '../../activities/migration';
 import { PASSES } from '../../activities/migration/plan';
-import type { MigrationOptions } from '../../activities/migration/types';
-import { preflight } from '../../activities/migration/preflight';
+import { preflight, REQUIRED_TABLES } from '../../activities/migration/preflight';
 import { EXPECTED_INVENTORY, validateSource } from '../../activities/migration/validation';
 import { parseSourceConnectionString } from '../../migration-source/connection';
 import type { SourceDatabase } from '../../migration-source/schema';
 import type { Db } from '../../store/database';
 import { recordingMssql } from '../support/recording-dialect';
+import { testMigrationOptions } from '../support/scratch-store';
 
-const options: MigrationOptions = {
-  version: 't',
+const options = testMigrationOptions({
   dryRun: true,
-  usersMode: 'CreateOnly',
-  migrateClients: true,
   migrateRefreshTokens: true,
   sourceGrantKeysAreUnhashed: true,
   pageSize: 500,
-  parallelism: 1,
-};
-
+});
 // No SQL Server runs here: these check the T-SQL kysely compiles for every source query of every pass.
 describe('source queries compile to valid SQL Server SQL', () => {
   test.each(PASSES)('%s: keyset pages use OFFSET … FETCH NEXT, never LIMIT', async (name) => {
@@ -118,14 +113,7 @@ describe('source queries compile to valid SQL Server SQL', () => {
   });
 
   test('the pre-flight check reads INFORMATION_SCHEMA and probes for MFA rows with OFFSET … FETCH NEXT, never LIMIT', async () => {
-    const identity = [
-      'AspNetUsers',
-      'AspNetUserClaims',
-      'AspNetUserLogins',
-      'AspNetRoles',
-      'AspNetUserRoles',
-      'AspNetUserTokens',
-    ];
+    const identity = REQUIRED_TABLES;
     const { db, queries } = recordingMssql<SourceDatabase>((q) =>
       q.sql.includes('INFORMATION_SCHEMA')
         ? identity.flatMap((table) =>

@@ -1,14 +1,7 @@
 import { buildTryBody } from '../../activities/provisioning';
+import { newUserFrom } from '../../api/user-creation';
 
-const user = {
-  userId: 'u1',
-  email: 'a@example.test',
-  firstName: null,
-  lastName: null,
-  organizationId: null,
-  customAttributes: {},
-  active: true,
-};
+const user = { userId: 'u1', ...newUserFrom({ email: 'a@example.test' }), active: true };
 
 describe('Try request body follows the spec table', () => {
   test('nulls and an empty customAttributes map are omitted', () => {
@@ -16,21 +9,8 @@ describe('Try request body follows the spec table', () => {
   });
 
   test('present values are sent, and nothing else of the user', () => {
-    const body = buildTryBody('tx-2', {
-      ...user,
-      firstName: 'A',
-      lastName: 'B',
-      organizationId: 'o',
-      customAttributes: { k: 'v' },
-    });
-    expect(body).toEqual({
-      transactionId: 'tx-2',
-      userId: 'u1',
-      email: 'a@example.test',
-      firstName: 'A',
-      lastName: 'B',
-      organizationId: 'o',
-      customAttributes: { k: 'v' },
-    });
+    const profile = { firstName: 'A', lastName: 'B', organizationId: 'o', customAttributes: { k: 'v' } };
+    const body = buildTryBody('tx-2', { ...user, ...profile });
+    expect(body).toEqual({ transactionId: 'tx-2', userId: 'u1', email: 'a@example.test', ...profile });
   });
 });

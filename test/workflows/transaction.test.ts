@@ -7,6 +7,7 @@ import type { TryVerdict } from '../../activities/provisioning/tcc-client';
 import { findTemporalTestServer } from '../../dev/temporal-cli';
 import type { UserProfile } from '../../store/users';
 import { createUserAndProvision } from '../../workflows/provisioning';
+import { newUserFrom } from '../../api/user-creation';
 
 /**
  * The spec's provisioning state table, one case a row, against the workflow code with stub activities on the
@@ -91,14 +92,7 @@ async function create(apps: Record<string, AppBehaviour>) {
       args: [
         {
           trigger: 'admin-api',
-          user: {
-            userId,
-            email: `${userId}@example.test`,
-            firstName: null,
-            lastName: null,
-            organizationId: null,
-            customAttributes: {},
-          },
+          user: { userId, ...newUserFrom({ email: `${userId}@example.test` }) },
         },
       ],
     }),

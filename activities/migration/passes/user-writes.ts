@@ -6,7 +6,8 @@ import { jsonRows } from '../../../store/json-rows';
 import type { NewUserRow } from '../../../store/schema';
 import type { PageResult } from '../types';
 
-const USER_COLUMNS = [
+/** The users columns the migration writes, in COPY order. */
+export const USER_COLUMNS = [
   'id',
   'email',
   'normalized_email',

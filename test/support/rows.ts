@@ -1,0 +1,23 @@
+import type { Db } from '../../store/database';
+
+type CountedTable =
+  'users' | 'user_logins' | 'user_roles' | 'mfa_credentials' | 'clients' | 'client_secrets' | 'grants' | 'sso_domains';
+
+/** How many rows a table of the store holds. */
+export async function countRows(db: Db, table: CountedTable): Promise<number> {
+  const { n } = await db
+    .selectFrom(table)
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .executeTakeFirstOrThrow();
+  return Number(n);
+}
+
+/** The marker a migration run with this version wrote. */
+export function markerOf(db: Db, version: string) {
+  return db.selectFrom('migration_markers').selectAll().where('version', '=', version).executeTakeFirstOrThrow();
+}
+
+/** The stored row of a provisioning app. */
+export function storedAppRow(db: Db, appId: string) {
+  return db.selectFrom('provisioning_apps').selectAll().where('app_id', '=', appId).executeTakeFirstOrThrow();
+}

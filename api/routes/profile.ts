@@ -64,10 +64,7 @@ export function profileRouter({ db, run }: { db: Db; run: WorkflowRunner }): Rou
 
   router.delete('/:userId', async (req, res) => {
     const userId = userIdParam.parse(req.params.userId);
-    const result = await run(deleteUserAndDeprovision, {
-      workflowId: deletionWorkflowId(userId),
-      args: [{ userId }],
-    });
+    const result = await run(deleteUserAndDeprovision, { workflowId: deletionWorkflowId(userId), args: [{ userId }] });
     if (!result.deleted) return sendProblem(res, userNotFound(`id ${userId}`));
     res.status(204).end();
   });

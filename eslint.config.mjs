@@ -8,8 +8,11 @@ export default tseslint.config(
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
-    // Express tells an error handler by its four parameters, so an unused `_next` must stay.
-    rules: { '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }] },
+    // Express tells an error handler by its four parameters, so an unused `_next` must stay; a rest pattern names
+    // what it leaves out with `_`.
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', ignoreRestSiblings: true }],
+    },
   },
   {
     // Tests read JSON answers (`res.body`) whose shape is what they assert: member access on them is the point.

@@ -1,4 +1,4 @@
-// got 14 and parts of its dependency tree are ESM-only: the project stays CommonJS (Node 22 loads them
+// got 14, oidc-provider, otplib and parts of their dependency trees are ESM-only: the project stays CommonJS (Node 22 loads them
 // through require(esm) at run time) and jest, which has its own module loader, transforms them with babel.
 const esmPackages = [
   'got',
@@ -19,6 +19,15 @@ const esmPackages = [
   'form-data-encoder',
   'p-cancelable',
   'request-filtering-agent',
+  // sign-in: the OpenID Connect provider, its JOSE library, the TOTP library and the test relying party
+  'oidc-provider',
+  'jose',
+  'otplib',
+  '@otplib',
+  '@noble/hashes',
+  '@scure/base',
+  'openid-client',
+  'oauth4webapi',
 ];
 
 /** @type {import('jest').Config} */
@@ -30,7 +39,11 @@ module.exports = {
     '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],
     '^.+\\.m?js$': [
       'babel-jest',
-      { plugins: ['@babel/plugin-transform-modules-commonjs'], babelrc: false, configFile: false },
+      {
+        plugins: ['@babel/plugin-transform-export-namespace-from', '@babel/plugin-transform-modules-commonjs'],
+        babelrc: false,
+        configFile: false,
+      },
     ],
   },
   transformIgnorePatterns: [`/node_modules/(?!(${esmPackages.join('|')})/)`],

@@ -6,7 +6,8 @@ import { parseAllowList } from '../security/callback-address';
 import type { KeyRing } from '../security/data-protection';
 import type { Db } from '../store/database';
 import { requireIdentityAdmin } from './auth/identity-admin';
-import { acceptedBodyTypes, edgeGuard } from './edge-guard';
+import { edgeGuard, isSignInPath, JSON_BODY_TYPES, rejectJsonProblems } from './edge-guard';
+import { MISSING_KEY_MESSAGE } from '../security/key-ring-config';
 import { errorHandler } from './error-handler';
 import { sendProblem } from './problem';
 import { healthRouter } from './routes/health';
@@ -28,8 +29,24 @@ export interface ApiDependencies {
   publicUrl: string;
   /** The data-protection key ring; the store-backed app provider needs it. */
   dataProtection?: KeyRing;
+  /** The OpenID Connect provider and its sign-in pages, when the service has a data-protection key ring. */
+  signIn?: express.Router;
   log?: Pick<Console, 'error'>;
 }
+
+/** The runner every API route starts workflows with: the provisioning task queue, the API's result deadline. */
+export const apiWorkflowRunner = (temporal: Client, config: AppConfig) =>
+  createWorkflowRunner(temporal, config.Temporal.TaskQueue, config.Api.ResultTimeoutSeconds);
+
+/** Without a data-protection key ring there is no sign-in: its paths say why instead of answering 404. */
+const signInUnavailable: express.RequestHandler = (req, res, next) => {
+  if (!isSignInPath(req.path)) return next();
+  sendProblem(res, {
+    status: 503,
+    title: 'Sign-in unavailable',
+    detail: `sign-in keeps signing keys and MFA secrets sealed at rest and needs a data-protection key. ${MISSING_KEY_MESSAGE}`,
+  });
+};
 
 export function createApiApp({
   config,
@@ -38,16 +55,19 @@ export function createApiApp({
   http,
   publicUrl,
   dataProtection,
+  signIn,
   log = console,
 }: ApiDependencies): express.Express {
   const app = express();
   app.disable('x-powered-by');
-  app.use(
-    express.json({ limit: '100kb', type: [...new Set([...acceptedBodyTypes(true), ...acceptedBodyTypes(false)])] }),
-  );
+  // Behind a proxy the client address (the sign-in rate limit's key) comes from X-Forwarded-For.
+  if (config.Api.PublicUrl?.startsWith('https:')) app.set('trust proxy', 'loopback, linklocal, uniquelocal');
   app.use(edgeGuard());
+  app.use(signIn ?? signInUnavailable);
+  app.use(express.json({ limit: '100kb', type: JSON_BODY_TYPES }));
+  app.use(rejectJsonProblems());
 
-  const run = createWorkflowRunner(temporal, config.Temporal.TaskQueue, config.Api.ResultTimeoutSeconds);
+  const run = apiWorkflowRunner(temporal, config);
   const identityAdmin = requireIdentityAdmin(config.Auth.AdminApiKeys);
 
   app.use(healthRouter({ db, temporal }));

@@ -1,12 +1,24 @@
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler } from 'express';
 import { findJsonProblem, forbiddenPathSegment } from '../security/object-keys';
 import type { ScimType } from './scim/errors';
 import { isScimRequest, sendError } from './problem';
 
-/** The body types each part of the API takes; a body of any other type is refused with 415 before a route sees it. */
-const SCIM_TYPES = ['application/scim+json', 'application/json'];
-const JSON_TYPES = ['application/json'];
-export const acceptedBodyTypes = (scim: boolean) => (scim ? SCIM_TYPES : JSON_TYPES);
+/** The paths of sign-in: the provider's endpoints and discovery, and the sign-in pages. They take form posts. */
+export const isSignInPath = (path: string) =>
+  path.startsWith('/connect/') ||
+  path.startsWith('/.well-known/openid-configuration') ||
+  path.startsWith('/interaction/') ||
+  path.startsWith('/account/');
+
+/** The body types each part of the service takes; a body of any other type is refused with 415 before a route sees it. */
+const BODY_TYPES = {
+  scim: ['application/scim+json', 'application/json'],
+  json: ['application/json'],
+  form: ['application/x-www-form-urlencoded'],
+};
+export const JSON_BODY_TYPES = [...new Set([...BODY_TYPES.scim, ...BODY_TYPES.json])];
+const bodyTypesOf = (req: Request) =>
+  isSignInPath(req.path) ? BODY_TYPES.form : isScimRequest(req) ? BODY_TYPES.scim : BODY_TYPES.json;
 
 /** A request carries a body when it says so; `content-length: 0` (fetch's POST without a body) does not. */
 const hasBody = (headers: Record<string, string | string[] | undefined>) =>
@@ -53,7 +65,7 @@ export function edgeGuard(): RequestHandler {
     }
 
     if (hasBody(req.headers)) {
-      const types = acceptedBodyTypes(scim);
+      const types = bodyTypesOf(req);
       if (!req.is(types)) {
         return sendError(req, res, {
           status: 415,
@@ -63,10 +75,18 @@ export function edgeGuard(): RequestHandler {
         });
       }
     }
+    next();
+  };
+}
+
+/** After the JSON parser: a key that names a prototype, or a NUL anywhere in the parsed body, is refused with 400. */
+export function rejectJsonProblems(): RequestHandler {
+  return (req, res, next) => {
     const problem = findJsonProblem(req.body);
-    if (problem?.problem === 'forbidden-key') {
+    const refuse = (detail: string, scimType: ScimType) =>
+      sendError(req, res, { status: 400, title: 'Invalid request', detail, scimType });
+    if (problem?.problem === 'forbidden-key')
       return refuse(`${problem.path}: this key name is not allowed`, 'invalidPath');
-    }
     if (problem) return refuse(`${problem.path}: must not contain NUL characters`, 'invalidValue');
     next();
   };

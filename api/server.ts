@@ -7,7 +7,10 @@ import { closeServer, listen, listeningUrl } from '../composition/listen';
 import { runMain, standaloneSettings } from '../composition/process';
 import { purgeExpiredIdempotencyKeys } from '../store/creation-guards';
 import { purgeAbandonedCredentials } from '../store/pending-credentials';
-import { createApiApp } from './app';
+import { purgeExpiredOidcPayloads } from '../oidc/adapter';
+import { apiWorkflowRunner, createApiApp } from './app';
+import { createSignIn } from '../oidc';
+import { MISSING_KEY_MESSAGE } from '../security/key-ring-config';
 
 export interface RunningApi {
   server: Server;
@@ -30,13 +33,26 @@ export async function startApi(
   await listen(server, config.Api.Port, config.Api.Host, 'api', 'PORT (or Api:Port)');
   const url = listeningUrl(server, config.Api.Host);
   const publicUrl = config.Api.PublicUrl ?? url;
-  server.on('request', createApiApp({ config, db, temporal, http, publicUrl, dataProtection }));
+  const signIn = dataProtection
+    ? await createSignIn({
+        config,
+        db,
+        ring: dataProtection,
+        run: apiWorkflowRunner(temporal, config),
+        issuer: publicUrl,
+      })
+    : undefined;
+  if (!signIn) console.warn(`api: sign-in is off: ${MISSING_KEY_MESSAGE}`);
+  server.on('request', createApiApp({ config, db, temporal, http, publicUrl, dataProtection, signIn }));
   const purge = setInterval(() => {
     purgeAbandonedCredentials(db).catch((error: Error) =>
       console.warn(`api: purging abandoned credentials failed: ${error.message}`),
     );
     purgeExpiredIdempotencyKeys(db).catch((error: Error) =>
       console.warn(`api: purging expired idempotency keys failed: ${error.message}`),
+    );
+    purgeExpiredOidcPayloads(db).catch((error: Error) =>
+      console.warn(`api: purging expired sign-in artefacts failed: ${error.message}`),
     );
   }, 3600_000).unref();
   return {

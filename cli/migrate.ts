@@ -13,6 +13,7 @@ import {
 } from '../client/migration-schedule';
 import { createServiceContext, type ServiceContext, migrationDependencies } from '../composition/service-context';
 import { importSigningKey } from '../store/signing-keys';
+import { keyRingFromConfig, MISSING_KEY_MESSAGE } from '../security/key-ring-config';
 import { freePort } from '../dev/ports';
 import { startDevServer } from '../dev/temporal-dev-server';
 import { parseSourceConnectionString } from '../migration-source/connection';
@@ -163,10 +164,12 @@ async function main(): Promise<number> {
       return run(config);
     case 'import-signing-key': {
       if (!own.file) throw new ConfigError('import-signing-key needs --File <path to a PEM or JWK file>');
+      const ring = keyRingFromConfig(config);
+      if (!ring) throw new ConfigError(`import-signing-key seals the key at rest: ${MISSING_KEY_MESSAGE}`);
       const db = createDb(targetUrl(config), 1);
       try {
         await migrateToLatest(db);
-        const result = await importSigningKey(db, readFileSync(own.file, 'utf8'), own.kid);
+        const result = await importSigningKey(db, ring, readFileSync(own.file, 'utf8'), own.kid);
         console.log(
           result.imported ? `signing key ${result.kid} imported` : `signing key ${result.kid} was already imported`,
         );

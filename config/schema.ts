@@ -44,9 +44,62 @@ export const appIdSchema = z
   .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'app ids use letters, digits, ".", "_" and "-" (at most 64)')
   .refine((id) => !isForbiddenKey(id), 'this app id is a reserved name');
 
+/** IdentityServer's TokenUsage: ReUse (0) keeps a refresh token, OneTimeOnly (1) rotates it at every use. */
+const refreshTokenUsage = z.union([
+  z.coerce.number().int().min(0).max(1),
+  z.enum(['ReUse', 'OneTimeOnly']).transform((v) => (v === 'ReUse' ? 0 : 1)),
+]);
+
+/** A client in IdentityServer's own appsettings shape, so operators can paste their existing client list. */
+export const clientConfigSchema = z.object({
+  ClientId: z
+    .string()
+    .min(1)
+    .max(200)
+    .refine((id) => !isForbiddenKey(id), 'this client id is a reserved name'),
+  ClientName: z.string().max(200).optional(),
+  Enabled: flag.default(true),
+  /** Values as IdentityServer's configuration holds them: base64 of the SHA-256 or SHA-512 digest of the secret. */
+  ClientSecrets: indexedList(
+    z.object({
+      Value: z.string().min(1),
+      Description: z.string().max(200).optional(),
+      Expiration: z.coerce.date().optional(),
+    }),
+  ).default([]),
+  RequireClientSecret: flag.default(true),
+  AllowedGrantTypes: stringList.default([]),
+  RedirectUris: stringList.default([]),
+  PostLogoutRedirectUris: stringList.default([]),
+  AllowedScopes: stringList.default([]),
+  RequirePkce: flag.default(true),
+  AllowOfflineAccess: flag.default(false),
+  RequireConsent: flag.default(false),
+  AllowedCorsOrigins: stringList.default([]),
+  AccessTokenLifetime: z.coerce.number().int().positive().default(3600),
+  IdentityTokenLifetime: z.coerce.number().int().positive().default(300),
+  AuthorizationCodeLifetime: z.coerce.number().int().positive().default(300),
+  AbsoluteRefreshTokenLifetime: z.coerce.number().int().min(0).default(2592000),
+  SlidingRefreshTokenLifetime: z.coerce.number().int().min(0).default(1296000),
+  RefreshTokenUsage: refreshTokenUsage.default(1),
+});
+
 export const configSchema = z
   .object({
     ProvisioningApps: z.record(appIdSchema, provisioningAppSchema).default({}),
+    /** Applied to the clients store at start; a configured client wins over a migrated one with the same id. */
+    Clients: indexedList(clientConfigSchema).default([]),
+    Oidc: z
+      .object({
+        /** Keys that sign the provider's cookies, newest first; without them a development key is generated and stored. */
+        CookieKeys: stringList.optional(),
+        /**
+         * How often a running provider looks for new scopes and signing keys (a migration or a key import in another
+         * process) and rebuilds itself with them; 0 looks at every request.
+         */
+        ReloadSeconds: z.coerce.number().int().min(0).max(86_400).default(30),
+      })
+      .prefault({}),
     Auth: z
       .object({
         AllowedInternalTargets: stringList.default([]),
@@ -58,6 +111,20 @@ export const configSchema = z
             RequireUppercase: flag.default(false),
             RequireLowercase: flag.default(false),
             RequireNonAlphanumeric: flag.default(false),
+          })
+          .prefault({}),
+        /** ASP.NET Identity's defaults: 5 failed sign-ins lock an account for 15 minutes. */
+        Lockout: z
+          .object({
+            MaxFailedAttempts: z.coerce.number().int().positive().default(5),
+            Minutes: z.coerce.number().positive().default(15),
+          })
+          .prefault({}),
+        /** Sign-in attempts per client IP: PermitLimit per WindowSeconds, across every account. */
+        SignInRateLimit: z
+          .object({
+            PermitLimit: z.coerce.number().int().positive().default(30),
+            WindowSeconds: z.coerce.number().int().positive().default(60),
           })
           .prefault({}),
         /** Self-registration budget per client IP: PermitLimit requests per WindowSeconds. */
@@ -178,3 +245,4 @@ export const configSchema = z
 export type AppConfig = z.infer<typeof configSchema>;
 export type ProvisioningAppConfig = z.infer<typeof provisioningAppSchema>;
 export type PasswordPolicy = AppConfig['Auth']['PasswordPolicy'];
+export type ClientConfig = z.infer<typeof clientConfigSchema>;

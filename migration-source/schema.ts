@@ -42,6 +42,8 @@ export interface SourceDatabase {
     PasswordHash: string | null;
     SecurityStamp: string | null;
     TwoFactorEnabled: boolean;
+    LockoutEnd: Date | null;
+    AccessFailedCount: number;
   };
   AspNetUserClaims: { Id: Generated<number>; UserId: string; ClaimType: string | null; ClaimValue: string | null };
   AspNetUserLogins: { LoginProvider: string; ProviderKey: string; ProviderDisplayName: string | null; UserId: string };

@@ -6,6 +6,7 @@ import * as migrationTargets from './migrations/0003_migration_targets';
 import * as migrationBulkWrites from './migrations/0004_migration_bulk_writes';
 import * as protectedAppKeys from './migrations/0005_protected_app_keys';
 import * as creationGuards from './migrations/0006_creation_guards';
+import * as signIn from './migrations/0007_sign_in';
 import type { Database } from './schema';
 
 export type Db = Kysely<Database>;
@@ -71,6 +72,7 @@ const provider: MigrationProvider = {
       '0004_migration_bulk_writes': migrationBulkWrites,
       '0005_protected_app_keys': protectedAppKeys,
       '0006_creation_guards': creationGuards,
+      '0007_sign_in': signIn,
     }),
 };
 

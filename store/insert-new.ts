@@ -48,9 +48,11 @@ function copyField(value: unknown): string {
   const text =
     typeof value === 'string'
       ? value
-      : typeof value === 'object'
-        ? JSON.stringify(value)
-        : `${value as number | boolean | bigint}`;
+      : value instanceof Date
+        ? value.toISOString()
+        : typeof value === 'object'
+          ? JSON.stringify(value)
+          : `${value as number | boolean | bigint}`;
   return text.replace(ESCAPED, (c) => ESCAPES[c]);
 }
 

@@ -19,6 +19,11 @@ export interface UsersTable {
   /** The migration Version that last wrote the user; null for users created by the service. */
   migration_version: string | null;
   active: Generated<boolean>;
+  /** ASP.NET Identity's sign-in state, carried over by the migration. */
+  two_factor_enabled: Generated<boolean>;
+  email_confirmed: Generated<boolean>;
+  access_failed_count: Generated<number>;
+  lockout_end: Date | null;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
 }
@@ -193,6 +198,8 @@ export interface MfaCredentialsTable {
   label: string;
   /** TOTP: encrypted with the data-protection key; recovery codes: keyed hash. */
   secret: string;
+  /** TOTP: the time step of the last code accepted (bigint, read as a string). */
+  last_used_step: ColumnType<string | null, number | null, number | null>;
   created_at: Generated<Date>;
 }
 
@@ -212,8 +219,28 @@ export interface GrantsTable {
 export interface SigningKeysTable {
   id: string;
   algorithm: string;
+  /** The public JWK once sealed; rows stored before sealing existed hold the private JWK until the next start. */
   jwk: Json<Record<string, unknown>>;
+  /** The private JWK sealed under the data-protection key ring; null until sealed. */
+  sealed_private: string | null;
   created_at: Generated<Date>;
+}
+
+/** One artefact of the OpenID Connect provider (oidc-provider's adapter models). */
+export interface OidcPayloadsTable {
+  model: string;
+  id: string;
+  payload: Json<Record<string, unknown>>;
+  grant_id: string | null;
+  user_code: string | null;
+  uid: string | null;
+  expires_at: Date | null;
+  consumed_at: Date | null;
+}
+
+export interface SignInAttemptsTable {
+  address: string;
+  at: Generated<Date>;
 }
 
 export interface MigrationMarkersTable {
@@ -239,6 +266,8 @@ export interface Database {
   mfa_credentials: MfaCredentialsTable;
   grants: GrantsTable;
   signing_keys: SigningKeysTable;
+  oidc_payloads: OidcPayloadsTable;
+  sign_in_attempts: SignInAttemptsTable;
   migration_markers: MigrationMarkersTable;
   users: UsersTable;
   user_provisions: UserProvisionsTable;

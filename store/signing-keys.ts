@@ -1,4 +1,5 @@
-import { createHash, createPrivateKey, type JsonWebKey } from 'node:crypto';
+import { createHash, createPrivateKey, generateKeyPairSync, type JsonWebKey } from 'node:crypto';
+import { protectText, unprotectText, type KeyRing } from '../security/data-protection';
 import type { Db } from './database';
 
 /** RFC 7638 thumbprint of an RSA key: the key id when none is given. */
@@ -8,12 +9,33 @@ function thumbprint(jwk: JsonWebKey): string {
     .digest('base64url');
 }
 
+/** A private RSA JWK as the provider signs with it: its `kid`, RS256, for signatures. */
+export type SigningJwk = JsonWebKey & { kid: string; alg: string; use: 'sig' };
+
+const publicHalf = ({ kty, n, e, kid, alg, use }: SigningJwk) => ({ kty, n, e, kid, alg, use });
+
+async function storeKey(db: Db, ring: KeyRing, jwk: SigningJwk): Promise<boolean> {
+  const written = await db
+    .insertInto('signing_keys')
+    .values({
+      id: jwk.kid,
+      algorithm: jwk.alg,
+      jwk: JSON.stringify(publicHalf(jwk)),
+      sealed_private: protectText(JSON.stringify(jwk), ring),
+    })
+    .onConflict((oc) => oc.column('id').doNothing())
+    .returning('id')
+    .execute();
+  return written.length > 0;
+}
+
 /**
  * Imports the source's RSA signing key (PEM or JWK) into SigningKeys, so tokens issued before cutover stay valid.
- * Only the key id is ever printed; the key material stays in the store.
+ * The private key is sealed under the data-protection ring; only the key id is ever printed.
  */
 export async function importSigningKey(
   db: Db,
+  ring: KeyRing,
   material: string,
   keyId?: string,
 ): Promise<{ kid: string; imported: boolean }> {
@@ -25,11 +47,41 @@ export async function importSigningKey(
   const jwk = key.export({ format: 'jwk' });
   const kid =
     keyId ?? (text.startsWith('{') ? ((JSON.parse(text) as { kid?: string }).kid ?? thumbprint(jwk)) : thumbprint(jwk));
-  const written = await db
-    .insertInto('signing_keys')
-    .values({ id: kid, algorithm: 'RS256', jwk: JSON.stringify({ ...jwk, kid, alg: 'RS256', use: 'sig' }) })
-    .onConflict((oc) => oc.column('id').doNothing())
-    .returning('id')
-    .execute();
-  return { kid, imported: written.length > 0 };
+  return { kid, imported: await storeKey(db, ring, { ...jwk, kid, alg: 'RS256', use: 'sig' }) };
+}
+
+/** Seals the private keys of rows stored before keys were sealed; returns how many it sealed. */
+export async function sealStoredSigningKeys(db: Db, ring: KeyRing): Promise<number> {
+  const plain = await db.selectFrom('signing_keys').select(['id', 'jwk']).where('sealed_private', 'is', null).execute();
+  for (const row of plain) {
+    const jwk = row.jwk as unknown as SigningJwk;
+    await db
+      .updateTable('signing_keys')
+      .set({ jwk: JSON.stringify(publicHalf(jwk)), sealed_private: protectText(JSON.stringify(jwk), ring) })
+      .where('id', '=', row.id)
+      .execute();
+  }
+  return plain.length;
+}
+
+/**
+ * Every stored signing key, the active one first: the most recently imported or generated. With none stored, one RSA
+ * key is generated and stored (two processes starting together may each generate one; both are kept and served).
+ */
+export async function loadSigningKeys(db: Db, ring: KeyRing): Promise<SigningJwk[]> {
+  const read = () =>
+    db
+      .selectFrom('signing_keys')
+      .select(['sealed_private'])
+      .where('sealed_private', 'is not', null)
+      .orderBy('created_at', 'desc')
+      .orderBy('id')
+      .execute();
+  let rows = await read();
+  if (rows.length === 0) {
+    const jwk = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' });
+    await storeKey(db, ring, { ...jwk, kid: thumbprint(jwk), alg: 'RS256', use: 'sig' });
+    rows = await read();
+  }
+  return rows.map((row) => JSON.parse(unprotectText(row.sealed_private!, ring)) as SigningJwk);
 }

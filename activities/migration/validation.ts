@@ -15,7 +15,18 @@ export const SCOPE_COLUMNS = [
 
 /** The tables and columns the migration reads, by EF Core's names. */
 export const EXPECTED_INVENTORY: Record<string, string[]> = {
-  AspNetUsers: ['Id', 'UserName', 'NormalizedUserName', 'Email', 'NormalizedEmail', 'PasswordHash'],
+  AspNetUsers: [
+    'Id',
+    'UserName',
+    'NormalizedUserName',
+    'Email',
+    'NormalizedEmail',
+    'PasswordHash',
+    'EmailConfirmed',
+    'TwoFactorEnabled',
+    'LockoutEnd',
+    'AccessFailedCount',
+  ],
   AspNetUserClaims: ['Id', 'UserId', 'ClaimType', 'ClaimValue'],
   AspNetUserLogins: ['LoginProvider', 'ProviderKey', 'ProviderDisplayName', 'UserId'],
   AspNetRoles: ['Id', 'Name', 'NormalizedName'],

@@ -1,6 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
 import * as sweeps from '../../client/migration-schedule';
-import { importSigningKey } from '../../store/signing-keys';
+import { importSigningKey, loadSigningKeys } from '../../store/signing-keys';
 import { eventually, useHarness } from '../support/harness';
 import { useGeneratedSource } from '../support/scratch-store';
 import { markerOf } from '../support/rows';
@@ -45,27 +45,36 @@ describe('signing-key import for cutover', () => {
 
   test('a PEM key is imported once under its RFC 7638 thumbprint; a second import changes nothing', async () => {
     const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
-    const first = await importSigningKey(h.context.db, pem);
+    const first = await importSigningKey(h.context.db, h.context.dataProtection!, pem);
     expect(first.imported).toBe(true);
     expect(first.kid).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    expect(await importSigningKey(h.context.db, pem)).toEqual({ kid: first.kid, imported: false });
+    expect(await importSigningKey(h.context.db, h.context.dataProtection!, pem)).toEqual({
+      kid: first.kid,
+      imported: false,
+    });
     const row = await h.context.db
       .selectFrom('signing_keys')
       .selectAll()
       .where('id', '=', first.kid)
       .executeTakeFirstOrThrow();
-    expect(row.jwk).toMatchObject({ kty: 'RSA', kid: first.kid, alg: 'RS256', use: 'sig', d: expect.any(String) });
+    // The public half stays readable; the private key is sealed under the data-protection ring.
+    expect(row.jwk).toEqual({ kty: 'RSA', kid: first.kid, alg: 'RS256', use: 'sig', n: expect.any(String), e: 'AQAB' });
+    expect(row.sealed_private).toMatch(/^v2:test:/);
+    const d = privateKey.export({ format: 'jwk' }).d!;
+    expect(row.sealed_private).not.toContain(d);
+    const [active] = await loadSigningKeys(h.context.db, h.context.dataProtection!);
+    expect(active).toMatchObject({ kid: expect.any(String), d: expect.any(String) });
   });
 
   test('a JWK keeps its own kid; a key that is not RSA is refused', async () => {
     const jwk = { ...privateKey.export({ format: 'jwk' }), kid: 'source-key-2026' };
-    expect(await importSigningKey(h.context.db, JSON.stringify(jwk))).toEqual({
+    expect(await importSigningKey(h.context.db, h.context.dataProtection!, JSON.stringify(jwk))).toEqual({
       kid: 'source-key-2026',
       imported: true,
     });
     const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' })
       .privateKey.export({ type: 'pkcs8', format: 'pem' })
       .toString();
-    await expect(importSigningKey(h.context.db, ec)).rejects.toThrow(/not RSA/);
+    await expect(importSigningKey(h.context.db, h.context.dataProtection!, ec)).rejects.toThrow(/not RSA/);
   });
 });

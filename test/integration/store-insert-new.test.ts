@@ -18,6 +18,10 @@ const user = (id: string, extra: Partial<MigratedUser> = {}): MigratedUser => ({
   password_hash: null,
   password_format: null,
   migration_version: 'test',
+  two_factor_enabled: false,
+  email_confirmed: true,
+  lockout_end: null,
+  access_failed_count: 0,
   ...extra,
 });
 

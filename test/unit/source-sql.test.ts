@@ -45,7 +45,7 @@ describe('source queries compile to valid SQL Server SQL', () => {
     );
     expect(queries[0].parameters).toEqual(['user-00000042', 'user-00000500', 0, 500]);
     expect(queries[1].sql).toBe(
-      'select "Id", "UserName", "Email", "PasswordHash" from "AspNetUsers" where "Id" > @1 and "Id" <= @2 order by "Id" offset @3 rows fetch next @4 rows only',
+      'select "Id", "UserName", "Email", "PasswordHash", "EmailConfirmed", "TwoFactorEnabled", "LockoutEnd", "AccessFailedCount" from "AspNetUsers" where "Id" > @1 and "Id" <= @2 order by "Id" offset @3 rows fetch next @4 rows only',
     );
     expect(queries[1].parameters).toEqual(['user-00000042', 'user-00000050', 0, 500]);
     // The claim types the fold drops stay in the source.

@@ -1,17 +1,9 @@
+import { tagSecret } from '../../../security/client-secrets';
 import { SCOPE_COLUMNS } from '../validation';
 import { identifierProblem, uuidV5 } from '../identifiers';
 import type { Kysely, Selectable } from 'kysely';
 import type { SourceDatabase } from '../../../migration-source/schema';
 import { countWrites, emptyPage, idPage, IN_LIST_LIMIT, type Pass, type PageResult } from '../types';
-
-/** Duende stores shared secrets as base64 digests; the digest length says which one. */
-export function tagSecret(value: string): string | undefined {
-  const bytes = Buffer.from(value, 'base64');
-  if (bytes.toString('base64') !== value.replace(/\s/g, '')) return undefined;
-  if (bytes.length === 32) return `SHA256$${value}`;
-  if (bytes.length === 64) return `SHA512$${value}`;
-  return undefined;
-}
 
 /** ApiScopes + IdentityResources, and the claims of ApiResources as migration-created scopes; seeded names win. */
 export const scopesPass: Pass = async ({ source, target, options }) => {

@@ -21,6 +21,10 @@ export const USER_COLUMNS = [
   'password_hash',
   'password_format',
   'migration_version',
+  'two_factor_enabled',
+  'email_confirmed',
+  'lockout_end',
+  'access_failed_count',
 ] as const satisfies ReadonlyArray<keyof NewUserRow>;
 
 export type MigratedUser = Required<Pick<NewUserRow, Exclude<(typeof USER_COLUMNS)[number], 'custom_attributes'>>> & {
@@ -233,6 +237,11 @@ export async function upsertUsers(ctx: WriteContext, rows: MigratedUser[], page:
         custom_attributes: eb.ref('excluded.custom_attributes'),
         password_hash: eb.ref('excluded.password_hash'),
         password_format: eb.ref('excluded.password_format'),
+        email_confirmed: eb.ref('excluded.email_confirmed'),
+        lockout_end: eb.ref('excluded.lockout_end'),
+        access_failed_count: eb.ref('excluded.access_failed_count'),
+        // Two-factor sign-in the user switched on in the service stays on.
+        two_factor_enabled: sql<boolean>`users.two_factor_enabled or excluded.two_factor_enabled`,
         updated_at: new Date(),
       })),
     )

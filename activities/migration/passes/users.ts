@@ -31,7 +31,18 @@ export const usersPass: Pass = async ({ source, target, options }, cursor, until
   // A few users of the page (a delta sweep's new users, or the duplicates every sweep meets again) are read by id;
   // most of it, by key range.
   const byId = wanted.size * 4 <= ids.length && wanted.size <= IN_LIST_LIMIT;
-  const userRows = source.selectFrom('AspNetUsers').select(['Id', 'UserName', 'Email', 'PasswordHash']);
+  const userRows = source
+    .selectFrom('AspNetUsers')
+    .select([
+      'Id',
+      'UserName',
+      'Email',
+      'PasswordHash',
+      'EmailConfirmed',
+      'TwoFactorEnabled',
+      'LockoutEnd',
+      'AccessFailedCount',
+    ]);
   // Dropped claim types stay in the source: each claim row costs the worker more to parse than anything else it does
   // for a user. The exact spellings are enough here; other casings are dropped as they are folded.
   const claimRows = source
@@ -82,6 +93,11 @@ export const usersPass: Pass = async ({ source, target, options }, cursor, until
       password_hash: user.PasswordHash,
       password_format: passwordFormat,
       migration_version: options.version,
+      // ASP.NET Identity's sign-in state: an authenticator key alone does not mean two-factor sign-in is on.
+      two_factor_enabled: Boolean(user.TwoFactorEnabled),
+      email_confirmed: Boolean(user.EmailConfirmed),
+      lockout_end: user.LockoutEnd ? new Date(user.LockoutEnd) : null,
+      access_failed_count: user.AccessFailedCount ?? 0,
     });
   }
   if (rows.length === 0 || options.dryRun) return page;

@@ -1,0 +1,103 @@
+import { sql } from 'kysely';
+import type { Db } from '../store/database';
+
+/** What oidc-provider stores through an adapter: one JSON document per artefact. */
+export type AdapterPayload = Record<string, unknown> & {
+  grantId?: string;
+  userCode?: string;
+  uid?: string;
+  consumed?: number;
+};
+
+/** oidc-provider's adapter interface (https://github.com/panva/node-oidc-provider/blob/main/example/my_adapter.js). */
+export interface OidcAdapter {
+  upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void>;
+  find(id: string): Promise<AdapterPayload | undefined>;
+  findByUserCode(userCode: string): Promise<AdapterPayload | undefined>;
+  findByUid(uid: string): Promise<AdapterPayload | undefined>;
+  consume(id: string): Promise<void>;
+  destroy(id: string): Promise<void>;
+  revokeByGrantId(grantId: string): Promise<void>;
+}
+
+/** Models whose reads come from elsewhere than `oidc_payloads` (clients from the clients store). */
+export type ModelOverrides = Partial<Record<string, Partial<OidcAdapter>>>;
+
+/**
+ * Every provider artefact (sessions, interactions, codes, tokens, grants, replay records) in `oidc_payloads`, so API
+ * processes behind one URL share them and a restart signs nobody out. Expired rows are never returned and are purged.
+ */
+export function createPostgresAdapter(db: Db, overrides: ModelOverrides = {}) {
+  const live = (model: string) =>
+    db
+      .selectFrom('oidc_payloads')
+      .select(['payload', 'consumed_at'])
+      .where('model', '=', model)
+      .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', sql<Date>`now()`)]));
+
+  const withConsumed = (row: { payload: unknown; consumed_at: Date | null } | undefined): AdapterPayload | undefined =>
+    row && {
+      ...(row.payload as AdapterPayload),
+      ...(row.consumed_at ? { consumed: Math.floor(row.consumed_at.getTime() / 1000) } : {}),
+    };
+
+  return (model: string): OidcAdapter => ({
+    async upsert(id, payload, expiresIn) {
+      const row = {
+        model,
+        id,
+        payload: JSON.stringify(payload),
+        grant_id: payload.grantId ?? null,
+        user_code: payload.userCode ?? null,
+        uid: payload.uid ?? null,
+        expires_at: typeof expiresIn === 'number' ? new Date(Date.now() + expiresIn * 1000) : null,
+      };
+      await db
+        .insertInto('oidc_payloads')
+        .values(row)
+        .onConflict((oc) =>
+          oc.columns(['model', 'id']).doUpdateSet({
+            payload: row.payload,
+            grant_id: row.grant_id,
+            user_code: row.user_code,
+            uid: row.uid,
+            expires_at: row.expires_at,
+          }),
+        )
+        .execute();
+    },
+    async find(id) {
+      return withConsumed(await live(model).where('id', '=', id).executeTakeFirst());
+    },
+    async findByUserCode(userCode) {
+      return withConsumed(await live(model).where('user_code', '=', userCode).executeTakeFirst());
+    },
+    async findByUid(uid) {
+      return withConsumed(await live(model).where('uid', '=', uid).executeTakeFirst());
+    },
+    async consume(id) {
+      await db
+        .updateTable('oidc_payloads')
+        .set({ consumed_at: sql<Date>`now()` })
+        .where('model', '=', model)
+        .where('id', '=', id)
+        .execute();
+    },
+    async destroy(id) {
+      await db.deleteFrom('oidc_payloads').where('model', '=', model).where('id', '=', id).execute();
+    },
+    async revokeByGrantId(grantId) {
+      await db.deleteFrom('oidc_payloads').where('grant_id', '=', grantId).execute();
+    },
+    ...overrides[model],
+  });
+}
+
+/** Removes artefacts that expired; run now and then, it keeps the table to what is live. */
+export async function purgeExpiredOidcPayloads(db: Db): Promise<number> {
+  const result = await db
+    .deleteFrom('oidc_payloads')
+    .where('expires_at', '<', sql<Date>`now()`)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

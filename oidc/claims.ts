@@ -1,0 +1,78 @@
+import type { Db } from '../store/database';
+import { findClaimsUser, listScopes, type ClaimsUser } from '../store/sign-in';
+import { isForbiddenKey } from '../security/object-keys';
+
+/** Claims every token of a user may carry whatever the scopes: the subject, the organization, the roles. */
+const ALWAYS = ['sub', 'org_id', 'role'];
+
+/** What the scopes store says about claims, read at start (a scope added later takes effect at the next start). */
+export interface ScopeClaims {
+  /** The identity scopes, as oidc-provider's `scopes`. */
+  names: Set<string>;
+  /** Identity scope → the claims it releases, as oidc-provider's `claims`. */
+  claimsByScope: Record<string, string[]>;
+  /** Every scope's UserClaims, API scopes included (access-token claims). */
+  userClaims: Map<string, string[]>;
+}
+
+export async function loadScopeClaims(db: Db): Promise<ScopeClaims> {
+  const rows = await listScopes(db);
+  const identity = rows.filter((r) => r.kind === 'identity');
+  const claimsByScope: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
+  for (const scope of identity) claimsByScope[scope.name] = scope.user_claims.filter((c) => !isForbiddenKey(c));
+  claimsByScope.openid = [...new Set([...(claimsByScope.openid ?? []), ...ALWAYS])];
+  return {
+    names: new Set(['openid', 'offline_access', ...identity.map((r) => r.name)]),
+    claimsByScope,
+    userClaims: new Map(rows.map((r) => [r.name, r.user_claims])),
+  };
+}
+
+/**
+ * Every claim the user has; oidc-provider releases those the granted scopes name. A custom attribute never takes the
+ * place of a standard claim, and one named like a prototype key is never a claim.
+ */
+function allClaims(user: ClaimsUser): Record<string, unknown> {
+  const claims: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
+  for (const [name, value] of Object.entries(user.custom_attributes ?? {}))
+    if (!isForbiddenKey(name)) claims[name] = value;
+  Object.assign(claims, {
+    sub: user.id,
+    email: user.email,
+    email_verified: user.email_confirmed,
+    ...(user.first_name ? { given_name: user.first_name } : {}),
+    ...(user.last_name ? { family_name: user.last_name } : {}),
+    ...(user.first_name || user.last_name ? { name: [user.first_name, user.last_name].filter(Boolean).join(' ') } : {}),
+    ...(user.organization_id ? { org_id: user.organization_id } : {}),
+    ...(user.roles.length > 0 ? { role: user.roles.length === 1 ? user.roles[0] : user.roles } : {}),
+  });
+  return claims;
+}
+
+/** The account behind a subject: an active user, or undefined (a deactivated user has no account). */
+export async function claimsOf(db: Db, sub: string) {
+  const user = await findClaimsUser(db, sub);
+  return (
+    user && {
+      claims: () => ({ ...allClaims(user), sub: user.id }),
+    }
+  );
+}
+
+/**
+ * Claims a JWT access token for an API carries besides the protocol's own: the organization, and every user claim the
+ * token's scopes name in their UserClaims (custom attributes surface this way, as the spec says), the roles included.
+ */
+export async function tokenClaimsOf(
+  db: Db,
+  token: { accountId?: string; scope?: string; kind?: string },
+  scopes: ScopeClaims,
+): Promise<Record<string, unknown> | undefined> {
+  if (!token.accountId) return undefined;
+  const user = await findClaimsUser(db, token.accountId);
+  if (!user) return undefined;
+  const claims = allClaims(user);
+  const wanted = new Set(['org_id', ...(token.scope ?? '').split(' ').flatMap((s) => scopes.userClaims.get(s) ?? [])]);
+  wanted.delete('sub');
+  return Object.fromEntries([...wanted].filter((name) => claims[name] !== undefined).map((n) => [n, claims[n]]));
+}

@@ -1,0 +1,112 @@
+import type { ClientConfig } from '../config/schema';
+import { clientSecretMatches, tagSecret } from '../security/client-secrets';
+import { liveClientSecrets, type ClientRow, type NewClientRow, type StoredSecret } from '../store/clients';
+import type { Db } from '../store/database';
+
+/** The grant types the service offers; IdentityServer's others are named by the migration's dry-run report. */
+export const OFFERED_GRANT_TYPES = ['authorization_code', 'client_credentials'] as const;
+
+/** IdentityServer client settings the provider reads, under IdentityServer's names (as the migration stores them). */
+export interface ClientSettings {
+  RequireClientSecret?: boolean;
+  RequirePkce?: boolean;
+  RequireConsent?: boolean;
+  AllowOfflineAccess?: boolean;
+  AccessTokenLifetime?: number;
+  IdentityTokenLifetime?: number;
+  AuthorizationCodeLifetime?: number;
+  AbsoluteRefreshTokenLifetime?: number;
+  SlidingRefreshTokenLifetime?: number;
+  /** 0 ReUse, 1 OneTimeOnly. */
+  RefreshTokenUsage?: number;
+  /** Set by the migration on the clients it made of ApiResources: an audience, not a client. */
+  apiResource?: boolean;
+}
+
+export const settingsOf = (row: Pick<ClientRow, 'settings'>) => row.settings as ClientSettings;
+
+/** The grant types of a client the service does not offer (resource-owner password, implicit, hybrid, device…). */
+export const unofferedGrantTypes = (grantTypes: string[]) =>
+  grantTypes.filter((g) => !(OFFERED_GRANT_TYPES as readonly string[]).includes(g));
+
+/**
+ * A stored client as oidc-provider's client metadata. The secret itself is never known: `client_secret` is a stand-in
+ * that nothing compares (compareClientSecret checks the stored hashes), and no HMAC algorithm is enabled that would
+ * use it as a key.
+ */
+export function clientMetadata(row: ClientRow): Record<string, unknown> {
+  const settings = settingsOf(row);
+  const grants = row.grant_types;
+  const code = grants.includes('authorization_code');
+  const isPublic = settings.RequireClientSecret === false;
+  return {
+    client_id: row.client_id,
+    client_name: row.client_name ?? undefined,
+    ...(isPublic
+      ? { token_endpoint_auth_method: 'none' }
+      : { token_endpoint_auth_method: 'client_secret_post', client_secret: `hashed-secrets-of:${row.client_id}` }),
+    grant_types: [
+      ...(code ? ['authorization_code'] : []),
+      ...(code && settings.AllowOfflineAccess ? ['refresh_token'] : []),
+      ...(grants.includes('client_credentials') ? ['client_credentials'] : []),
+    ],
+    response_types: code ? ['code'] : [],
+    redirect_uris: code ? row.redirect_uris : [],
+    post_logout_redirect_uris: row.post_logout_redirect_uris,
+    scope: row.allowed_scopes.join(' '),
+    id_token_signed_response_alg: 'RS256',
+    'urn:identity-service:settings': settings,
+    'urn:identity-service:cors-origins': row.cors_origins,
+  };
+}
+
+/** The extra client metadata properties clientMetadata sets, declared to the provider. */
+export const EXTRA_CLIENT_METADATA = ['urn:identity-service:settings', 'urn:identity-service:cors-origins'];
+
+/** A presented secret authenticates the client when it matches any of its unexpired stored hashes. */
+export async function verifyClientSecret(db: Db, clientId: string, secret: string): Promise<boolean> {
+  const secrets = await liveClientSecrets(db, clientId);
+  // Every hash is checked, so the time taken does not tell which one matched.
+  return secrets.map((s) => clientSecretMatches(secret, s.value)).includes(true);
+}
+
+/** A configured client (IdentityServer's appsettings shape) as a row of the clients store, origin `configuration`. */
+export function clientFromConfig(client: ClientConfig): { row: NewClientRow; secrets: StoredSecret[] } {
+  const {
+    ClientId,
+    ClientName,
+    Enabled,
+    ClientSecrets,
+    AllowedGrantTypes,
+    RedirectUris,
+    PostLogoutRedirectUris,
+    AllowedScopes,
+    AllowedCorsOrigins,
+    ...settings
+  } = client;
+  const secrets = ClientSecrets.map((secret, index) => {
+    const value = tagSecret(secret.Value);
+    if (!value)
+      throw new Error(
+        `Clients: ${ClientId}: ClientSecrets ${index}: Value must be the secret's SHA-256 or SHA-512 hash in base64, as IdentityServer's configuration holds it ("secret".Sha256())`,
+      );
+    return { value, description: secret.Description ?? null, expiration: secret.Expiration ?? null };
+  });
+  return {
+    row: {
+      client_id: ClientId,
+      client_name: ClientName ?? null,
+      enabled: Enabled,
+      settings: JSON.stringify(settings),
+      allowed_scopes: JSON.stringify(AllowedScopes),
+      grant_types: JSON.stringify(AllowedGrantTypes),
+      redirect_uris: JSON.stringify(RedirectUris),
+      post_logout_redirect_uris: JSON.stringify(PostLogoutRedirectUris),
+      cors_origins: JSON.stringify(AllowedCorsOrigins),
+      claims: JSON.stringify([]),
+      provisioning_apps: JSON.stringify([]),
+      origin: 'configuration',
+    },
+    secrets,
+  };
+}

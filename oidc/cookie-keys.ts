@@ -1,0 +1,26 @@
+import { randomBytes } from 'node:crypto';
+import type { Db } from '../store/database';
+
+/**
+ * The keys that sign the provider's cookies: `Oidc:CookieKeys`, or else a development key generated once and kept in
+ * the store (every API process on that database shares it), with a start-up warning.
+ */
+export async function cookieKeys(db: Db, configured: string[] | undefined, log: (line: string) => void) {
+  if (configured && configured.length > 0) return configured;
+  const generated = JSON.stringify({ keys: [randomBytes(32).toString('base64url')] });
+  await db
+    .insertInto('oidc_payloads')
+    .values({ model: 'CookieKeys', id: 'development', payload: generated })
+    .onConflict((oc) => oc.columns(['model', 'id']).doNothing())
+    .execute();
+  const row = await db
+    .selectFrom('oidc_payloads')
+    .select('payload')
+    .where('model', '=', 'CookieKeys')
+    .where('id', '=', 'development')
+    .executeTakeFirstOrThrow();
+  log(
+    'sign-in: Oidc:CookieKeys is not set, so the session cookies are signed with a development key kept in the store; set Oidc__CookieKeys__0 to a long random value in production',
+  );
+  return (row.payload as { keys: string[] }).keys;
+}

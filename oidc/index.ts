@@ -1,0 +1,93 @@
+import { Router } from 'express';
+import type { WorkflowRunner } from '../client/workflow-runner';
+import type { AppConfig } from '../config/schema';
+import type { KeyRing } from '../security/data-protection';
+import { putClient } from '../store/clients';
+import type { Db } from '../store/database';
+import { loadSigningKeys, sealStoredSigningKeys } from '../store/signing-keys';
+import { loadScopeClaims } from './claims';
+import { clientFromConfig } from './clients';
+import { cookieKeys } from './cookie-keys';
+import { interactionRouter } from './interactions';
+import { createOidcProvider, isProviderPath } from './provider';
+import { providerSettingsVersion } from '../store/sign-in';
+import { storedApiResources } from './resources';
+
+export interface SignInDependencies {
+  config: AppConfig;
+  db: Db;
+  ring: KeyRing;
+  run: WorkflowRunner;
+  /** Api:PublicUrl: the issuer. */
+  issuer: string;
+  log?: (line: string) => void;
+}
+
+/** Configured clients are written to the store at start; they win over migrated clients of the same id. */
+async function applyConfiguredClients(db: Db, config: AppConfig): Promise<void> {
+  for (const client of config.Clients) {
+    const { row, secrets } = clientFromConfig(client);
+    await putClient(db, row, secrets, { keepProvisioningApps: true });
+  }
+}
+
+/** One provider and its sign-in pages, built from the store's scopes and signing keys as they are now. */
+async function buildSignIn(deps: SignInDependencies, cookieKeyList: string[], log: (line: string) => void) {
+  const { db, ring, issuer } = deps;
+  const sealed = await sealStoredSigningKeys(db, ring);
+  if (sealed > 0) log(`sign-in: sealed ${sealed} signing keys stored before private keys were protected at rest`);
+  const provider = createOidcProvider({
+    db,
+    issuer,
+    signingKeys: await loadSigningKeys(db, ring),
+    cookieKeys: cookieKeyList,
+    scopes: await loadScopeClaims(db),
+    apiResources: storedApiResources(db),
+  });
+  return {
+    callback: provider.callback(),
+    interactions: interactionRouter({ provider, db, config: deps.config, ring, run: deps.run }),
+  };
+}
+
+/**
+ * Sign-in: the OpenID Connect provider at IdentityServer's paths and its sign-in pages, as one Express router for the
+ * composition root to mount before the JSON API's body parser (both take form posts). oidc-provider reads scopes and
+ * keys once, when it is built; a new one replaces it when they change (every other artefact lives in the store, so the
+ * swap signs nobody out).
+ */
+export async function createSignIn(deps: SignInDependencies): Promise<Router> {
+  const { config, db, log = console.log } = deps;
+  await applyConfiguredClients(db, config);
+  const cookieKeyList = await cookieKeys(db, config.Oidc.CookieKeys, console.warn);
+  let version = await providerSettingsVersion(db);
+  let current = await buildSignIn(deps, cookieKeyList, log);
+  let checkedAt = Date.now();
+  let checking: Promise<void> | undefined;
+
+  async function rebuildIfChanged(): Promise<void> {
+    const now = await providerSettingsVersion(db);
+    if (now === version) return;
+    current = await buildSignIn(deps, cookieKeyList, log);
+    version = now;
+    log('sign-in: scopes or signing keys changed; the provider now uses them');
+  }
+
+  /** Looks for changed scopes and keys at most once every ReloadSeconds, one look at a time. */
+  async function fresh(): Promise<void> {
+    if (Date.now() - checkedAt < config.Oidc.ReloadSeconds * 1000) return;
+    checkedAt = Date.now();
+    checking ??= rebuildIfChanged().finally(() => (checking = undefined));
+    await checking;
+  }
+
+  const router = Router();
+  router.use(async (req, res, next) => {
+    const forProvider = isProviderPath(req.path);
+    if (!forProvider && !req.path.startsWith('/interaction/')) return next();
+    await fresh();
+    if (forProvider) return current.callback(req, res);
+    current.interactions(req, res, next);
+  });
+  return router;
+}

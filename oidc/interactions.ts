@@ -1,0 +1,210 @@
+import express, { Router, type Request, type Response } from 'express';
+import type Provider from 'oidc-provider';
+import { z } from 'zod';
+import { outcomeProblem } from '../api/provisioning-outcome';
+import { AttemptInProgressError, type WorkflowRunner } from '../client/workflow-runner';
+import type { AppConfig } from '../config/schema';
+import type { KeyRing } from '../security/data-protection';
+import { findClient } from '../store/clients';
+import type { Db } from '../store/database';
+import { listProvisionedApps } from '../store/provisions';
+import { countSignInAttempt } from '../store/sign-in';
+import { provisioningWorkflowId } from '../workflows/ids';
+import { provisionExistingUser } from '../workflows/provisioning';
+import { settingsOf } from './clients';
+import { checkPassword, checkSecondFactor, type PasswordCheck } from './credentials';
+import { codePage, consentPage, emailPage, passwordPage } from './pages';
+
+export interface InteractionDependencies {
+  provider: Provider;
+  db: Db;
+  config: AppConfig;
+  ring: KeyRing;
+  run: WorkflowRunner;
+}
+
+/** Form fields: bounded, no NUL (PostgreSQL's text cannot hold one). */
+const field = (max: number) =>
+  z
+    .string()
+    .max(max)
+    .refine((v) => !v.includes('\0'), 'must not contain NUL characters');
+const emailForm = z.object({ email: field(256).pipe(z.email()) });
+const passwordForm = z.object({ email: field(256).pipe(z.email()), password: field(1024) });
+const codeForm = z.object({ code: field(64) });
+
+/** What a password check leaves in the interaction while the second factor is asked for. */
+interface PendingSecondFactor {
+  secondFactor: { accountId: string };
+}
+
+const WRONG_CREDENTIALS = 'The e-mail or password is not right.';
+
+/**
+ * The sign-in pages of oidc-provider's interactions: the e-mail first (so single sign-on can later send some domains
+ * elsewhere), then the password, then the second factor when the user has two-factor sign-in on; then consent, where a
+ * client's `provisioningApps` are provisioned before the code is issued. The interaction's own cookie, bound to its
+ * uid, is what makes a form post from another site fail.
+ */
+export function interactionRouter(deps: InteractionDependencies): Router {
+  const { provider, db, config } = deps;
+  const router = Router();
+  const form = express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 20 });
+  const action = (uid: string, step: string) => `/interaction/${encodeURIComponent(uid)}/${step}`;
+  const html = (res: Response, status: number, body: string) => res.status(status).type('html').send(body);
+
+  async function clientNameOf(clientId: string): Promise<string> {
+    return (await findClient(db, clientId))?.client_name ?? clientId;
+  }
+
+  /** The per-address budget across every account; a refusal says when to come back. */
+  async function overBudget(req: Request): Promise<boolean> {
+    const { PermitLimit, WindowSeconds } = config.Auth.SignInRateLimit;
+    return (await countSignInAttempt(db, req.ip ?? 'unknown', WindowSeconds)) > PermitLimit;
+  }
+  const tooMany = () =>
+    `Too many sign-in attempts from this network; wait ${config.Auth.SignInRateLimit.WindowSeconds} seconds and try again.`;
+
+  router.get('/interaction/:uid', async (req, res) => {
+    const details = await provider.interactionDetails(req, res);
+    const uid = details.uid;
+    if (details.prompt.name === 'login') {
+      if ((details.result as Partial<PendingSecondFactor> | undefined)?.secondFactor)
+        return html(res, 200, codePage(action(uid, 'code')));
+      return html(res, 200, emailPage(action(uid, 'email'), await clientNameOf(String(details.params.client_id))));
+    }
+    const client = await findClient(db, String(details.params.client_id));
+    if (client && settingsOf(client).RequireConsent)
+      return html(
+        res,
+        200,
+        consentPage(action(uid, 'consent'), action(uid, 'abort'), client.client_name ?? client.client_id, [
+          ...((details.prompt.details.missingOIDCScope as string[] | undefined) ?? []),
+          ...Object.values((details.prompt.details.missingResourceScopes as Record<string, string[]>) ?? {}).flat(),
+        ]),
+      );
+    await grantConsent(req, res);
+  });
+
+  router.post('/interaction/:uid/email', form, async (req, res) => {
+    const details = await provider.interactionDetails(req, res);
+    const parsed = emailForm.safeParse(req.body);
+    const clientName = await clientNameOf(String(details.params.client_id));
+    if (!parsed.success)
+      return html(res, 400, emailPage(action(details.uid, 'email'), clientName, 'Enter a valid e-mail address.'));
+    html(res, 200, passwordPage(action(details.uid, 'password'), parsed.data.email));
+  });
+
+  router.post('/interaction/:uid/password', form, async (req, res) => {
+    const details = await provider.interactionDetails(req, res);
+    const parsed = passwordForm.safeParse(req.body);
+    if (!parsed.success)
+      return html(
+        res,
+        400,
+        emailPage(action(details.uid, 'email'), String(details.params.client_id), WRONG_CREDENTIALS),
+      );
+    const { email, password } = parsed.data;
+    if (await overBudget(req)) return html(res, 429, passwordPage(action(details.uid, 'password'), email, tooMany()));
+    const check: PasswordCheck = await checkPassword(db, config, email, password);
+    if (check.status === 'locked')
+      return html(res, 200, passwordPage(action(details.uid, 'password'), email, check.message));
+    if (check.status !== 'valid')
+      return html(res, 200, passwordPage(action(details.uid, 'password'), email, WRONG_CREDENTIALS));
+    if (check.needsSecondFactor) {
+      const pending: PendingSecondFactor = { secondFactor: { accountId: check.userId } };
+      await provider.interactionResult(req, res, pending as never, { mergeWithLastSubmission: false });
+      return html(res, 200, codePage(action(details.uid, 'code')));
+    }
+    await provider.interactionFinished(
+      req,
+      res,
+      { login: { accountId: check.userId } },
+      { mergeWithLastSubmission: false },
+    );
+  });
+
+  router.post('/interaction/:uid/code', form, async (req, res) => {
+    const details = await provider.interactionDetails(req, res);
+    const pending = (details.result as Partial<PendingSecondFactor> | undefined)?.secondFactor;
+    if (!pending) return res.redirect(303, `/interaction/${encodeURIComponent(details.uid)}`);
+    const parsed = codeForm.safeParse(req.body);
+    if (await overBudget(req)) return html(res, 429, codePage(action(details.uid, 'code'), tooMany()));
+    const check = parsed.success
+      ? await checkSecondFactor(db, config, deps.ring, pending.accountId, parsed.data.code.replace(/\s/g, ''))
+      : { status: 'invalid' as const };
+    if (check.status === 'locked') return html(res, 200, codePage(action(details.uid, 'code'), check.message));
+    if (check.status !== 'valid')
+      return html(res, 200, codePage(action(details.uid, 'code'), 'That code is not right, or it was used already.'));
+    await provider.interactionFinished(
+      req,
+      res,
+      { login: { accountId: pending.accountId, amr: ['pwd', 'mfa'] } },
+      { mergeWithLastSubmission: false },
+    );
+  });
+
+  router.post('/interaction/:uid/consent', form, grantConsent);
+
+  router.post('/interaction/:uid/abort', form, async (req, res) => {
+    await provider.interactionFinished(
+      req,
+      res,
+      { error: 'access_denied', error_description: 'the user did not allow access' },
+      { mergeWithLastSubmission: false },
+    );
+  });
+
+  /**
+   * Consent: the grant of what the client asked for, after the client's provisioning apps that do not hold the user
+   * yet have confirmed it (spec trigger `GET /connect/authorize`). A refusal or failure goes back to the client as
+   * `access_denied` with the reason; the next authorization provisions only the apps still missing.
+   */
+  async function grantConsent(req: Request, res: Response): Promise<void> {
+    const details = await provider.interactionDetails(req, res);
+    const accountId = details.session?.accountId;
+    const clientId = String(details.params.client_id);
+    if (!accountId) return void res.redirect(303, `/interaction/${encodeURIComponent(details.uid)}`);
+    const refusal = await provisionAtAuthorization(accountId, clientId);
+    if (refusal)
+      return provider.interactionFinished(
+        req,
+        res,
+        { error: 'access_denied', error_description: refusal },
+        { mergeWithLastSubmission: false },
+      );
+    const grant = details.grantId
+      ? (await provider.Grant.find(details.grantId))!
+      : new provider.Grant({ accountId, clientId });
+    const missing = details.prompt.details;
+    if (missing.missingOIDCScope) grant.addOIDCScope((missing.missingOIDCScope as string[]).join(' '));
+    if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims as string[]);
+    for (const [indicator, scopes] of Object.entries((missing.missingResourceScopes as Record<string, string[]>) ?? {}))
+      grant.addResourceScope(indicator, scopes.join(' '));
+    const grantId = await grant.save();
+    await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
+  }
+
+  /** Undefined when the user holds every app of the client (or now does), else why not. */
+  async function provisionAtAuthorization(userId: string, clientId: string): Promise<string | undefined> {
+    const client = await findClient(db, clientId);
+    const wanted = client?.provisioning_apps ?? [];
+    if (wanted.length === 0) return undefined;
+    const held = new Set(await listProvisionedApps(db, userId));
+    const appIds = wanted.filter((app) => !held.has(app));
+    if (appIds.length === 0) return undefined;
+    try {
+      const outcome = await deps.run(provisionExistingUser, {
+        workflowId: provisioningWorkflowId(userId),
+        args: [{ trigger: 'authorize', userId, appIds }],
+      });
+      return outcome.status === 'provisioned' ? undefined : outcomeProblem(outcome).problem.detail;
+    } catch (error) {
+      if (error instanceof AttemptInProgressError)
+        return 'another provisioning attempt for this user is running; try again in a moment';
+      throw error;
+    }
+  }
+
+  return router;
+}

@@ -1,0 +1,140 @@
+import Provider, { type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
+import type { Db } from '../store/database';
+import { findClient } from '../store/clients';
+import type { SigningJwk } from '../store/signing-keys';
+import { createPostgresAdapter } from './adapter';
+import { claimsOf, tokenClaimsOf, type ScopeClaims } from './claims';
+import { clientMetadata, EXTRA_CLIENT_METADATA, settingsOf, verifyClientSecret, type ClientSettings } from './clients';
+import { renderErrorPage } from './pages';
+import { RESOURCE_PREFIX, resourceOfScopes, resourceServer, type ApiResources } from './resources';
+
+/** IdentityServer's endpoint paths, so existing clients and backends-for-frontends need no change. */
+export const OIDC_ROUTES = {
+  authorization: '/connect/authorize',
+  token: '/connect/token',
+  userinfo: '/connect/userinfo',
+  end_session: '/connect/endsession',
+  revocation: '/connect/revocation',
+  introspection: '/connect/introspect',
+  jwks: '/.well-known/openid-configuration/jwks',
+} as const;
+
+/** Whether a request path belongs to the provider (its routes, discovery, and the end-session confirmation pages). */
+export const isProviderPath = (path: string) =>
+  path.startsWith('/connect/') || path === '/.well-known/openid-configuration' || path.startsWith(OIDC_ROUTES.jwks);
+
+export interface ProviderDependencies {
+  db: Db;
+  issuer: string;
+  signingKeys: SigningJwk[];
+  cookieKeys: string[];
+  scopes: ScopeClaims;
+  apiResources: ApiResources;
+}
+
+const settingsOfClient = (client: { metadata(): Record<string, unknown> } | undefined): ClientSettings =>
+  (client?.metadata()['urn:identity-service:settings'] as ClientSettings | undefined) ?? {};
+
+/**
+ * The OpenID Connect provider (oidc-provider): every artefact in PostgreSQL, clients from the clients store, claims
+ * from the scopes store, access tokens as JWTs for the API resource of the requested scopes.
+ */
+export function createOidcProvider(deps: ProviderDependencies): Provider {
+  const { db, issuer, scopes, apiResources } = deps;
+  const adapter = createPostgresAdapter(db, {
+    Client: {
+      async find(id: string) {
+        const row = await findClient(db, id);
+        return row && row.enabled && !settingsOf(row).apiResource ? clientMetadata(row) : undefined;
+      },
+    },
+  });
+
+  const configuration: Configuration = {
+    adapter,
+    findAccount: async (_ctx, sub) => {
+      const account = await claimsOf(db, sub);
+      if (!account) return undefined;
+      return {
+        accountId: sub,
+        claims: () => account.claims(),
+      };
+    },
+    jwks: { keys: deps.signingKeys },
+    cookies: { keys: deps.cookieKeys },
+    routes: OIDC_ROUTES,
+    scopes: [...scopes.names],
+    claims: scopes.claimsByScope,
+    conformIdTokenClaims: false,
+    responseTypes: ['code'],
+    clientAuthMethods: ['none', 'client_secret_basic', 'client_secret_post'],
+    enabledJWA: {
+      idTokenSigningAlgValues: ['RS256'],
+      userinfoSigningAlgValues: ['RS256'],
+      introspectionSigningAlgValues: ['RS256'],
+      authorizationSigningAlgValues: ['RS256'],
+      clientAuthSigningAlgValues: ['RS256', 'PS256', 'ES256'],
+    },
+    extraClientMetadata: { properties: EXTRA_CLIENT_METADATA },
+    pkce: {
+      required: (_ctx, client) => client.clientAuthMethod === 'none' || settingsOfClient(client).RequirePkce !== false,
+    },
+    features: {
+      devInteractions: { enabled: false },
+      clientCredentials: { enabled: true },
+      introspection: { enabled: true },
+      revocation: { enabled: true },
+      rpInitiatedLogout: { enabled: true },
+      resourceIndicators: {
+        enabled: true,
+        defaultResource: async (ctx: KoaContextWithOIDC) => {
+          const scope = ctx.oidc.params?.scope;
+          const resource = await resourceOfScopes(apiResources, typeof scope === 'string' ? scope.split(' ') : []);
+          return resource ? `${RESOURCE_PREFIX}${resource}` : undefined;
+        },
+        useGrantedResource: () => true,
+        getResourceServerInfo: (_ctx, indicator) => resourceServer(apiResources, indicator),
+      },
+    },
+    interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
+    ttl: {
+      AccessToken: (_ctx, token, client) =>
+        token.resourceServer?.accessTokenTTL ?? settingsOfClient(client).AccessTokenLifetime ?? 3600,
+      ClientCredentials: (_ctx, token, client) =>
+        token.resourceServer?.accessTokenTTL ?? settingsOfClient(client).AccessTokenLifetime ?? 3600,
+      AuthorizationCode: (ctx) => settingsOfClient(ctx.oidc.client).AuthorizationCodeLifetime ?? 300,
+      IdToken: (ctx) => settingsOfClient(ctx.oidc.client).IdentityTokenLifetime ?? 300,
+      RefreshToken: (_ctx, token, client) => {
+        const settings = settingsOfClient(client);
+        const absolute = settings.AbsoluteRefreshTokenLifetime || 2592000;
+        // Sliding lifetime: each use extends the token, never past its absolute end.
+        const sliding = settings.SlidingRefreshTokenLifetime || absolute;
+        const left = absolute - (Math.floor(Date.now() / 1000) - (token.iat ?? Math.floor(Date.now() / 1000)));
+        return Math.max(1, Math.min(sliding, left));
+      },
+      Interaction: 3600,
+      Session: 14 * 24 * 3600,
+      Grant: 365 * 24 * 3600,
+    },
+    issueRefreshToken: (_ctx, client, code) =>
+      client.grantTypeAllowed('refresh_token') && code.scopes.has('offline_access'),
+    // IdentityServer's RefreshTokenUsage: OneTimeOnly (1, its default) rotates at every use, ReUse (0) keeps it.
+    rotateRefreshToken: (ctx) => settingsOfClient(ctx.oidc.client).RefreshTokenUsage !== 0,
+    extraTokenClaims: (_ctx, token) => tokenClaimsOf(db, token, scopes),
+    clientBasedCORS: (_ctx, origin, client) =>
+      ((client.metadata()['urn:identity-service:cors-origins'] as string[] | undefined) ?? []).includes(origin),
+    renderError: (ctx, out) => {
+      ctx.type = 'html';
+      ctx.body = renderErrorPage(out.error_description ?? out.error);
+    },
+  };
+
+  const provider = new Provider(issuer, configuration);
+  // Behind a TLS-terminating proxy the public URL is https while this process speaks http.
+  if (issuer.startsWith('https:')) provider.proxy = true;
+  // Stored secrets are IdentityServer hashes: a presented secret is hashed and compared with each unexpired one.
+  provider.Client.prototype.compareClientSecret = function (this: { clientId: string }, actual: string) {
+    return verifyClientSecret(db, this.clientId, actual);
+  };
+  return provider;
+}

@@ -1,0 +1,66 @@
+import { randomUUID } from 'node:crypto';
+import type { Insertable, Selectable } from 'kysely';
+import type { Db } from './database';
+import type { ClientSecretsTable, ClientsTable } from './schema';
+import { deletedAny } from './row-counts';
+
+export type ClientRow = Selectable<ClientsTable>;
+export type NewClientRow = Insertable<ClientsTable>;
+export type StoredSecret = Pick<Selectable<ClientSecretsTable>, 'value' | 'description' | 'expiration'>;
+
+export function findClient(db: Db, clientId: string): Promise<ClientRow | undefined> {
+  return db.selectFrom('clients').selectAll().where('client_id', '=', clientId).executeTakeFirst();
+}
+
+export function listClients(db: Db): Promise<ClientRow[]> {
+  return db.selectFrom('clients').selectAll().orderBy('client_id').execute();
+}
+
+/** The client's secrets that have not expired. */
+export function liveClientSecrets(db: Db, clientId: string): Promise<StoredSecret[]> {
+  return db
+    .selectFrom('client_secrets')
+    .select(['value', 'description', 'expiration'])
+    .where('client_id', '=', clientId)
+    .where((eb) => eb.or([eb('expiration', 'is', null), eb('expiration', '>', new Date())]))
+    .execute();
+}
+
+/**
+ * Replaces the whole client, its secrets included; returns whether it existed before. `keepProvisioningApps` leaves
+ * an existing client's apps as they are: configuration does not carry them, the admin API sets them.
+ */
+export async function putClient(
+  db: Db,
+  row: NewClientRow,
+  secrets: StoredSecret[],
+  { keepProvisioningApps = false } = {},
+): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    const existed = await trx
+      .selectFrom('clients')
+      .select('client_id')
+      .where('client_id', '=', row.client_id)
+      .forUpdate()
+      .executeTakeFirst();
+    const { client_id, created_at, provisioning_apps, ...rest } = row;
+    const changes = keepProvisioningApps ? rest : { ...rest, provisioning_apps };
+    await trx
+      .insertInto('clients')
+      .values(row)
+      .onConflict((oc) => oc.column('client_id').doUpdateSet(changes))
+      .execute();
+    await trx.deleteFrom('client_secrets').where('client_id', '=', row.client_id).execute();
+    if (secrets.length > 0)
+      await trx
+        .insertInto('client_secrets')
+        .values(secrets.map((s) => ({ ...s, id: randomUUID(), client_id: row.client_id })))
+        .execute();
+    return existed !== undefined;
+  });
+}
+
+/** Its secrets go with it (the foreign key cascades). */
+export async function deleteClient(db: Db, clientId: string): Promise<boolean> {
+  return deletedAny(await db.deleteFrom('clients').where('client_id', '=', clientId).executeTakeFirst());
+}

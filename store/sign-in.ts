@@ -1,0 +1,106 @@
+import { sql } from 'kysely';
+import type { Db } from './database';
+import { normalize } from './users';
+
+/** What sign-in reads of a user: identity, credential and the ASP.NET Identity sign-in state. */
+export function findSignInUser(db: Db, email: string) {
+  return db
+    .selectFrom('users')
+    .select(['id', 'email', 'active', 'password_hash', 'two_factor_enabled', 'access_failed_count', 'lockout_end'])
+    .where('normalized_email', '=', normalize(email))
+    .executeTakeFirst();
+}
+
+export type SignInUser = NonNullable<Awaited<ReturnType<typeof findSignInUser>>>;
+
+/** The user as the provider's claims see it: profile, organization, custom attributes and role names. */
+export async function findClaimsUser(db: Db, userId: string) {
+  const user = await db
+    .selectFrom('users')
+    .select(['id', 'email', 'email_confirmed', 'first_name', 'last_name', 'organization_id', 'custom_attributes'])
+    .where('id', '=', userId)
+    .where('active', '=', true)
+    .executeTakeFirst();
+  if (!user) return undefined;
+  const roles = await db
+    .selectFrom('user_roles')
+    .innerJoin('roles', 'roles.id', 'user_roles.role_id')
+    .select('roles.name')
+    .where('user_roles.user_id', '=', userId)
+    .orderBy('roles.name')
+    .execute();
+  return { ...user, roles: roles.map((r) => r.name) };
+}
+
+export type ClaimsUser = NonNullable<Awaited<ReturnType<typeof findClaimsUser>>>;
+
+/**
+ * A failed password or code: one more failure, and a lockout of `minutes` when it reaches `maxFailures` (the count
+ * starts again then), as ASP.NET Identity's AccessFailedAsync does. Returns whether the account is now locked.
+ */
+export async function recordSignInFailure(db: Db, userId: string, maxFailures: number, minutes: number) {
+  const row = await db
+    .updateTable('users')
+    .set((eb) => ({
+      access_failed_count: sql<number>`case when ${eb.ref('access_failed_count')} + 1 >= ${maxFailures} then 0 else ${eb.ref('access_failed_count')} + 1 end`,
+      lockout_end: sql<Date | null>`case when ${eb.ref('access_failed_count')} + 1 >= ${maxFailures} then now() + make_interval(secs => ${minutes * 60}) else ${eb.ref('lockout_end')} end`,
+    }))
+    .where('id', '=', userId)
+    .returning('lockout_end')
+    .executeTakeFirst();
+  return row?.lockout_end ? row.lockout_end > new Date() : false;
+}
+
+/** A successful sign-in clears the failure count (ASP.NET Identity's ResetAccessFailedCountAsync). */
+export async function resetSignInFailures(db: Db, userId: string): Promise<void> {
+  await db.updateTable('users').set({ access_failed_count: 0 }).where('id', '=', userId).execute();
+}
+
+/** Replaces a migrated hash by the native one after the user signed in with it (spec: "upgraded on the next login"). */
+export async function upgradePasswordHash(db: Db, userId: string, oldHash: string, nativeHash: string): Promise<void> {
+  await db
+    .updateTable('users')
+    .set({ password_hash: nativeHash, password_format: null, updated_at: new Date() })
+    .where('id', '=', userId)
+    .where('password_hash', '=', oldHash)
+    .execute();
+}
+
+/** Records a sign-in attempt of a client address and says how many it made in the window, this one included. */
+export async function countSignInAttempt(db: Db, address: string, windowSeconds: number): Promise<number> {
+  await db.insertInto('sign_in_attempts').values({ address }).execute();
+  const { n } = await db
+    .selectFrom('sign_in_attempts')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('address', '=', address)
+    .where('at', '>', sql<Date>`now() - make_interval(secs => ${windowSeconds})`)
+    .executeTakeFirstOrThrow();
+  return Number(n);
+}
+
+export async function purgeSignInAttempts(db: Db, olderThanSeconds: number): Promise<void> {
+  await db
+    .deleteFrom('sign_in_attempts')
+    .where('at', '<', sql<Date>`now() - make_interval(secs => ${olderThanSeconds})`)
+    .execute();
+}
+
+/** The scopes store: every enabled scope with its kind and claim list. */
+export function listScopes(db: Db) {
+  return db.selectFrom('scopes').select(['name', 'kind', 'user_claims']).where('enabled', '=', true).execute();
+}
+
+/**
+ * A digest of what the provider is built from and reads only at construction: the enabled scopes with their claims
+ * and the signing key ids. It changes when a migration adds scopes or a key is imported.
+ */
+export async function providerSettingsVersion(db: Db): Promise<string> {
+  const { rows } = await sql<{ version: string }>`
+    select md5(
+      coalesce((select string_agg(name || ':' || kind || ':' || user_claims::text, ',' order by name)
+                from scopes where enabled), '')
+      || '|' ||
+      coalesce((select string_agg(id, ',' order by id) from signing_keys), '')
+    ) as version`.execute(db);
+  return rows[0].version;
+}

@@ -1,0 +1,102 @@
+/**
+ * A person signing in, without a browser: follows the provider's redirects with a cookie jar and posts the sign-in
+ * forms as a browser would (application/x-www-form-urlencoded to each form's action).
+ */
+export class CookieJar {
+  private cookies = new Map<string, string>();
+  header(): string {
+    return [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+  }
+  take(response: Response): void {
+    for (const line of response.headers.getSetCookie()) {
+      const [pair] = line.split(';');
+      const i = pair.indexOf('=');
+      const name = pair.slice(0, i).trim();
+      const value = pair.slice(i + 1).trim();
+      if (/expires=Thu, 01 Jan 1970/i.test(line) || value === '') this.cookies.delete(name);
+      else this.cookies.set(name, value);
+    }
+  }
+}
+
+export interface Visit {
+  url: string;
+  status: number;
+  html: string;
+}
+
+export interface Browser {
+  jar: CookieJar;
+  /** Every page shown, in order. */
+  pages: Visit[];
+  /** GETs `url` and follows redirects until a page, or a redirect to `stopAt` (returned as its URL). */
+  open(url: string): Promise<Visit | URL>;
+  /** Submits the form of the last page whose action ends with `step`, with these fields (plus its hidden ones). */
+  submit(step: string, fields: Record<string, string>): Promise<Visit | URL>;
+}
+
+export function browser(base: string, stopAt: string): Browser {
+  const jar = new CookieJar();
+  const pages: Visit[] = [];
+
+  async function follow(response: Response, url: string): Promise<Visit | URL> {
+    for (let hops = 0; hops < 20; hops++) {
+      jar.take(response);
+      const location = response.headers.get('location');
+      if (response.status >= 300 && response.status < 400 && location) {
+        const next = new URL(location, url);
+        if (next.href.startsWith(stopAt)) return next;
+        url = next.href;
+        response = await fetch(url, { redirect: 'manual', headers: { cookie: jar.header() } });
+        continue;
+      }
+      const visit = { url, status: response.status, html: await response.text() };
+      pages.push(visit);
+      return visit;
+    }
+    throw new Error(`too many redirects from ${url}`);
+  }
+
+  return {
+    jar,
+    pages,
+    async open(url) {
+      return follow(await fetch(url, { redirect: 'manual', headers: { cookie: jar.header() } }), url);
+    },
+    async submit(step, fields) {
+      const last = pages[pages.length - 1];
+      const form = [...last.html.matchAll(/<form method="post" action="([^"]+)">([\s\S]*?)<\/form>/g)].find((m) =>
+        m[1].endsWith(step),
+      );
+      if (!form) throw new Error(`no form for ${step} on ${last.url}:\n${last.html}`);
+      const hidden = Object.fromEntries(
+        [...form[2].matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m) => [
+          m[1],
+          m[2]
+            .replace(/&amp;/g, '&')
+            .replace(/&quot;/g, '"')
+            .replace(/&#39;/g, "'")
+            .replace(/&lt;/g, '<')
+            .replace(/&gt;/g, '>'),
+        ]),
+      );
+      const url = new URL(form[1].replace(/&amp;/g, '&'), base).href;
+      const response = await fetch(url, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { cookie: jar.header(), 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ ...hidden, ...fields }).toString(),
+      });
+      return follow(response, url);
+    },
+  };
+}
+
+/** The text of a page without its markup, for assertions on what a person reads. */
+export const textOf = (visit: Visit | URL) =>
+  visit instanceof URL
+    ? visit.href
+    : visit.html
+        .replace(/<style>[\s\S]*?<\/style>/, '')
+        .replace(/<[^>]+>/g, ' ')
+        .replace(/\s+/g, ' ');

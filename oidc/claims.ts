@@ -2,8 +2,11 @@ import type { Db } from '../store/database';
 import { findClaimsUser, listScopes, type ClaimsUser } from '../store/sign-in';
 import { isForbiddenKey } from '../security/object-keys';
 
-/** Claims every token of a user may carry whatever the scopes: the subject, the organization, the roles. */
-const ALWAYS = ['sub', 'org_id', 'role'];
+/**
+ * Claims of the openid scope, so of every token of a user: the subject, the organization, the roles, and how the user
+ * signed in (amr says whether a second factor was used).
+ */
+const ALWAYS = ['sub', 'org_id', 'role', 'auth_time', 'amr', 'acr'];
 
 /** What the scopes store says about claims, read at start (a scope added later takes effect at the next start). */
 export interface ScopeClaims {
@@ -15,11 +18,43 @@ export interface ScopeClaims {
   userClaims: Map<string, string[]>;
 }
 
+/**
+ * The claims of OpenID Connect's standard scopes (Core §5.4), for a standard identity scope whose IdentityResource
+ * lists none (IdentityServer's own IdentityResources.Profile() carries them in code, not in the database).
+ */
+const STANDARD_SCOPE_CLAIMS = new Map<string, string[]>([
+  [
+    'profile',
+    [
+      'name',
+      'family_name',
+      'given_name',
+      'middle_name',
+      'nickname',
+      'preferred_username',
+      'profile',
+      'picture',
+      'website',
+      'gender',
+      'birthdate',
+      'zoneinfo',
+      'locale',
+      'updated_at',
+    ],
+  ],
+  ['email', ['email', 'email_verified']],
+  ['address', ['address']],
+  ['phone', ['phone_number', 'phone_number_verified']],
+]);
+
 export async function loadScopeClaims(db: Db): Promise<ScopeClaims> {
   const rows = await listScopes(db);
   const identity = rows.filter((r) => r.kind === 'identity');
   const claimsByScope: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
-  for (const scope of identity) claimsByScope[scope.name] = scope.user_claims.filter((c) => !isForbiddenKey(c));
+  for (const scope of identity) {
+    const listed = scope.user_claims.filter((c) => !isForbiddenKey(c));
+    claimsByScope[scope.name] = listed.length > 0 ? listed : (STANDARD_SCOPE_CLAIMS.get(scope.name) ?? []);
+  }
   claimsByScope.openid = [...new Set([...(claimsByScope.openid ?? []), ...ALWAYS])];
   return {
     names: new Set(['openid', 'offline_access', ...identity.map((r) => r.name)]),

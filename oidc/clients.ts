@@ -32,9 +32,10 @@ export const unofferedGrantTypes = (grantTypes: string[]) =>
 /**
  * A stored client as oidc-provider's client metadata. The secret itself is never known: `client_secret` is a stand-in
  * that nothing compares (compareClientSecret checks the stored hashes), and no HMAC algorithm is enabled that would
- * use it as a key.
+ * use it as a key. `scope` holds the client's identity scopes (the provider refuses a client naming others); its API
+ * scopes travel in the allowed-scopes property, for the resource server to grant only those.
  */
-export function clientMetadata(row: ClientRow): Record<string, unknown> {
+export function clientMetadata(row: ClientRow, identityScopes: ReadonlySet<string>): Record<string, unknown> {
   const settings = settingsOf(row);
   const grants = row.grant_types;
   const code = grants.includes('authorization_code');
@@ -53,15 +54,28 @@ export function clientMetadata(row: ClientRow): Record<string, unknown> {
     response_types: code ? ['code'] : [],
     redirect_uris: code ? row.redirect_uris : [],
     post_logout_redirect_uris: row.post_logout_redirect_uris,
-    scope: row.allowed_scopes.join(' '),
+    // IdentityServer grants offline_access by the AllowOfflineAccess setting, not by a scope in AllowedScopes.
+    scope: [
+      ...row.allowed_scopes.filter((s) => identityScopes.has(s)),
+      ...(code && settings.AllowOfflineAccess ? ['offline_access'] : []),
+    ].join(' '),
     id_token_signed_response_alg: 'RS256',
     'urn:identity-service:settings': settings,
     'urn:identity-service:cors-origins': row.cors_origins,
+    'urn:identity-service:allowed-scopes': row.allowed_scopes,
   };
 }
 
 /** The extra client metadata properties clientMetadata sets, declared to the provider. */
-export const EXTRA_CLIENT_METADATA = ['urn:identity-service:settings', 'urn:identity-service:cors-origins'];
+export const EXTRA_CLIENT_METADATA = [
+  'urn:identity-service:settings',
+  'urn:identity-service:cors-origins',
+  'urn:identity-service:allowed-scopes',
+];
+
+/** Every scope a client may ask for (IdentityServer's AllowedScopes), API scopes included. */
+export const allowedScopesOf = (client: { metadata(): Record<string, unknown> }) =>
+  (client.metadata()['urn:identity-service:allowed-scopes'] as string[] | undefined) ?? [];
 
 /** A presented secret authenticates the client when it matches any of its unexpired stored hashes. */
 export async function verifyClientSecret(db: Db, clientId: string, secret: string): Promise<boolean> {

@@ -9,7 +9,7 @@ import { loadScopeClaims } from './claims';
 import { clientFromConfig } from './clients';
 import { cookieKeys } from './cookie-keys';
 import { interactionRouter } from './interactions';
-import { createOidcProvider, isProviderPath } from './provider';
+import { createOidcProvider, isProviderPath, withOfflineConsent } from './provider';
 import { providerSettingsVersion } from '../store/sign-in';
 import { storedApiResources } from './resources';
 
@@ -86,7 +86,10 @@ export async function createSignIn(deps: SignInDependencies): Promise<Router> {
     const forProvider = isProviderPath(req.path);
     if (!forProvider && !req.path.startsWith('/interaction/')) return next();
     await fresh();
-    if (forProvider) return current.callback(req, res);
+    if (forProvider) {
+      if (req.method === 'GET') req.url = withOfflineConsent(req.url);
+      return current.callback(req, res);
+    }
     current.interactions(req, res, next);
   });
   return router;

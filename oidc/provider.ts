@@ -4,7 +4,14 @@ import { findClient } from '../store/clients';
 import type { SigningJwk } from '../store/signing-keys';
 import { createPostgresAdapter } from './adapter';
 import { claimsOf, tokenClaimsOf, type ScopeClaims } from './claims';
-import { clientMetadata, EXTRA_CLIENT_METADATA, settingsOf, verifyClientSecret, type ClientSettings } from './clients';
+import {
+  allowedScopesOf,
+  clientMetadata,
+  EXTRA_CLIENT_METADATA,
+  settingsOf,
+  verifyClientSecret,
+  type ClientSettings,
+} from './clients';
 import { renderErrorPage } from './pages';
 import { RESOURCE_PREFIX, resourceOfScopes, resourceServer, type ApiResources } from './resources';
 
@@ -22,6 +29,23 @@ export const OIDC_ROUTES = {
 /** Whether a request path belongs to the provider (its routes, discovery, and the end-session confirmation pages). */
 export const isProviderPath = (path: string) =>
   path.startsWith('/connect/') || path === '/.well-known/openid-configuration' || path.startsWith(OIDC_ROUTES.jwks);
+
+/**
+ * IdentityServer issues a refresh token for `offline_access` whatever the prompt; oidc-provider, following OpenID
+ * Connect Core §11, drops that scope unless the request says `prompt=consent`. An authorization request asking for
+ * offline_access is read as asking for consent too, which the sign-in pages grant without a page unless the client
+ * RequireConsent. Returns the request URL to use.
+ */
+export function withOfflineConsent(url: string): string {
+  const query = url.indexOf('?');
+  if (query === -1 || !url.startsWith(`${OIDC_ROUTES.authorization}?`)) return url;
+  const params = new URLSearchParams(url.slice(query + 1));
+  const scope = params.get('scope')?.split(' ') ?? [];
+  const prompts = params.get('prompt')?.split(' ').filter(Boolean) ?? [];
+  if (!scope.includes('offline_access') || prompts.includes('consent') || prompts.includes('none')) return url;
+  params.set('prompt', [...prompts, 'consent'].join(' '));
+  return `${OIDC_ROUTES.authorization}?${params.toString()}`;
+}
 
 export interface ProviderDependencies {
   db: Db;
@@ -45,7 +69,7 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
     Client: {
       async find(id: string) {
         const row = await findClient(db, id);
-        return row && row.enabled && !settingsOf(row).apiResource ? clientMetadata(row) : undefined;
+        return row && row.enabled && !settingsOf(row).apiResource ? clientMetadata(row, scopes.names) : undefined;
       },
     },
   });
@@ -93,7 +117,8 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
           return resource ? `${RESOURCE_PREFIX}${resource}` : undefined;
         },
         useGrantedResource: () => true,
-        getResourceServerInfo: (_ctx, indicator) => resourceServer(apiResources, indicator),
+        getResourceServerInfo: (_ctx, indicator, client) =>
+          resourceServer(apiResources, indicator, allowedScopesOf(client)),
       },
     },
     interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },

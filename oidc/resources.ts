@@ -37,12 +37,19 @@ export async function resourceOfScopes(resources: ApiResources, scopes: string[]
   return undefined;
 }
 
-export async function resourceServer(resources: ApiResources, indicator: string): Promise<ResourceServer> {
+/** The resource an indicator names, offering the scopes of it that the client is allowed. */
+export async function resourceServer(
+  resources: ApiResources,
+  indicator: string,
+  allowedScopes: string[],
+): Promise<ResourceServer> {
   const name = indicator.startsWith(RESOURCE_PREFIX) ? indicator.slice(RESOURCE_PREFIX.length) : undefined;
   const served = name === undefined ? undefined : (await resources()).get(name);
   if (!name || !served) throw new errors.InvalidTarget(`unknown resource ${indicator}`);
+  const granted = served.filter((s) => allowedScopes.includes(s));
+  if (granted.length === 0) throw new errors.InvalidTarget(`the client may not ask for resource ${indicator}`);
   return {
-    scope: served.join(' '),
+    scope: granted.join(' '),
     audience: name,
     accessTokenFormat: 'jwt',
     jwt: { sign: { alg: 'RS256' } },

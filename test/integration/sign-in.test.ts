@@ -1,0 +1,348 @@
+import { createHash, createHmac, createPublicKey, verify as verifySignature } from 'node:crypto';
+import * as oidc from 'openid-client';
+import { migrationOptions, startOrAttachMigration } from '../../client/migration-control';
+import { base32Decode } from '../../security/base32';
+import { FIXTURE_PASSWORD } from '../fixtures/source/generate';
+import { useHarness } from '../support/harness';
+import { useGeneratedSource } from '../support/scratch-store';
+import { browser, textOf, type Browser, type Visit } from '../support/sign-in-flow';
+
+// The generated source: userN@example.com with FIXTURE_PASSWORD hashed by format N % 6 (0 ASP.NET v3 SHA-512, 1 v3
+// SHA-256, 2 v3 SHA-1, 3 v2, 4 bcrypt, 5 no password); every fifth user has two-factor sign-in with the authenticator
+// key below and recovery codes code-{a,b,c}-N; clients web and mobile (authorization code), machine (client
+// credentials), secrets "{id}-secret" as SHA-256 and SHA-512 digests; the orders-api resource serves orders.read.
+const source = useGeneratedSource(30);
+const h = useHarness(() => ({
+  apps: { crm: {} },
+  migrationSource: source().url,
+  config: {
+    // Scopes the migration writes after the API started are picked up at the next request.
+    Oidc: { ReloadSeconds: 0 },
+    Auth: { Lockout: { MaxFailedAttempts: 3, Minutes: 15 }, SignInRateLimit: { PermitLimit: 1000, WindowSeconds: 60 } },
+  },
+}));
+
+const AUTHENTICATOR_KEY = 'JBSWY3DPEHPK3PXP';
+const WEB_CALLBACK = 'https://web.example.com/callback';
+const userId = (n: number) => `user-${String(n).padStart(8, '0')}`;
+const emailOf = (n: number) => `user${n}@example.com`;
+
+/** RFC 6238 written out here, independent of the service's TOTP code. */
+function totp(step: number): string {
+  const counter = Buffer.alloc(8);
+  counter.writeBigUInt64BE(BigInt(step));
+  const mac = createHmac('sha1', base32Decode(AUTHENTICATOR_KEY)).update(counter).digest();
+  const offset = mac[mac.length - 1] & 0xf;
+  return String((mac.readUInt32BE(offset) & 0x7fffffff) % 1_000_000).padStart(6, '0');
+}
+const currentStep = () => Math.floor(Date.now() / 30_000);
+
+beforeAll(async () => {
+  const handle = await startOrAttachMigration(
+    h.env.client,
+    h.config,
+    migrationOptions(h.config, { version: 'sign-in-1', migrateClients: true }),
+  );
+  expect((await handle.result()).state).toBe('Completed');
+}, 120_000);
+
+async function relyingParty(clientId: string, secret?: string): Promise<oidc.Configuration> {
+  return oidc.discovery(
+    new URL(h.api.publicUrl),
+    clientId,
+    secret,
+    secret === undefined ? oidc.None() : oidc.ClientSecretPost(secret),
+    { execute: [oidc.allowInsecureRequests] },
+  );
+}
+
+interface Started {
+  page: Browser;
+  first: Visit | URL;
+  verifier: string;
+  state: string;
+}
+
+/** Opens /connect/authorize for the web client as a browser would, with PKCE. */
+async function startAuthorization(rp: oidc.Configuration, scope = 'openid profile orders.read offline_access') {
+  const verifier = oidc.randomPKCECodeVerifier();
+  const state = oidc.randomState();
+  const url = oidc.buildAuthorizationUrl(rp, {
+    redirect_uri: WEB_CALLBACK,
+    scope,
+    code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+    state,
+  });
+  const page = browser(h.api.url, WEB_CALLBACK);
+  return { page, first: await page.open(url.href), verifier, state } satisfies Started;
+}
+
+/** E-mail, then password; returns what came after the password form. */
+async function enterPassword(started: Started, email: string, password: string) {
+  await started.page.submit('/email', { email });
+  return started.page.submit('/password', { password });
+}
+
+async function redeem(rp: oidc.Configuration, started: Started, callback: Visit | URL) {
+  if (!(callback instanceof URL)) throw new Error(`expected the redirect to the client, got: ${textOf(callback)}`);
+  return oidc.authorizationCodeGrant(rp, callback, {
+    pkceCodeVerifier: started.verifier,
+    expectedState: started.state,
+  });
+}
+
+/** A JWT's payload, after checking its RS256 signature against the provider's published keys. */
+async function verifiedJwt(token: string): Promise<Record<string, unknown>> {
+  const [header, payload, signature] = token.split('.');
+  const { kid, alg } = JSON.parse(Buffer.from(header, 'base64url').toString()) as { kid: string; alg: string };
+  expect(alg).toBe('RS256');
+  const jwks = (await (await fetch(`${h.api.url}/.well-known/openid-configuration/jwks`)).json()) as {
+    keys: Array<{ kid: string; d?: string }>;
+  };
+  const jwk = jwks.keys.find((k) => k.kid === kid)!;
+  expect(jwk.d).toBeUndefined();
+  const key = createPublicKey({ key: jwk as never, format: 'jwk' });
+  expect(verifySignature('sha256', Buffer.from(`${header}.${payload}`), key, Buffer.from(signature, 'base64url'))).toBe(
+    true,
+  );
+  return JSON.parse(Buffer.from(payload, 'base64url').toString()) as Record<string, unknown>;
+}
+
+const storedUser = (n: number) =>
+  h.context.db
+    .selectFrom('users')
+    .select(['password_hash', 'password_format', 'access_failed_count', 'lockout_end'])
+    .where('id', '=', userId(n))
+    .executeTakeFirstOrThrow();
+
+describe('the provider at IdentityServer paths', () => {
+  test('discovery names the issuer, the /connect endpoints and the JWKS path; migrated identity scopes are offered', async () => {
+    const response = await fetch(`${h.api.url}/.well-known/openid-configuration`);
+    expect(response.status).toBe(200);
+    const discovery = (await response.json()) as Record<string, unknown>;
+    const base = h.api.publicUrl;
+    expect(discovery).toMatchObject({
+      issuer: base,
+      authorization_endpoint: `${base}/connect/authorize`,
+      token_endpoint: `${base}/connect/token`,
+      userinfo_endpoint: `${base}/connect/userinfo`,
+      end_session_endpoint: `${base}/connect/endsession`,
+      revocation_endpoint: `${base}/connect/revocation`,
+      introspection_endpoint: `${base}/connect/introspect`,
+      jwks_uri: `${base}/.well-known/openid-configuration/jwks`,
+    });
+    expect(discovery.scopes_supported).toEqual(expect.arrayContaining(['openid', 'profile', 'employee']));
+    expect(discovery.grant_types_supported).toEqual(
+      expect.arrayContaining(['authorization_code', 'refresh_token', 'client_credentials']),
+    );
+  });
+});
+
+describe('authorization code with PKCE, for every migrated password format', () => {
+  test.each([
+    [1, 'ASP.NET Identity v3, PBKDF2-SHA256'],
+    [2, 'ASP.NET Identity v3, PBKDF2-SHA1'],
+    [3, 'ASP.NET Identity v2'],
+    [4, 'bcrypt'],
+    [6, 'ASP.NET Identity v3, PBKDF2-SHA512'],
+  ])(
+    'user %i (%s) signs in with the source password; the tokens carry their claims; the hash becomes native',
+    async (n) => {
+      const before = await storedUser(n);
+      const rp = await relyingParty('web', 'web-secret');
+      const started = await startAuthorization(rp);
+      expect(textOf(started.first)).toContain('Web app');
+      const tokens = await redeem(rp, started, await enterPassword(started, emailOf(n), FIXTURE_PASSWORD));
+
+      expect(tokens.claims()).toMatchObject({ sub: userId(n), iss: h.api.publicUrl, aud: 'web' });
+      const access = await verifiedJwt(tokens.access_token);
+      expect(access).toMatchObject({ sub: userId(n), aud: 'orders-api', client_id: 'web' });
+      expect(String(access.scope).split(' ')).toContain('orders.read');
+      expect(tokens.claims()).toMatchObject({
+        given_name: `Given${n}`,
+        family_name: `Family${n}`,
+        role: expect.any(String),
+      });
+
+      // The next sign-in verifies the native hash the first one wrote.
+      const after = await storedUser(n);
+      if (n === 6) expect(after.password_hash).toBe(before.password_hash);
+      else {
+        expect(after.password_hash).not.toBe(before.password_hash);
+        expect(after.password_format).toBeNull();
+      }
+      const again = await startAuthorization(rp);
+      await redeem(rp, again, await enterPassword(again, emailOf(n), FIXTURE_PASSWORD));
+    },
+  );
+
+  test('an access token for the identity scopes alone is accepted at userinfo, which releases the claims of those scopes', async () => {
+    const rp = await relyingParty('web', 'web-secret');
+    const started = await startAuthorization(rp, 'openid profile');
+    const tokens = await redeem(rp, started, await enterPassword(started, emailOf(7), FIXTURE_PASSWORD));
+    const info = await oidc.fetchUserInfo(rp, tokens.access_token, userId(7));
+    expect(info).toMatchObject({ sub: userId(7), given_name: 'Given7', family_name: 'Family7', org_id: 'org-7' });
+    expect(info.email).toBeUndefined();
+  });
+
+  test('a refresh token is redeemed for new tokens, and revoked it no longer is', async () => {
+    const rp = await relyingParty('web', 'web-secret');
+    const started = await startAuthorization(rp);
+    const tokens = await redeem(rp, started, await enterPassword(started, emailOf(7), FIXTURE_PASSWORD));
+    expect(tokens.refresh_token).toEqual(expect.any(String));
+    const refreshed = await oidc.refreshTokenGrant(rp, tokens.refresh_token!);
+    expect(refreshed.claims()).toMatchObject({ sub: userId(7) });
+    const latest = refreshed.refresh_token ?? tokens.refresh_token!;
+    await oidc.tokenRevocation(rp, latest);
+    await expect(oidc.refreshTokenGrant(rp, latest)).rejects.toMatchObject({ error: 'invalid_grant' });
+  });
+
+  test('without a code verifier the code is refused', async () => {
+    const rp = await relyingParty('web', 'web-secret');
+    const started = await startAuthorization(rp);
+    const callback = await enterPassword(started, emailOf(8), FIXTURE_PASSWORD);
+    await expect(
+      oidc.authorizationCodeGrant(rp, callback as URL, {
+        pkceCodeVerifier: oidc.randomPKCECodeVerifier(),
+        expectedState: started.state,
+      }),
+    ).rejects.toMatchObject({ error: 'invalid_grant' });
+  });
+});
+
+describe('refusals', () => {
+  test('an unknown e-mail, a wrong password, a user without a password and a deactivated user read the same', async () => {
+    await h.context.db.updateTable('users').set({ active: false }).where('id', '=', userId(9)).execute();
+    const rp = await relyingParty('web', 'web-secret');
+    const answers: string[] = [];
+    for (const [email, password] of [
+      ['nobody@example.com', FIXTURE_PASSWORD],
+      [emailOf(12), 'not-the-password'],
+      [emailOf(17), ''],
+      [emailOf(9), FIXTURE_PASSWORD],
+    ]) {
+      const started = await startAuthorization(rp);
+      const page = await enterPassword(started, email, password || 'x');
+      expect(page).not.toBeInstanceOf(URL);
+      answers.push(textOf(page).match(/The e-mail or password is not right\./)?.[0] ?? textOf(page));
+    }
+    expect(new Set(answers)).toEqual(new Set(['The e-mail or password is not right.']));
+  });
+
+  test('three wrong passwords lock the account: the right one is then refused, saying for how long', async () => {
+    const rp = await relyingParty('web', 'web-secret');
+    for (let i = 0; i < 3; i++) {
+      const started = await startAuthorization(rp);
+      await enterPassword(started, emailOf(13), `wrong-${i}`);
+    }
+    expect((await storedUser(13)).lockout_end!.getTime()).toBeGreaterThan(Date.now() + 14 * 60_000);
+    const started = await startAuthorization(rp);
+    const page = await enterPassword(started, emailOf(13), FIXTURE_PASSWORD);
+    expect(textOf(page)).toMatch(/locked\. Try again in 1[45] minutes/);
+  });
+
+  test('a form field with a NUL byte or too long answers 400 and a page, not a 500', async () => {
+    const rp = await relyingParty('web', 'web-secret');
+    const started = await startAuthorization(rp);
+    const page = await started.page.submit('/email', { email: 'a\0@example.com' });
+    expect((page as Visit).status).toBe(400);
+    const long = await started.page.submit('/email', { email: `${'a'.repeat(300)}@example.com` });
+    expect((long as Visit).status).toBe(400);
+  });
+});
+
+describe('two-factor sign-in with the authenticator and recovery codes the source issued', () => {
+  test('a TOTP code completes the sign-in once; the same code is refused the next time', async () => {
+    const rp = await relyingParty('web', 'web-secret');
+    const started = await startAuthorization(rp);
+    const codePage = await enterPassword(started, emailOf(10), FIXTURE_PASSWORD);
+    expect(textOf(codePage)).toMatch(/authenticator/i);
+    const wrong = await started.page.submit('/code', { code: '000000' === totp(currentStep()) ? '111111' : '000000' });
+    expect(textOf(wrong)).toContain('That code is not right');
+    const code = totp(currentStep());
+    const tokens = await redeem(rp, started, await started.page.submit('/code', { code }));
+    expect(tokens.claims()).toMatchObject({ sub: userId(10), amr: ['pwd', 'mfa'] });
+
+    const replay = await startAuthorization(rp);
+    await enterPassword(replay, emailOf(10), FIXTURE_PASSWORD);
+    expect(textOf(await replay.page.submit('/code', { code }))).toContain('That code is not right');
+  });
+
+  test('a recovery code works once', async () => {
+    const rp = await relyingParty('web', 'web-secret');
+    const started = await startAuthorization(rp);
+    await enterPassword(started, emailOf(20), FIXTURE_PASSWORD);
+    const tokens = await redeem(rp, started, await started.page.submit('/code', { code: 'code-b-20' }));
+    expect(tokens.claims()).toMatchObject({ sub: userId(20) });
+
+    const again = await startAuthorization(rp);
+    await enterPassword(again, emailOf(20), FIXTURE_PASSWORD);
+    expect(textOf(await again.page.submit('/code', { code: 'code-b-20' }))).toContain('That code is not right');
+  });
+});
+
+describe('client credentials with the migrated hashed secrets', () => {
+  test('the SHA-256 and SHA-512 stored secrets authenticate, by form post and by Basic; an expired or wrong one does not', async () => {
+    const rp = await relyingParty('machine', 'machine-secret');
+    const tokens = await oidc.clientCredentialsGrant(rp, { scope: 'orders.read' });
+    expect(await verifiedJwt(tokens.access_token)).toMatchObject({ aud: 'orders-api', client_id: 'machine' });
+
+    const basic = await fetch(`${h.api.url}/connect/token`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `Basic ${Buffer.from('machine:machine-secret').toString('base64')}`,
+      },
+      body: 'grant_type=client_credentials&scope=orders.read',
+    });
+    expect(basic.status).toBe(200);
+
+    for (const secret of ['machine-old', 'wrong', createHash('sha256').update('machine-secret').digest('base64')]) {
+      const refused = await relyingParty('machine', secret);
+      await expect(oidc.clientCredentialsGrant(refused, { scope: 'orders.read' })).rejects.toMatchObject({
+        error: 'invalid_client',
+      });
+    }
+  });
+});
+
+describe('first authorization through a client with provisioningApps', () => {
+  beforeAll(async () => {
+    await h.context.db
+      .updateTable('clients')
+      .set({ provisioning_apps: JSON.stringify(['crm']) })
+      .where('client_id', '=', 'web')
+      .execute();
+  });
+  afterAll(async () => {
+    await h.context.db
+      .updateTable('clients')
+      .set({ provisioning_apps: JSON.stringify([]) })
+      .where('client_id', '=', 'web')
+      .execute();
+  });
+
+  test('a refusal by the app sends access_denied with its reason to the client; the next authorization provisions and signs in', async () => {
+    const rp = await relyingParty('web', 'web-secret');
+    h.apps.crm.state.behaviour = { rejectWith: 'no seat left' };
+    const refused = await startAuthorization(rp);
+    const denied = await enterPassword(refused, emailOf(14), FIXTURE_PASSWORD);
+    expect(denied).toBeInstanceOf(URL);
+    expect((denied as URL).searchParams.get('error')).toBe('access_denied');
+    expect((denied as URL).searchParams.get('error_description')).toContain('no seat left');
+    expect(h.apps.crm.state.confirmedUserIds()).not.toContain(userId(14));
+
+    h.apps.crm.state.behaviour = {};
+    const started = await startAuthorization(rp);
+    const tokens = await redeem(rp, started, await enterPassword(started, emailOf(14), FIXTURE_PASSWORD));
+    expect(tokens.claims()).toMatchObject({ sub: userId(14) });
+    expect(h.apps.crm.state.confirmedUserIds()).toContain(userId(14));
+
+    // Held now: the next authorization calls no app.
+    const tries = h.apps.crm.state.calls.filter((c) => c.path === '/try').length;
+    const next = await startAuthorization(rp);
+    await redeem(rp, next, await enterPassword(next, emailOf(14), FIXTURE_PASSWORD));
+    expect(h.apps.crm.state.calls.filter((c) => c.path === '/try')).toHaveLength(tries);
+  });
+});

@@ -5,11 +5,14 @@ import type { AppConfig } from '../config/schema';
 import { parseAllowList } from '../security/callback-address';
 import type { KeyRing } from '../security/data-protection';
 import type { Db } from '../store/database';
-import { requireIdentityAdmin } from './auth/identity-admin';
+import { identityAdminCheck, requireIdentityAdmin } from './auth/identity-admin';
+import { serviceTokenCheck } from './auth/service-token';
 import { edgeGuard, isSignInPath, JSON_BODY_TYPES, rejectJsonProblems } from './edge-guard';
 import { MISSING_KEY_MESSAGE } from '../security/key-ring-config';
 import { errorHandler } from './error-handler';
 import { sendProblem } from './problem';
+import type { AppProvider } from '../activities/provisioning/apps';
+import { clientsRouter } from './routes/clients';
 import { healthRouter } from './routes/health';
 import { migrationStatusRouter } from './routes/migration-status';
 import { profileRouter } from './routes/profile';
@@ -25,6 +28,8 @@ export interface ApiDependencies {
   temporal: Client;
   /** Used by the app probe (POST /api/v1/provisioning/apps/{appId}/test). */
   http: TccClient;
+  /** The provisioning apps, to refuse a client naming an app that does not exist. */
+  apps: AppProvider;
   /** Api:PublicUrl, or the listening URL: the base of every URL the service hands out. */
   publicUrl: string;
   /** The data-protection key ring; the store-backed app provider needs it. */
@@ -53,6 +58,7 @@ export function createApiApp({
   db,
   temporal,
   http,
+  apps,
   publicUrl,
   dataProtection,
   signIn,
@@ -68,12 +74,18 @@ export function createApiApp({
   app.use(rejectJsonProblems());
 
   const run = apiWorkflowRunner(temporal, config);
-  const identityAdmin = requireIdentityAdmin(config.Auth.AdminApiKeys);
+  // The service's own access tokens count only where it issues them.
+  const adminCheck = identityAdminCheck(
+    config.Auth.AdminApiKeys,
+    signIn ? serviceTokenCheck(db, publicUrl) : undefined,
+  );
+  const identityAdmin = requireIdentityAdmin(adminCheck);
 
   app.use(healthRouter({ db, temporal }));
   app.use('/api/v1/profile', identityAdmin, profileRouter({ db, run }));
   app.use('/api/auth/register', registerRouter({ config, db, run }));
   app.use('/api/v1/scim/tokens', identityAdmin, scimTokensRouter({ db }));
+  app.use('/api/v1/clients', identityAdmin, clientsRouter({ db, apps }));
   // The management routes exist only with the store-backed provider; otherwise they fall through to 404.
   if (config.Provisioning.AppProvider === 'Store') {
     app.use(
@@ -87,7 +99,7 @@ export function createApiApp({
       }),
     );
   }
-  if (config.Migration.MapStatusEndpoint) app.use(migrationStatusRouter({ config, db }));
+  if (config.Migration.MapStatusEndpoint) app.use(migrationStatusRouter({ config, db, isAdmin: adminCheck }));
   app.use(
     '/scim/v2',
     scimRouter({ db, run, passwordPolicy: config.Auth.PasswordPolicy, scimUrl: `${publicUrl}/scim/v2` }),

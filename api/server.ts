@@ -22,7 +22,7 @@ export interface RunningApi {
 
 export async function startApi(
   config: AppConfig,
-  { db, http, dataProtection }: Pick<ServiceContext, 'db' | 'http' | 'dataProtection'>,
+  { db, http, apps, dataProtection }: Pick<ServiceContext, 'db' | 'http' | 'apps' | 'dataProtection'>,
   temporal: Client,
 ): Promise<RunningApi> {
   if (config.Auth.AdminApiKeys.length === 0)
@@ -43,7 +43,7 @@ export async function startApi(
       })
     : undefined;
   if (!signIn) console.warn(`api: sign-in is off: ${MISSING_KEY_MESSAGE}`);
-  server.on('request', createApiApp({ config, db, temporal, http, publicUrl, dataProtection, signIn }));
+  server.on('request', createApiApp({ config, db, temporal, http, apps, publicUrl, dataProtection, signIn }));
   const purge = setInterval(() => {
     purgeAbandonedCredentials(db).catch((error: Error) =>
       console.warn(`api: purging abandoned credentials failed: ${error.message}`),

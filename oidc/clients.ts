@@ -55,10 +55,11 @@ export function clientMetadata(row: ClientRow, identityScopes: ReadonlySet<strin
     redirect_uris: code ? row.redirect_uris : [],
     post_logout_redirect_uris: row.post_logout_redirect_uris,
     // IdentityServer grants offline_access by the AllowOfflineAccess setting, not by a scope in AllowedScopes.
-    scope: [
-      ...row.allowed_scopes.filter((s) => identityScopes.has(s)),
-      ...(code && settings.AllowOfflineAccess ? ['offline_access'] : []),
-    ].join(' '),
+    scope:
+      [
+        ...row.allowed_scopes.filter((s) => identityScopes.has(s)),
+        ...(code && settings.AllowOfflineAccess ? ['offline_access'] : []),
+      ].join(' ') || undefined,
     id_token_signed_response_alg: 'RS256',
     'urn:identity-service:settings': settings,
     'urn:identity-service:cors-origins': row.cors_origins,
@@ -84,13 +85,20 @@ export async function verifyClientSecret(db: Db, clientId: string, secret: strin
   return secrets.map((s) => clientSecretMatches(secret, s.value)).includes(true);
 }
 
-/** A configured client (IdentityServer's appsettings shape) as a row of the clients store, origin `configuration`. */
-export function clientFromConfig(client: ClientConfig): { row: NewClientRow; secrets: StoredSecret[] } {
+/**
+ * A client in IdentityServer's appsettings shape as a row of the clients store. Its secrets are not part of it: the
+ * configuration holds their digests (see configuredSecrets), the admin API their plaintext (hashed on the way in).
+ */
+export function clientRow(
+  client: ClientConfig,
+  origin: 'configuration' | 'api',
+  provisioningApps: string[] = [],
+): NewClientRow {
   const {
     ClientId,
     ClientName,
     Enabled,
-    ClientSecrets,
+    ClientSecrets: _secrets,
     AllowedGrantTypes,
     RedirectUris,
     PostLogoutRedirectUris,
@@ -98,29 +106,47 @@ export function clientFromConfig(client: ClientConfig): { row: NewClientRow; sec
     AllowedCorsOrigins,
     ...settings
   } = client;
-  const secrets = ClientSecrets.map((secret, index) => {
+  return {
+    client_id: ClientId,
+    client_name: ClientName ?? null,
+    enabled: Enabled,
+    settings: JSON.stringify(settings),
+    allowed_scopes: JSON.stringify(AllowedScopes),
+    grant_types: JSON.stringify(AllowedGrantTypes),
+    redirect_uris: JSON.stringify(RedirectUris),
+    post_logout_redirect_uris: JSON.stringify(PostLogoutRedirectUris),
+    cors_origins: JSON.stringify(AllowedCorsOrigins),
+    claims: JSON.stringify([]),
+    provisioning_apps: JSON.stringify(provisioningApps),
+    origin,
+  };
+}
+
+/** The configured secrets: IdentityServer's configuration holds each as its SHA-256 or SHA-512 digest in base64. */
+export function configuredSecrets(client: ClientConfig): StoredSecret[] {
+  return client.ClientSecrets.map((secret, index) => {
     const value = tagSecret(secret.Value);
     if (!value)
       throw new Error(
-        `Clients: ${ClientId}: ClientSecrets ${index}: Value must be the secret's SHA-256 or SHA-512 hash in base64, as IdentityServer's configuration holds it ("secret".Sha256())`,
+        `Clients: ${client.ClientId}: ClientSecrets ${index}: Value must be the secret's SHA-256 or SHA-512 hash in base64, as IdentityServer's configuration holds it ("secret".Sha256())`,
       );
     return { value, description: secret.Description ?? null, expiration: secret.Expiration ?? null };
   });
+}
+
+/** A stored client in the admin API's shape (IdentityServer's names); secrets are write-only and never shown. */
+export function clientView(row: ClientRow) {
   return {
-    row: {
-      client_id: ClientId,
-      client_name: ClientName ?? null,
-      enabled: Enabled,
-      settings: JSON.stringify(settings),
-      allowed_scopes: JSON.stringify(AllowedScopes),
-      grant_types: JSON.stringify(AllowedGrantTypes),
-      redirect_uris: JSON.stringify(RedirectUris),
-      post_logout_redirect_uris: JSON.stringify(PostLogoutRedirectUris),
-      cors_origins: JSON.stringify(AllowedCorsOrigins),
-      claims: JSON.stringify([]),
-      provisioning_apps: JSON.stringify([]),
-      origin: 'configuration',
-    },
-    secrets,
+    ClientId: row.client_id,
+    ClientName: row.client_name,
+    Enabled: row.enabled,
+    ...settingsOf(row),
+    AllowedGrantTypes: row.grant_types,
+    RedirectUris: row.redirect_uris,
+    PostLogoutRedirectUris: row.post_logout_redirect_uris,
+    AllowedScopes: row.allowed_scopes,
+    AllowedCorsOrigins: row.cors_origins,
+    ProvisioningApps: row.provisioning_apps,
+    origin: row.origin,
   };
 }

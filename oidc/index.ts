@@ -6,8 +6,9 @@ import { putClient } from '../store/clients';
 import type { Db } from '../store/database';
 import { loadSigningKeys, sealStoredSigningKeys } from '../store/signing-keys';
 import { loadScopeClaims } from './claims';
-import { clientFromConfig } from './clients';
+import { clientRow, configuredSecrets } from './clients';
 import { cookieKeys } from './cookie-keys';
+import { accountRouter } from './account';
 import { interactionRouter } from './interactions';
 import { createOidcProvider, isProviderPath, withOfflineConsent } from './provider';
 import { providerSettingsVersion } from '../store/sign-in';
@@ -26,8 +27,7 @@ export interface SignInDependencies {
 /** Configured clients are written to the store at start; they win over migrated clients of the same id. */
 async function applyConfiguredClients(db: Db, config: AppConfig): Promise<void> {
   for (const client of config.Clients) {
-    const { row, secrets } = clientFromConfig(client);
-    await putClient(db, row, secrets, { keepProvisioningApps: true });
+    await putClient(db, clientRow(client, 'configuration'), configuredSecrets(client), { keepProvisioningApps: true });
   }
 }
 
@@ -47,6 +47,7 @@ async function buildSignIn(deps: SignInDependencies, cookieKeyList: string[], lo
   return {
     callback: provider.callback(),
     interactions: interactionRouter({ provider, db, config: deps.config, ring, run: deps.run }),
+    account: accountRouter({ provider, db, ring, issuer }),
   };
 }
 
@@ -84,13 +85,14 @@ export async function createSignIn(deps: SignInDependencies): Promise<Router> {
   const router = Router();
   router.use(async (req, res, next) => {
     const forProvider = isProviderPath(req.path);
-    if (!forProvider && !req.path.startsWith('/interaction/')) return next();
+    const forAccount = req.path.startsWith('/account/');
+    if (!forProvider && !forAccount && !req.path.startsWith('/interaction/')) return next();
     await fresh();
     if (forProvider) {
       if (req.method === 'GET') req.url = withOfflineConsent(req.url);
       return current.callback(req, res);
     }
-    current.interactions(req, res, next);
+    (forAccount ? current.account : current.interactions)(req, res, next);
   });
   return router;
 }

@@ -94,3 +94,34 @@ export function consentPage(allow: string, deny: string, clientName: string, sco
 export function renderErrorPage(message: string): string {
   return page('Sign-in error', `${errorLine(message)}<p>Go back to the application and try again.</p>`);
 }
+
+/** Enrolment of an authenticator app: the QR code, the key as text for typing in, and one code to confirm. */
+export function mfaEnrolPage(action: string, qrDataUrl: string, key: string, pending: string, error?: string): string {
+  return page(
+    'Set up two-step verification',
+    `<p>Scan this code with your authenticator app, or type the key into it. Then enter the 6-digit code it shows.</p>
+${errorLine(error)}
+<img class="qr" src="${escapeHtml(qrDataUrl)}" alt="QR code of the authenticator key">
+<p class="key">${escapeHtml(key.replace(/(.{4})/g, '$1 ').trim())}</p>
+<form method="post" action="${escapeHtml(action)}">
+<input type="hidden" name="pending" value="${escapeHtml(pending)}">
+<label for="code">Code</label>
+<input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" required autofocus maxlength="6">
+<button type="submit">Turn on</button>
+</form>`,
+  );
+}
+
+export function mfaOnPage(): string {
+  return page(
+    'Two-step verification is on',
+    '<p>From your next sign-in on, you will be asked for a code from your authenticator app after your password.</p>',
+  );
+}
+
+export function notSignedInPage(): string {
+  return page(
+    'Sign in first',
+    '<p>This page is for signed-in users. Sign in through one of your applications, then come back to this page.</p>',
+  );
+}

@@ -28,11 +28,12 @@ export async function matchTotp(
   return undefined;
 }
 
-/** A new authenticator key (20 bytes, base32 as authenticator apps take it) and its otpauth:// URI. */
-export function newAuthenticatorKey(issuer: string, label: string): { base32: string; uri: string } {
-  const base32 = generateSecret();
-  return { base32, uri: generateURI({ issuer, label, secret: base32 }) };
-}
+/** A new authenticator key: 20 random bytes, in base32 as authenticator apps take it. */
+export const newAuthenticatorKey = (): string => generateSecret();
+
+/** The otpauth:// URI of a key, which the enrolment page shows as a QR code. */
+export const authenticatorUri = (issuer: string, label: string, base32: string) =>
+  generateURI({ issuer, label, secret: base32 });
 
 /** How recovery codes are kept: HMAC-SHA256 under a data-protection key (the migration hashes them the same way). */
 export const recoveryCodeHash = (code: string, key: Buffer) =>

@@ -27,13 +27,14 @@ export function liveClientSecrets(db: Db, clientId: string): Promise<StoredSecre
 }
 
 /**
- * Replaces the whole client, its secrets included; returns whether it existed before. `keepProvisioningApps` leaves
- * an existing client's apps as they are: configuration does not carry them, the admin API sets them.
+ * Replaces the whole client and its secrets (undefined secrets keep the stored ones: they are write-only, so a client
+ * read and written back has none to give); returns whether it existed before. `keepProvisioningApps` leaves an
+ * existing client's apps as they are: configuration does not carry them, the admin API sets them.
  */
 export async function putClient(
   db: Db,
   row: NewClientRow,
-  secrets: StoredSecret[],
+  secrets: StoredSecret[] | undefined,
   { keepProvisioningApps = false } = {},
 ): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
@@ -50,6 +51,7 @@ export async function putClient(
       .values(row)
       .onConflict((oc) => oc.column('client_id').doUpdateSet(changes))
       .execute();
+    if (secrets === undefined) return existed !== undefined;
     await trx.deleteFrom('client_secrets').where('client_id', '=', row.client_id).execute();
     if (secrets.length > 0)
       await trx

@@ -36,11 +36,25 @@ export async function consumeRecoveryCode(db: Db, userId: string, hashes: string
 }
 
 /** A TOTP credential enrolled at /account/mfa; the user's two-factor sign-in is switched on with it. */
-export async function enrolTotp(db: Db, id: string, userId: string, sealedSecret: string): Promise<void> {
+/** A confirmed enrolment: the credential (its confirming code's step counts as used) and two-step sign-in on. */
+export async function enrolTotp(
+  db: Db,
+  id: string,
+  userId: string,
+  sealedSecret: string,
+  confirmedStep: number,
+): Promise<void> {
   await db.transaction().execute(async (trx) => {
     await trx
       .insertInto('mfa_credentials')
-      .values({ id, user_id: userId, kind: 'totp', label: 'enrolled-totp', secret: sealedSecret, last_used_step: null })
+      .values({
+        id,
+        user_id: userId,
+        kind: 'totp',
+        label: 'enrolled-totp',
+        secret: sealedSecret,
+        last_used_step: confirmedStep,
+      })
       .execute();
     await trx.updateTable('users').set({ two_factor_enabled: true }).where('id', '=', userId).execute();
   });

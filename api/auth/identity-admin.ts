@@ -2,39 +2,43 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Request, RequestHandler } from 'express';
 import { sendProblem } from '../problem';
 import { bearerToken } from './bearer';
+import type { ServiceTokenCheck } from './service-token';
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
 
-export type AdminCheck = (req: Request) => 'missing' | 'refused' | 'admin';
+export type AdminCheck = (req: Request) => Promise<'missing' | 'refused' | 'admin'>;
 
-/** The IdentityAdmin policy: a bearer key from Auth:AdminApiKeys, compared in constant time. */
-export function identityAdminCheck(adminKeys: readonly string[]): AdminCheck {
+/**
+ * The IdentityAdmin policy: a bearer key from Auth:AdminApiKeys, compared in constant time, or an access token the
+ * service issued for its admin API (when sign-in is on).
+ */
+export function identityAdminCheck(adminKeys: readonly string[], serviceToken?: ServiceTokenCheck): AdminCheck {
   const accepted = adminKeys.map(digest);
-  return (req) => {
+  return async (req) => {
     const token = bearerToken(req);
     if (token === undefined) return 'missing';
     const presented = digest(token);
-    return accepted.some((key) => timingSafeEqual(key, presented)) ? 'admin' : 'refused';
+    if (accepted.some((key) => timingSafeEqual(key, presented))) return 'admin';
+    return serviceToken && (await serviceToken(token)) ? 'admin' : 'refused';
   };
 }
 
-export function requireIdentityAdmin(adminKeys: readonly string[]): RequestHandler {
-  const check = identityAdminCheck(adminKeys);
-  return (req, res, next) => {
-    const verdict = check(req);
+export function requireIdentityAdmin(check: AdminCheck): RequestHandler {
+  return async (req, res, next) => {
+    const verdict = await check(req);
     if (verdict === 'missing') {
       res.set('WWW-Authenticate', 'Bearer');
       return sendProblem(res, {
         status: 401,
         title: 'Unauthorized',
-        detail: 'this endpoint needs Authorization: Bearer <admin API key>',
+        detail: 'this endpoint needs Authorization: Bearer <admin API key or IdentityAdmin access token>',
       });
     }
     if (verdict === 'refused') {
       return sendProblem(res, {
         status: 403,
         title: 'Forbidden',
-        detail: 'the bearer key does not satisfy the IdentityAdmin policy',
+        detail: 'the bearer credential does not satisfy the IdentityAdmin policy',
       });
     }
     next();

@@ -2,14 +2,21 @@ import { Router } from 'express';
 import type { AppConfig } from '../../config/schema';
 import type { Db } from '../../store/database';
 import { findMarker, passProgress } from '../../store/migration-markers';
-import { identityAdminCheck } from '../auth/identity-admin';
+import type { AdminCheck } from '../auth/identity-admin';
 
 /** GET /admin/migration/status: progress and report of the configured version. A refusal looks exactly like "not mapped". */
-export function migrationStatusRouter({ config, db }: { config: AppConfig; db: Db }): Router {
+export function migrationStatusRouter({
+  config,
+  db,
+  isAdmin,
+}: {
+  config: AppConfig;
+  db: Db;
+  isAdmin: AdminCheck;
+}): Router {
   const router = Router();
-  const isAdmin = identityAdminCheck(config.Auth.AdminApiKeys);
   router.get('/admin/migration/status', async (req, res, next) => {
-    if (isAdmin(req) !== 'admin') return next();
+    if ((await isAdmin(req)) !== 'admin') return next();
     const version = config.Migration.Version;
     const marker = await findMarker(db, version);
     if (!marker) return res.json({ version, state: 'NotStarted', enabled: config.Migration.Enabled });

@@ -48,9 +48,14 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .on('sign_in_attempts')
     .columns(['address', 'at'])
     .execute();
+  // The admin API's own scope: an access token for it carries the user's roles, which the IdentityAdmin policy reads.
+  await sql`insert into scopes (name, kind, display_name, required, user_claims, origin)
+    values ('IdentityAdmin', 'api', 'Administer the identity service', false, '["role"]', 'seed')
+    on conflict (name) do nothing`.execute(db);
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {
+  await sql`delete from scopes where name = 'IdentityAdmin' and origin = 'seed'`.execute(db);
   await db.schema.dropTable('sign_in_attempts').execute();
   await db.schema.alterTable('signing_keys').dropColumn('sealed_private').execute();
   await db.schema.alterTable('mfa_credentials').dropColumn('last_used_step').execute();

@@ -25,6 +25,7 @@ async function apiOn(db: Db, connection: Connection): Promise<Server> {
     db,
     temporal: new Client({ connection }),
     http: h.context.http,
+    apps: h.context.apps,
     publicUrl: 'http://127.0.0.1',
   }).listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));

@@ -1,7 +1,8 @@
-import { createHash, createHmac, createPublicKey, verify as verifySignature } from 'node:crypto';
+import { createHash, createHmac, createPublicKey, generateKeyPairSync, verify as verifySignature } from 'node:crypto';
 import * as oidc from 'openid-client';
 import { migrationOptions, startOrAttachMigration } from '../../client/migration-control';
 import { base32Decode } from '../../security/base32';
+import { importSigningKey } from '../../store/signing-keys';
 import { FIXTURE_PASSWORD } from '../fixtures/source/generate';
 import { useHarness } from '../support/harness';
 import { useGeneratedSource } from '../support/scratch-store';
@@ -344,5 +345,142 @@ describe('first authorization through a client with provisioningApps', () => {
     const next = await startAuthorization(rp);
     await redeem(rp, next, await enterPassword(next, emailOf(14), FIXTURE_PASSWORD));
     expect(h.apps.crm.state.calls.filter((c) => c.path === '/try')).toHaveLength(tries);
+  });
+});
+
+describe('clients through the admin API', () => {
+  const spa = {
+    ClientName: 'Single-page app',
+    AllowedGrantTypes: ['authorization_code'],
+    RedirectUris: ['https://spa.example.com/one'],
+    AllowedScopes: ['openid', 'profile'],
+    ClientSecrets: [{ Value: 'spa-secret-of-sixteen+' }],
+  };
+
+  test('PUT creates and replaces a client (secrets stored hashed, never shown); the next flow uses the new redirect URI', async () => {
+    const created = await h.admin('PUT', '/api/v1/clients/spa', spa);
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ ClientId: 'spa', RedirectUris: spa.RedirectUris, ProvisioningApps: [] });
+    expect(JSON.stringify(created.body)).not.toContain('spa-secret');
+    const [secret] = await h.context.db
+      .selectFrom('client_secrets')
+      .select('value')
+      .where('client_id', '=', 'spa')
+      .execute();
+    expect(secret.value).toBe(`SHA256$${createHash('sha256').update('spa-secret-of-sixteen+').digest('base64')}`);
+
+    const { ClientSecrets: _kept, ...withoutSecrets } = spa;
+    const replaced = await h.admin('PUT', '/api/v1/clients/spa', {
+      ...withoutSecrets,
+      RedirectUris: ['https://spa.example.com/two'],
+    });
+    expect(replaced.status).toBe(200);
+    expect((await h.admin('GET', '/api/v1/clients/spa')).body.RedirectUris).toEqual(['https://spa.example.com/two']);
+
+    const rp = await relyingParty('spa', 'spa-secret-of-sixteen+');
+    const verifier = oidc.randomPKCECodeVerifier();
+    const authorize = (redirect: string) =>
+      oidc.buildAuthorizationUrl(rp, {
+        redirect_uri: redirect,
+        scope: 'openid profile',
+        code_challenge: verifier,
+        code_challenge_method: 'plain',
+      });
+    const old = await browser(h.api.url, 'https://spa.example.com/').open(
+      authorize('https://spa.example.com/one').href,
+    );
+    expect(textOf(old)).toMatch(/redirect_uri did not match/);
+    const challenge = await oidc.calculatePKCECodeChallenge(verifier);
+    const url = oidc.buildAuthorizationUrl(rp, {
+      redirect_uri: 'https://spa.example.com/two',
+      scope: 'openid profile',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+    });
+    const page = browser(h.api.url, 'https://spa.example.com/two');
+    await page.open(url.href);
+    await page.submit('/email', { email: emailOf(19) });
+    const callback = await page.submit('/password', { password: FIXTURE_PASSWORD });
+    const tokens = await oidc.authorizationCodeGrant(rp, callback as URL, { pkceCodeVerifier: verifier });
+    expect(tokens.claims()).toMatchObject({ sub: userId(19), aud: 'spa' });
+  });
+
+  test('unknown provisioning apps and grant types the service does not offer answer 400 naming them', async () => {
+    const apps = await h.admin('PUT', '/api/v1/clients/spa', { ...spa, ProvisioningApps: ['crm', 'nope', 'gone'] });
+    expect(apps.status).toBe(400);
+    expect(apps.body.detail).toBe('ProvisioningApps: no provisioning app nope, gone');
+    const grants = await h.admin('PUT', '/api/v1/clients/spa', { ...spa, AllowedGrantTypes: ['password', 'implicit'] });
+    expect(grants.status).toBe(400);
+    expect(grants.body.detail).toContain('password, implicit');
+    expect((await h.request('PUT', '/api/v1/clients/spa', spa)).status).toBe(401);
+  });
+
+  test('DELETE removes the client: its secret no longer authenticates', async () => {
+    await h.admin('PUT', '/api/v1/clients/gone', {
+      AllowedGrantTypes: ['client_credentials'],
+      AllowedScopes: ['orders.read'],
+      ClientSecrets: [{ Value: 'gone-secret-sixteen!' }],
+    });
+    const rp = await relyingParty('gone', 'gone-secret-sixteen!');
+    await oidc.clientCredentialsGrant(rp, { scope: 'orders.read' });
+    expect((await h.admin('DELETE', '/api/v1/clients/gone')).status).toBe(204);
+    await expect(oidc.clientCredentialsGrant(rp, { scope: 'orders.read' })).rejects.toMatchObject({
+      error: 'invalid_client',
+    });
+    expect((await h.admin('GET', '/api/v1/clients/gone')).status).toBe(404);
+  });
+});
+
+describe("the admin API accepts the service's own tokens", () => {
+  const adminGet = (token: string) =>
+    h.request('GET', '/api/v1/clients', undefined, { authorization: `Bearer ${token}` });
+
+  test('a client-credentials token with the IdentityAdmin scope is accepted; a token for another API or a forged one is refused', async () => {
+    await h.admin('PUT', '/api/v1/clients/ops', {
+      AllowedGrantTypes: ['client_credentials'],
+      AllowedScopes: ['IdentityAdmin', 'orders.read'],
+      ClientSecrets: [{ Value: 'ops-secret-sixteen!!' }],
+    });
+    const rp = await relyingParty('ops', 'ops-secret-sixteen!!');
+    const admin = await oidc.clientCredentialsGrant(rp, { scope: 'IdentityAdmin' });
+    expect(await verifiedJwt(admin.access_token)).toMatchObject({ aud: 'IdentityAdmin', scope: 'IdentityAdmin' });
+    expect((await adminGet(admin.access_token)).status).toBe(200);
+
+    const orders = await oidc.clientCredentialsGrant(rp, { scope: 'orders.read' });
+    expect((await adminGet(orders.access_token)).status).toBe(403);
+    const [header, payload, signature] = admin.access_token.split('.');
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString()) as Record<string, unknown>;
+    const forged = Buffer.from(JSON.stringify({ ...claims, exp: claims.exp as number })).toString('base64url');
+    expect(forged).toBe(payload);
+    const extended = Buffer.from(JSON.stringify({ ...claims, exp: (claims.exp as number) + 3600 })).toString(
+      'base64url',
+    );
+    expect((await adminGet(`${header}.${extended}.${signature}`)).status).toBe(403);
+
+    // A client without the scope cannot obtain such a token at all.
+    const machine = await relyingParty('machine', 'machine-secret');
+    await expect(oidc.clientCredentialsGrant(machine, { scope: 'IdentityAdmin' })).rejects.toMatchObject({
+      error: expect.stringMatching(/invalid_scope|invalid_target/),
+    });
+  });
+
+  test('an imported signing key is published and signs the next tokens', async () => {
+    const jwk = { ...generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' }) };
+    const { kid } = await importSigningKey(
+      h.context.db,
+      h.context.dataProtection!,
+      JSON.stringify({ ...jwk, kid: 'source-key-cutover' }),
+    );
+    const published = (await (await fetch(`${h.api.url}/.well-known/openid-configuration/jwks`)).json()) as {
+      keys: Array<{ kid: string }>;
+    };
+    expect(published.keys.map((k) => k.kid)).toContain(kid);
+    const rp = await relyingParty('machine', 'machine-secret');
+    const tokens = await oidc.clientCredentialsGrant(rp, { scope: 'orders.read' });
+    const header = JSON.parse(Buffer.from(tokens.access_token.split('.')[0], 'base64url').toString()) as {
+      kid: string;
+    };
+    expect(header.kid).toBe('source-key-cutover');
+    await verifiedJwt(tokens.access_token);
   });
 });

@@ -1,0 +1,103 @@
+import { randomUUID } from 'node:crypto';
+import express, { Router, type Request, type Response } from 'express';
+import type Provider from 'oidc-provider';
+import { toDataURL } from 'qrcode';
+import { z } from 'zod';
+import { base32Decode } from '../security/base32';
+import { protectSecret, protectText, unprotectText, type KeyRing } from '../security/data-protection';
+import { authenticatorUri, matchTotp, newAuthenticatorKey } from '../security/totp';
+import type { Db } from '../store/database';
+import { enrolTotp, findTotpCredential } from '../store/mfa';
+import { mfaEnrolPage, mfaOnPage, notSignedInPage } from './pages';
+
+/** How long an enrolment page stays good for. */
+const PENDING_MINUTES = 15;
+const ACTION = '/account/mfa';
+
+/**
+ * What the enrolment form carries between its two steps: the new key, for this user, until a deadline, sealed under
+ * the data-protection ring, so nothing is stored before the user has proven the key works and a form made for one
+ * user cannot enrol another.
+ */
+const pendingSchema = z.object({ userId: z.string(), key: z.string(), until: z.number() });
+type Pending = z.infer<typeof pendingSchema>;
+
+const codeForm = z.object({ pending: z.string().max(2048), code: z.string().max(16) });
+
+export interface AccountDependencies {
+  provider: Provider;
+  db: Db;
+  ring: KeyRing;
+  issuer: string;
+}
+
+/**
+ * `/account/mfa`: a signed-in user (the provider's session cookie) without two-step verification enrols an
+ * authenticator app. The session cookie is SameSite=Lax, so a form posted from another site arrives without it.
+ */
+export function accountRouter({ provider, db, ring, issuer }: AccountDependencies): Router {
+  const router = Router();
+  const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 5 });
+  const html = (res: Response, status: number, body: string) =>
+    res.status(status).set('cache-control', 'no-store').type('html').send(body);
+
+  /** The signed-in user's id and e-mail, or undefined. */
+  async function signedInUser(req: Request, res: Response) {
+    const session = await provider.Session.get(provider.createContext(req, res));
+    if (!session.accountId) return undefined;
+    return db
+      .selectFrom('users')
+      .select(['id', 'email'])
+      .where('id', '=', session.accountId)
+      .where('active', '=', true)
+      .executeTakeFirst();
+  }
+
+  async function enrolment(res: Response, email: string, pending: Pending, error?: string) {
+    const qr = await toDataURL(authenticatorUri(new URL(issuer).host, email, pending.key), { margin: 1 });
+    html(
+      res,
+      error ? 400 : 200,
+      mfaEnrolPage(ACTION, qr, pending.key, protectText(JSON.stringify(pending), ring), error),
+    );
+  }
+  const fresh = (userId: string): Pending => ({
+    userId,
+    key: newAuthenticatorKey(),
+    until: Date.now() + PENDING_MINUTES * 60_000,
+  });
+
+  function openPending(sealed: string, userId: string): Pending | undefined {
+    try {
+      const pending = pendingSchema.parse(JSON.parse(unprotectText(sealed, ring)));
+      return pending.userId === userId && pending.until > Date.now() ? pending : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  router.get(ACTION, async (req, res) => {
+    const user = await signedInUser(req, res);
+    if (!user) return html(res, 401, notSignedInPage());
+    if (await findTotpCredential(db, user.id)) return html(res, 200, mfaOnPage());
+    await enrolment(res, user.email, fresh(user.id));
+  });
+
+  router.post(ACTION, form, async (req, res) => {
+    const user = await signedInUser(req, res);
+    if (!user) return html(res, 401, notSignedInPage());
+    if (await findTotpCredential(db, user.id)) return html(res, 200, mfaOnPage());
+    const parsed = codeForm.safeParse(req.body);
+    const pending = parsed.success ? openPending(parsed.data.pending, user.id) : undefined;
+    if (!parsed.success || !pending)
+      return enrolment(res, user.email, fresh(user.id), 'This page has expired; scan the new code below.');
+    const secret = base32Decode(pending.key);
+    const step = await matchTotp(secret, parsed.data.code.replace(/\s/g, ''), null);
+    if (step === undefined)
+      return enrolment(res, user.email, pending, 'That code is not right; check the time on your phone and try again.');
+    await enrolTotp(db, randomUUID(), user.id, protectSecret(secret, ring), step);
+    html(res, 200, mfaOnPage());
+  });
+
+  return router;
+}

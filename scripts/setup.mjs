@@ -68,3 +68,20 @@ if (process.argv.includes('--test') && !process.env.TEMPORAL_TEST_SERVER_PATH &&
   );
   process.exit(1);
 }
+
+// The browser test drives a real Chromium: Debian's package (Playwright's own browser download needs the internet).
+// Installed when missing and this process may (root, apt-get at hand); otherwise the test names what to install.
+if (process.argv.includes('--test') && !process.env.CHROMIUM_PATH && !works('chromium', ['--version'])) {
+  if (process.getuid?.() === 0 && works('apt-get', ['--version'])) {
+    console.log('setup: installing chromium (apt-get) for the browser test');
+    try {
+      execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit' });
+      execFileSync('apt-get', ['install', '-y', '-qq', 'chromium'], {
+        stdio: 'inherit',
+        env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+      });
+    } catch {
+      console.warn('setup: apt-get could not install chromium; the browser test will fail');
+    }
+  } else console.warn('setup: no chromium on PATH (CHROMIUM_PATH unset); the browser test will fail');
+}

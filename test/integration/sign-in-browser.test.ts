@@ -1,0 +1,145 @@
+import { createHmac } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
+import * as oidc from 'openid-client';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { listen, listeningUrl, closeServer } from '../../composition/listen';
+import { base32Decode } from '../../security/base32';
+import { uniqueEmail, useHarness } from '../support/harness';
+
+// A person on a phone: Chromium at 390×844 through the sign-in pages, authenticator enrolment, and a sign-in with the
+// enrolled app. Screenshots of each page land in test-output/screenshots.
+const h = useHarness({ apps: {} });
+const SCREENSHOTS = join(__dirname, '..', '..', 'test-output', 'screenshots');
+const PASSWORD = 'a long passphrase 7';
+
+/** RFC 6238, written out here, for the code the person reads off their authenticator app. */
+function totp(base32: string, step: number): string {
+  const counter = Buffer.alloc(8);
+  counter.writeBigUInt64BE(BigInt(step));
+  const mac = createHmac('sha1', base32Decode(base32)).update(counter).digest();
+  const offset = mac[mac.length - 1] & 0xf;
+  return String((mac.readUInt32BE(offset) & 0x7fffffff) % 1_000_000).padStart(6, '0');
+}
+
+let browser: Browser;
+let app: Server;
+let callback: string;
+
+beforeAll(async () => {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  const executablePath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+  browser = await chromium
+    .launch({ executablePath, args: process.getuid?.() === 0 ? ['--no-sandbox'] : [] })
+    .catch((error: Error) => {
+      throw new Error(
+        `no Chromium at ${executablePath} (apt-get install chromium, or set CHROMIUM_PATH): ${error.message}`,
+      );
+    });
+  // The client application the browser returns to.
+  app = createServer((_req, res) =>
+    res.writeHead(200, { 'content-type': 'text/html' }).end('<h1>Back in the app</h1>'),
+  );
+  await listen(app, 0, '127.0.0.1', 'test app', 'port');
+  callback = `${listeningUrl(app, '127.0.0.1')}/callback`;
+  const put = await h.admin('PUT', '/api/v1/clients/phone-app', {
+    ClientName: 'Phone app',
+    RequireClientSecret: false,
+    AllowedGrantTypes: ['authorization_code'],
+    RedirectUris: [callback],
+    AllowedScopes: ['openid', 'profile', 'email'],
+  });
+  expect(put.status).toBe(201);
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  if (app) await closeServer(app);
+});
+
+async function phone(): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2 });
+  return context.newPage();
+}
+
+/** Saves what the person sees and checks it fits the screen: no sideways scrolling. */
+async function seen(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
+  expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+}
+
+async function authorize(page: Page, rp: oidc.Configuration) {
+  const verifier = oidc.randomPKCECodeVerifier();
+  const url = oidc.buildAuthorizationUrl(rp, {
+    redirect_uri: callback,
+    scope: 'openid profile email',
+    code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+  });
+  await page.goto(url.href);
+  return verifier;
+}
+
+test('sign-in, authenticator enrolment and a two-step sign-in in a real browser on a phone-sized screen', async () => {
+  const email = uniqueEmail('phone');
+  expect((await h.request('POST', '/api/auth/register', { email, password: PASSWORD, firstName: 'Pat' })).status).toBe(
+    201,
+  );
+  const rp = await oidc.discovery(new URL(h.api.publicUrl), 'phone-app', undefined, oidc.None(), {
+    execute: [oidc.allowInsecureRequests],
+  });
+
+  const page = await phone();
+  const verifier = await authorize(page, rp);
+  await expect(page.locator('h1').textContent()).resolves.toBe('Sign in');
+  await expect(page.locator('body').textContent()).resolves.toContain('Phone app');
+  await seen(page, '01-email');
+  await page.fill('input[name=email]', email);
+  await page.click('button[type=submit]');
+  await expect(page.locator('body').textContent()).resolves.toContain(email);
+  await seen(page, '02-password');
+  await page.fill('input[name=password]', 'not my password');
+  await page.click('button[type=submit]');
+  await expect(page.locator('[role=alert]').textContent()).resolves.toBe('The e-mail or password is not right.');
+  await seen(page, '03-wrong-password');
+  await page.fill('input[name=password]', PASSWORD);
+  await Promise.all([page.waitForURL(`${callback}?**`), page.click('button[type=submit]')]);
+  const tokens = await oidc.authorizationCodeGrant(rp, new URL(page.url()), { pkceCodeVerifier: verifier });
+  expect(tokens.claims()).toMatchObject({ email, given_name: 'Pat' });
+
+  // Signed in at the provider: the account page enrols an authenticator app.
+  await page.goto(`${h.api.url}/account/mfa`);
+  await expect(page.locator('img.qr').getAttribute('src')).resolves.toMatch(/^data:image\/png;base64,/);
+  const key = (await page.locator('.key').textContent())!.replace(/\s/g, '');
+  await seen(page, '04-mfa-enrol');
+  await page.fill('input[name=code]', '000000' === totp(key, Math.floor(Date.now() / 30_000)) ? '111111' : '000000');
+  await page.click('button[type=submit]');
+  await expect(page.locator('[role=alert]').textContent()).resolves.toContain('That code is not right');
+  await page.fill('input[name=code]', totp(key, Math.floor(Date.now() / 30_000)));
+  await page.click('button[type=submit]');
+  await expect(page.locator('h1').textContent()).resolves.toBe('Two-step verification is on');
+  await seen(page, '05-mfa-on');
+
+  // A new device: password, then the code from the app (the next time step: the enrolment used this one).
+  const other = await phone();
+  const second = await authorize(other, rp);
+  await other.fill('input[name=email]', email);
+  await other.click('button[type=submit]');
+  await other.fill('input[name=password]', PASSWORD);
+  await other.click('button[type=submit]');
+  await expect(other.locator('h1').textContent()).resolves.toBe('Two-step verification');
+  await seen(other, '06-code');
+  await other.fill('input[name=code]', totp(key, Math.floor(Date.now() / 30_000) + 1));
+  await Promise.all([other.waitForURL(`${callback}?**`), other.click('button[type=submit]')]);
+  const again = await oidc.authorizationCodeGrant(rp, new URL(other.url()), { pkceCodeVerifier: second });
+  expect(again.claims()).toMatchObject({ email, amr: ['pwd', 'mfa'] });
+}, 90_000);
+
+test('the account page without a session says to sign in first', async () => {
+  const page = await phone();
+  const response = await page.goto(`${h.api.url}/account/mfa`);
+  expect(response!.status()).toBe(401);
+  await expect(page.locator('h1').textContent()).resolves.toBe('Sign in first');
+  await seen(page, '07-account-signed-out');
+});

@@ -8,6 +8,7 @@ import { runMain, standaloneSettings } from '../composition/process';
 import { purgeExpiredIdempotencyKeys } from '../store/creation-guards';
 import { purgeAbandonedCredentials } from '../store/pending-credentials';
 import { purgeExpiredOidcPayloads } from '../oidc/adapter';
+import { purgeSignInAttempts } from '../store/sign-in';
 import { apiWorkflowRunner, createApiApp } from './app';
 import { createSignIn } from '../oidc';
 import { MISSING_KEY_MESSAGE } from '../security/key-ring-config';
@@ -53,6 +54,9 @@ export async function startApi(
     );
     purgeExpiredOidcPayloads(db).catch((error: Error) =>
       console.warn(`api: purging expired sign-in artefacts failed: ${error.message}`),
+    );
+    purgeSignInAttempts(db, config.Auth.SignInRateLimit.WindowSeconds).catch((error: Error) =>
+      console.warn(`api: purging counted sign-in attempts failed: ${error.message}`),
     );
   }, 3600_000).unref();
   return {

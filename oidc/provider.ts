@@ -12,6 +12,7 @@ import {
   verifyClientSecret,
   type ClientSettings,
 } from './clients';
+import { adoptMigratedRefreshToken } from './migrated-refresh-tokens';
 import { renderErrorPage } from './pages';
 import { RESOURCE_PREFIX, resourceOfScopes, resourceServer, type ApiResources } from './resources';
 
@@ -65,11 +66,29 @@ const settingsOfClient = (client: { metadata(): Record<string, unknown> } | unde
  */
 export function createOidcProvider(deps: ProviderDependencies): Provider {
   const { db, issuer, scopes, apiResources } = deps;
+  const stored = createPostgresAdapter(db);
   const adapter = createPostgresAdapter(db, {
     Client: {
       async find(id: string) {
         const row = await findClient(db, id);
         return row && row.enabled && !settingsOf(row).apiResource ? clientMetadata(row, scopes.names) : undefined;
+      },
+    },
+    RefreshToken: {
+      async find(id: string) {
+        return (
+          (await stored('RefreshToken').find(id)) ??
+          (await adoptMigratedRefreshToken(
+            {
+              db,
+              refreshTokens: stored('RefreshToken'),
+              grants: stored('Grant'),
+              identityScopes: scopes.names,
+              resourceOf: (requested) => resourceOfScopes(apiResources, requested),
+            },
+            id,
+          ))
+        );
       },
     },
   });

@@ -1,5 +1,6 @@
 import { createHash, createHmac, createPublicKey, generateKeyPairSync, verify as verifySignature } from 'node:crypto';
 import * as oidc from 'openid-client';
+import { Client as PgClient } from 'pg';
 import { migrationOptions, startOrAttachMigration } from '../../client/migration-control';
 import { base32Decode } from '../../security/base32';
 import { importSigningKey } from '../../store/signing-keys';
@@ -197,6 +198,40 @@ describe('authorization code with PKCE, for every migrated password format', () 
     const latest = refreshed.refresh_token ?? tokens.refresh_token!;
     await oidc.tokenRevocation(rp, latest);
     await expect(oidc.refreshTokenGrant(rp, latest)).rejects.toMatchObject({ error: 'invalid_grant' });
+  });
+
+  test('a refresh token migrated by handle (both spec flags) is redeemed once, then rotated; one whose data is not in the service shape is not', async () => {
+    const pg = new PgClient({ connectionString: source().url });
+    await pg.connect();
+    await pg
+      .query(`update "PersistedGrants" set "Data" = $1 where "Key" = 'handle-2'`, [
+        JSON.stringify({ scope: 'openid profile offline_access orders.read', authTime: 1_700_000_000 }),
+      ])
+      .finally(() => pg.end());
+    const handle = await startOrAttachMigration(
+      h.env.client,
+      h.config,
+      migrationOptions(h.config, {
+        version: 'sign-in-refresh-tokens',
+        migrateRefreshTokens: true,
+        sourceGrantKeysAreUnhashed: true,
+      }),
+    );
+    expect((await handle.result()).state).toBe('Completed');
+
+    const rp = await relyingParty('web', 'web-secret');
+    const tokens = await oidc.refreshTokenGrant(rp, 'handle-2');
+    expect(tokens.claims()).toMatchObject({ sub: userId(2), aud: 'web', auth_time: 1_700_000_000 });
+    expect(await verifiedJwt(tokens.access_token)).toMatchObject({ sub: userId(2), aud: 'orders-api' });
+    // The web client's RefreshTokenUsage is OneTimeOnly: the handle is rotated.
+    expect(tokens.refresh_token).toEqual(expect.any(String));
+    expect(tokens.refresh_token).not.toBe('handle-2');
+    const next = await oidc.refreshTokenGrant(rp, tokens.refresh_token!);
+    // A used handle presented again revokes the whole grant: the token rotated from it stops working too.
+    await expect(oidc.refreshTokenGrant(rp, 'handle-2')).rejects.toMatchObject({ error: 'invalid_grant' });
+    await expect(oidc.refreshTokenGrant(rp, next.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
+    // handle-4 was migrated with the stock source's data, which the service cannot read.
+    await expect(oidc.refreshTokenGrant(rp, 'handle-4')).rejects.toMatchObject({ error: 'invalid_grant' });
   });
 
   test('without a code verifier the code is refused', async () => {

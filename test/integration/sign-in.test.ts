@@ -519,3 +519,64 @@ describe("the admin API accepts the service's own tokens", () => {
     await verifiedJwt(tokens.access_token);
   });
 });
+
+describe('sign-in state of users migrated before it was carried over', () => {
+  test('a later run switches on the two-step sign-in and confirmed e-mail the source has on, and nothing else', async () => {
+    const flags = (n: number) =>
+      h.context.db
+        .selectFrom('users')
+        .select(['two_factor_enabled', 'email_confirmed'])
+        .where('id', '=', userId(n))
+        .executeTakeFirstOrThrow();
+    await h.context.db
+      .updateTable('users')
+      .set({ two_factor_enabled: false, email_confirmed: false })
+      .where('id', 'in', [userId(15), userId(16)])
+      .execute();
+    const handle = await startOrAttachMigration(
+      h.env.client,
+      h.config,
+      migrationOptions(h.config, { version: 'sign-in-backfill' }),
+    );
+    expect((await handle.result()).state).toBe('Completed');
+    expect(await flags(15)).toEqual({ two_factor_enabled: true, email_confirmed: true });
+    expect(await flags(16)).toEqual({ two_factor_enabled: false, email_confirmed: true });
+  });
+});
+
+describe('grant types the service does not offer', () => {
+  test('the dry run names each client using them, and such a request gets a clear refusal', async () => {
+    const pg = new PgClient({ connectionString: source().url });
+    await pg.connect();
+    await pg
+      .query(
+        `insert into "ClientGrantTypes" ("ClientId","GrantType") select "Id", g from "Clients", unnest(array['password','implicit']) g where "ClientId" = 'mobile'`,
+      )
+      .finally(() => pg.end());
+    const handle = await startOrAttachMigration(
+      h.env.client,
+      h.config,
+      migrationOptions(h.config, { version: 'sign-in-grant-report', dryRun: true }),
+    );
+    const report = await handle.result();
+    const warnings = report.passes.flatMap((p) => p.warnings);
+    expect(warnings).toContain(
+      'client mobile uses grant types this service does not offer (password, implicit): it is migrated, and its requests of those kinds are refused with unsupported_grant_type or unsupported_response_type',
+    );
+    expect(warnings.filter((w) => w.includes('does not offer'))).toHaveLength(1);
+
+    const password = await fetch(`${h.api.url}/connect/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'password',
+        client_id: 'mobile',
+        client_secret: 'mobile-secret',
+        username: emailOf(1),
+        password: FIXTURE_PASSWORD,
+      }).toString(),
+    });
+    expect(password.status).toBe(400);
+    expect(await password.json()).toMatchObject({ error: 'unsupported_grant_type' });
+  });
+});

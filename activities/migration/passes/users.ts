@@ -4,7 +4,7 @@ import { normalize, userExists } from '../../../store/users';
 import { DROPPED_CLAIMS, foldClaimsByUser, noClaims } from '../claims';
 import { identifierProblem } from '../identifiers';
 import { emptyPage, IN_LIST_LIMIT, nextCursor, type Pass } from '../types';
-import { createUsers, upsertUsers, type MigratedUser } from './user-writes';
+import { backfillSignInFlags, createUsers, upsertUsers, type MigratedUser } from './user-writes';
 import { ofUserPage, parseUserCursor, readUserIds, withinUserPage } from '../user-pages';
 
 const looksLikeEmail = (v: string | null) => v !== null && /^[^@\s]+@[^@\s]+$/.test(v);
@@ -26,6 +26,10 @@ export const usersPass: Pass = async ({ source, target, options }, cursor, until
     }>`select u.id from unnest(${ids}::text[]) as u(id) where not ${userExists(sql.ref('u.id'))}`.execute(target);
     wanted = new Set(missing.rows.map((r) => r.id));
     page.skipped += ids.length - wanted.size;
+    await backfillSignInFlags(
+      { source, target, version: options.version },
+      ids.filter((id) => !wanted.has(id)),
+    );
     if (wanted.size === 0) return page;
   }
   // A few users of the page (a delta sweep's new users, or the duplicates every sweep meets again) are read by id;

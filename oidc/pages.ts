@@ -125,3 +125,21 @@ export function notSignedInPage(): string {
     '<p>This page is for signed-in users. Sign in through one of your applications, then come back to this page.</p>',
   );
 }
+
+/**
+ * The sign-out confirmation. `form` is oidc-provider's own form (id `op.logoutForm`, with its CSRF token); the buttons
+ * submit it, "yes" with `logout=yes`.
+ */
+export function signOutPage(form: string): string {
+  return page(
+    'Sign out?',
+    `<p>Do you want to sign out of every application that uses this sign-in?</p>
+${form}
+<button autofocus type="submit" form="op.logoutForm" value="yes" name="logout">Yes, sign me out</button>
+<button class="secondary" type="submit" form="op.logoutForm">No, stay signed in</button>`,
+  );
+}
+
+export function signedOutPage(): string {
+  return page('Signed out', '<p>You are signed out. You can close this window.</p>');
+}

@@ -13,7 +13,7 @@ import {
   type ClientSettings,
 } from './clients';
 import { adoptMigratedRefreshToken } from './migrated-refresh-tokens';
-import { renderErrorPage } from './pages';
+import { renderErrorPage, signedOutPage, signOutPage } from './pages';
 import { RESOURCE_PREFIX, resourceOfScopes, resourceServer, type ApiResources } from './resources';
 
 /** IdentityServer's endpoint paths, so existing clients and backends-for-frontends need no change. */
@@ -127,7 +127,18 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
       clientCredentials: { enabled: true },
       introspection: { enabled: true },
       revocation: { enabled: true },
-      rpInitiatedLogout: { enabled: true },
+      // Only registered post-logout redirect URIs are honoured (oidc-provider refuses others).
+      rpInitiatedLogout: {
+        enabled: true,
+        logoutSource: (ctx, form) => {
+          ctx.type = 'html';
+          ctx.body = signOutPage(form);
+        },
+        postLogoutSuccessSource: (ctx) => {
+          ctx.type = 'html';
+          ctx.body = signedOutPage();
+        },
+      },
       resourceIndicators: {
         enabled: true,
         defaultResource: async (ctx: KoaContextWithOIDC) => {

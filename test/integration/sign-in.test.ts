@@ -66,7 +66,11 @@ interface Started {
 }
 
 /** Opens /connect/authorize for the web client as a browser would, with PKCE. */
-async function startAuthorization(rp: oidc.Configuration, scope = 'openid profile orders.read offline_access') {
+async function startAuthorization(
+  rp: oidc.Configuration,
+  scope = 'openid profile orders.read offline_access',
+  stopAt = WEB_CALLBACK,
+) {
   const verifier = oidc.randomPKCECodeVerifier();
   const state = oidc.randomState();
   const url = oidc.buildAuthorizationUrl(rp, {
@@ -76,7 +80,7 @@ async function startAuthorization(rp: oidc.Configuration, scope = 'openid profil
     code_challenge_method: 'S256',
     state,
   });
-  const page = browser(h.api.url, WEB_CALLBACK);
+  const page = browser(h.api.url, stopAt);
   return { page, first: await page.open(url.href), verifier, state } satisfies Started;
 }
 
@@ -161,6 +165,8 @@ describe('authorization code with PKCE, for every migrated password format', () 
       const access = await verifiedJwt(tokens.access_token);
       expect(access).toMatchObject({ sub: userId(n), aud: 'orders-api', client_id: 'web' });
       expect(String(access.scope).split(' ')).toContain('orders.read');
+      // orders.read names the role claim in its UserClaims (ApiScopeClaims); org_id goes with every user token.
+      expect(access).toMatchObject({ org_id: `org-${n}`, role: ['Admin', 'User', 'Auditor'][n % 3] });
       expect(tokens.claims()).toMatchObject({
         given_name: `Given${n}`,
         family_name: `Family${n}`,
@@ -195,7 +201,10 @@ describe('authorization code with PKCE, for every migrated password format', () 
     expect(tokens.refresh_token).toEqual(expect.any(String));
     const refreshed = await oidc.refreshTokenGrant(rp, tokens.refresh_token!);
     expect(refreshed.claims()).toMatchObject({ sub: userId(7) });
-    const latest = refreshed.refresh_token ?? tokens.refresh_token!;
+    // The web client's RefreshTokenUsage is OneTimeOnly: every use rotates the token.
+    expect(refreshed.refresh_token).toEqual(expect.any(String));
+    expect(refreshed.refresh_token).not.toBe(tokens.refresh_token);
+    const latest = refreshed.refresh_token!;
     await oidc.tokenRevocation(rp, latest);
     await expect(oidc.refreshTokenGrant(rp, latest)).rejects.toMatchObject({ error: 'invalid_grant' });
   });
@@ -244,6 +253,81 @@ describe('authorization code with PKCE, for every migrated password format', () 
         expectedState: started.state,
       }),
     ).rejects.toMatchObject({ error: 'invalid_grant' });
+  });
+});
+
+describe('claims from the scopes store', () => {
+  test("a custom attribute becomes a claim when a requested scope's UserClaims names it", async () => {
+    await h.context.db
+      .updateTable('scopes')
+      .set({ user_claims: JSON.stringify(['employee_id', 'department']) })
+      .where('name', '=', 'employee')
+      .execute();
+    await h.context.db
+      .updateTable('clients')
+      .set({ allowed_scopes: JSON.stringify(['openid', 'profile', 'orders.read', 'employee']) })
+      .where('client_id', '=', 'web')
+      .execute();
+    const rp = await relyingParty('web', 'web-secret');
+    const plain = await startAuthorization(rp, 'openid profile');
+    const without = await redeem(rp, plain, await enterPassword(plain, emailOf(21), FIXTURE_PASSWORD));
+    expect(without.claims()!.department).toBeUndefined();
+    const started = await startAuthorization(rp, 'openid employee');
+    const tokens = await redeem(rp, started, await enterPassword(started, emailOf(21), FIXTURE_PASSWORD));
+    expect(tokens.claims()).toMatchObject({ sub: userId(21), department: 'dept-21', org_id: 'org-21' });
+  });
+});
+
+describe('sign-out', () => {
+  const LANDING = 'https://web.example.com/';
+
+  /** oidc-provider's own confirmation form: its action and CSRF token. */
+  function logoutForm(html: string) {
+    const action = /<form[^>]*id="op.logoutForm"[^>]*action="([^"]+)"/.exec(html)?.[1];
+    const xsrf = /name="xsrf" value="([^"]+)"/.exec(html)?.[1];
+    if (!action || !xsrf) throw new Error(`no sign-out form in:\n${html}`);
+    return { action, xsrf };
+  }
+
+  test('endsession ends the session and returns to a registered post-logout URI only', async () => {
+    const rp = await relyingParty('web', 'web-secret');
+    const started = await startAuthorization(rp, 'openid profile', LANDING);
+    const tokens = await redeem(rp, started, await enterPassword(started, emailOf(22), FIXTURE_PASSWORD));
+    const end = (redirect: string) =>
+      `${h.api.url}/connect/endsession?${new URLSearchParams({
+        id_token_hint: tokens.id_token!,
+        post_logout_redirect_uri: redirect,
+        state: 'after-logout',
+      }).toString()}`;
+
+    const foreign = await started.page.open(end('https://elsewhere.example.com/'));
+    expect((foreign as Visit).status).toBe(400);
+    expect(textOf(foreign)).toContain('post_logout_redirect_uri not registered');
+
+    const confirm = (await started.page.open(end(LANDING))) as Visit;
+    expect(textOf(confirm)).toContain('Sign out?');
+    const { action, xsrf } = logoutForm(confirm.html);
+    const response = await fetch(new URL(action, h.api.url), {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie: started.page.jar.header(), 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ xsrf, logout: 'yes' }).toString(),
+    });
+    started.page.jar.take(response);
+    const landed = new URL(response.headers.get('location')!);
+    expect(landed.origin + landed.pathname).toBe(LANDING);
+    expect(landed.searchParams.get('state')).toBe('after-logout');
+
+    // The session is gone: the next authorization asks for the e-mail again.
+    const again = await started.page.open(
+      oidc.buildAuthorizationUrl(rp, {
+        redirect_uri: WEB_CALLBACK,
+        scope: 'openid',
+        code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
+        code_challenge_method: 'S256',
+      }).href,
+    );
+    expect(textOf(again)).toContain('E-mail');
   });
 });
 

@@ -1,0 +1,203 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import { Client, Connection } from '@temporalio/client';
+import express from 'express';
+import Provider from 'oidc-provider';
+import { Client as PgClient } from 'pg';
+import { startApi } from '../api/server';
+import { closeServer, listen, listeningUrl } from '../composition/listen';
+import { createServiceContext } from '../composition/service-context';
+import { parseConfig } from '../config/load';
+import { emailPage, passwordPage } from '../oidc/pages';
+import { hashPassword, verifyPassword } from '../security/password-hashing';
+import type { Db } from '../store/database';
+import { findSignInUser } from '../store/sign-in';
+import { browser } from '../test/support/sign-in-flow';
+import { runLoad } from './stats';
+
+/**
+ * `npm run bench:signin [-- --flows 200 --concurrency 8]`: complete authorization-code flows (authorize, e-mail and
+ * password forms, code, token with PKCE and a client secret) through the service's provider, and in the same run the
+ * same flows against a bare oidc-provider with its in-memory adapter whose sign-in looks the user up in the same
+ * store and verifies the same native hash. Users need no provisioning. Prints JSON lines.
+ */
+function arg(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+}
+
+const PASSWORD = 'a long bench passphrase';
+const CLIENT = { id: 'bench', secret: 'bench-client-secret', redirect: 'https://bench.example/cb' };
+const USERS = 50;
+const emailOf = (i: number) => `bench-${i % USERS}@example.test`;
+
+/** One flow as a browser and a client back end make it; true when the token endpoint answered 200. */
+async function codeFlow(base: string, i: number): Promise<boolean> {
+  const verifier = randomBytes(32).toString('base64url');
+  const authorize = new URL('/connect/authorize', base);
+  authorize.search = new URLSearchParams({
+    client_id: CLIENT.id,
+    response_type: 'code',
+    redirect_uri: CLIENT.redirect,
+    scope: 'openid profile',
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    code_challenge_method: 'S256',
+  }).toString();
+  const person = browser(base, CLIENT.redirect);
+  await person.open(authorize.href);
+  await person.submit('/email', { email: emailOf(i) });
+  const back = await person.submit('/password', { password: PASSWORD });
+  if (!(back instanceof URL)) return false;
+  const token = await fetch(new URL('/connect/token', base), {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({
+      grant_type: 'authorization_code',
+      code: back.searchParams.get('code')!,
+      redirect_uri: CLIENT.redirect,
+      code_verifier: verifier,
+      client_id: CLIENT.id,
+      client_secret: CLIENT.secret,
+    }).toString(),
+  });
+  await token.arrayBuffer();
+  return token.status === 200;
+}
+
+/** The baseline: oidc-provider as its README sets it up, the same two sign-in pages, the same user lookup and hash. */
+async function startBareProvider(db: Db) {
+  const server = createServer();
+  await listen(server, 0, '127.0.0.1', 'bare provider', 'port');
+  const issuer = listeningUrl(server, '127.0.0.1');
+  const provider = new Provider(issuer, {
+    clients: [
+      {
+        client_id: CLIENT.id,
+        client_secret: CLIENT.secret,
+        redirect_uris: [CLIENT.redirect],
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'client_secret_post',
+      },
+    ],
+    routes: { authorization: '/connect/authorize', token: '/connect/token' },
+    cookies: { keys: [randomBytes(32).toString('base64url')] },
+    features: { devInteractions: { enabled: false } },
+    findAccount: (_ctx, sub) => ({ accountId: sub, claims: () => ({ sub }) }),
+    interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
+  });
+  const app = express();
+  const form = express.urlencoded({ extended: false });
+  app.get('/interaction/:uid', async (req, res) => {
+    const details = await provider.interactionDetails(req, res);
+    if (details.prompt.name === 'login')
+      return res.type('html').send(emailPage(`/interaction/${details.uid}/email`, CLIENT.id));
+    const grant = new provider.Grant({ accountId: details.session!.accountId, clientId: CLIENT.id });
+    grant.addOIDCScope('openid profile');
+    await provider.interactionFinished(
+      req,
+      res,
+      { consent: { grantId: await grant.save() } },
+      { mergeWithLastSubmission: true },
+    );
+  });
+  const fields = (req: express.Request) => req.body as Record<string, string | undefined>;
+  app.post('/interaction/:uid/email', form, async (req, res) => {
+    const details = await provider.interactionDetails(req, res);
+    res.type('html').send(passwordPage(`/interaction/${details.uid}/password`, String(fields(req).email)));
+  });
+  app.post('/interaction/:uid/password', form, async (req, res) => {
+    await provider.interactionDetails(req, res);
+    const { email = '', password = '' } = fields(req);
+    const user = await findSignInUser(db, email);
+    if (!user?.password_hash || !(await verifyPassword(password, user.password_hash))) return res.status(400).end();
+    await provider.interactionFinished(req, res, { login: { accountId: user.id } }, { mergeWithLastSubmission: false });
+  });
+  app.use(provider.callback());
+  server.on('request', app);
+  return { url: issuer, close: () => closeServer(server) };
+}
+
+async function main(): Promise<void> {
+  const flows = arg('flows', 200);
+  const concurrency = arg('concurrency', 8);
+  const adminUrl = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  const database = `ips_bench_signin_${Date.now()}`;
+  const admin = new PgClient({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`create database ${database}`);
+  const dbUrl = new URL(adminUrl);
+  dbUrl.pathname = `/${database}`;
+
+  const config = parseConfig({
+    Auth: { AdminApiKeys: ['bench-admin'], SignInRateLimit: { PermitLimit: 1_000_000, WindowSeconds: 60 } },
+    Api: { Port: 0 },
+    DataProtection: { Keys: [{ Id: 'bench', Key: randomBytes(32).toString('base64') }] },
+    Oidc: { CookieKeys: [randomBytes(32).toString('base64url')] },
+    Clients: [
+      {
+        ClientId: CLIENT.id,
+        ClientSecrets: [{ Value: createHash('sha256').update(CLIENT.secret).digest('base64') }],
+        AllowedGrantTypes: ['authorization_code'],
+        RedirectUris: [CLIENT.redirect],
+        AllowedScopes: ['openid', 'profile'],
+      },
+    ],
+  });
+  const context = await createServiceContext(config, dbUrl.toString());
+  const hash = await hashPassword(PASSWORD);
+  await context.db
+    .insertInto('users')
+    .values(
+      Array.from({ length: USERS }, (_, i) => ({
+        id: randomUUID(),
+        email: emailOf(i),
+        normalized_email: emailOf(i).toUpperCase(),
+        user_name: emailOf(i),
+        normalized_user_name: emailOf(i).toUpperCase(),
+        custom_attributes: '{}',
+        password_hash: hash,
+        email_confirmed: true,
+      })),
+    )
+    .execute();
+  // No client has provisioning apps, so no flow starts a workflow: the Temporal connection is never opened.
+  const temporal = new Client({ connection: Connection.lazy({ address: '127.0.0.1:7233' }) });
+  const api = await startApi(config, context, temporal);
+  const bare = await startBareProvider(context.db);
+
+  const verifications = 20;
+  const t0 = performance.now();
+  for (let i = 0; i < verifications; i++) await verifyPassword(PASSWORD, hash);
+  const hashMs = Math.round(((performance.now() - t0) / verifications) * 10) / 10;
+
+  await runLoad(Math.min(40, flows), concurrency, (i) => codeFlow(api.url, i));
+  await runLoad(Math.min(40, flows), concurrency, (i) => codeFlow(bare.url, i));
+  const service = await runLoad(flows, concurrency, (i) => codeFlow(api.url, i));
+  const baseline = await runLoad(flows, concurrency, (i) => codeFlow(bare.url, i));
+
+  console.log(JSON.stringify({ bench: 'signin', variant: 'service', flows, concurrency, ...service }));
+  console.log(
+    JSON.stringify({ bench: 'signin', variant: 'bare-oidc-provider-in-memory', flows, concurrency, ...baseline }),
+  );
+  const ratio = Math.round((baseline.perSecond / service.perSecond) * 100) / 100;
+  console.log(
+    JSON.stringify({
+      bench: 'signin',
+      nativeHashVerificationMs: hashMs,
+      ratio: { p50: Math.round((service.p50 / baseline.p50) * 100) / 100, costPerFlow: ratio },
+      target: { costPerFlow: 1.5, met: ratio <= 1.5 && service.failures === 0 },
+    }),
+  );
+
+  await bare.close();
+  await api.close();
+  await context.close();
+  await admin.query(`drop database ${database} with (force)`);
+  await admin.end();
+}
+
+main().catch((error) => {
+  console.error(error);
+  process.exit(1);
+});

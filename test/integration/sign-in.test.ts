@@ -1,5 +1,6 @@
 import { createHash, createHmac, createPublicKey, generateKeyPairSync, verify as verifySignature } from 'node:crypto';
 import * as oidc from 'openid-client';
+import { sql } from 'kysely';
 import { Client as PgClient } from 'pg';
 import { migrationOptions, startOrAttachMigration } from '../../client/migration-control';
 import { base32Decode } from '../../security/base32';
@@ -165,6 +166,8 @@ describe('authorization code with PKCE, for every migrated password format', () 
       const access = await verifiedJwt(tokens.access_token);
       expect(access).toMatchObject({ sub: userId(n), aud: 'orders-api', client_id: 'web' });
       expect(String(access.scope).split(' ')).toContain('orders.read');
+      // The client's AccessTokenLifetime, as migrated.
+      expect(Number(access.exp) - Number(access.iat)).toBe(3600);
       // orders.read names the role claim in its UserClaims (ApiScopeClaims); org_id goes with every user token.
       expect(access).toMatchObject({ org_id: `org-${n}`, role: ['Admin', 'User', 'Auditor'][n % 3] });
       expect(tokens.claims()).toMatchObject({
@@ -275,6 +278,52 @@ describe('claims from the scopes store', () => {
     const started = await startAuthorization(rp, 'openid employee');
     const tokens = await redeem(rp, started, await enterPassword(started, emailOf(21), FIXTURE_PASSWORD));
     expect(tokens.claims()).toMatchObject({ sub: userId(21), department: 'dept-21', org_id: 'org-21' });
+  });
+});
+
+describe("the client's migrated settings", () => {
+  test('RequireConsent shows what the client asks for; denying sends access_denied', async () => {
+    await h.context.db
+      .updateTable('clients')
+      .set({ settings: sql<string>`settings || '{"RequireConsent": true}'::jsonb` })
+      .where('client_id', '=', 'mobile')
+      .execute();
+    const rp = await relyingParty('mobile', 'mobile-secret');
+    const verifier = oidc.randomPKCECodeVerifier();
+    const person = browser(h.api.url, 'https://mobile.example.com/');
+    await person.open(
+      oidc.buildAuthorizationUrl(rp, {
+        redirect_uri: 'https://mobile.example.com/callback',
+        scope: 'openid profile orders.read',
+        code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+        code_challenge_method: 'S256',
+        state: 'consent-state',
+      }).href,
+    );
+    await person.submit('/email', { email: emailOf(24) });
+    const consent = await person.submit('/password', { password: FIXTURE_PASSWORD });
+    expect(textOf(consent)).toContain('Allow access?');
+    expect(textOf(consent)).toContain('Mobile app asks for');
+    expect(textOf(consent)).toContain('orders.read');
+    const denied = (await person.submit('/abort', {})) as URL;
+    expect(denied.searchParams.get('error')).toBe('access_denied');
+    expect(denied.searchParams.get('state')).toBe('consent-state');
+  });
+
+  test("CORS answers the client's allowed origins only", async () => {
+    const preflight = (origin: string) =>
+      fetch(`${h.api.url}/connect/token`, {
+        method: 'OPTIONS',
+        headers: { origin, 'access-control-request-method': 'POST' },
+      });
+    const allowed = await preflight('https://web.example.com');
+    expect(allowed.headers.get('access-control-allow-origin')).toBe('https://web.example.com');
+    const token = await fetch(`${h.api.url}/connect/token`, {
+      method: 'POST',
+      headers: { origin: 'https://evil.example.com', 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'grant_type=client_credentials&client_id=web&client_secret=web-secret',
+    });
+    expect(token.headers.get('access-control-allow-origin')).toBeNull();
   });
 });
 

@@ -6,6 +6,8 @@ import { migrationOptions, startOrAttachMigration } from '../../client/migration
 import { base32Decode } from '../../security/base32';
 import { importSigningKey } from '../../store/signing-keys';
 import { FIXTURE_PASSWORD } from '../fixtures/source/generate';
+import { freePort } from '../../dev/ports';
+import { startApi } from '../../api/server';
 import { useHarness } from '../support/harness';
 import { useGeneratedSource } from '../support/scratch-store';
 import { browser, textOf, type Browser, type Visit } from '../support/sign-in-flow';
@@ -711,5 +713,42 @@ describe('grant types the service does not offer', () => {
     });
     expect(password.status).toBe(400);
     expect(await password.json()).toMatchObject({ error: 'unsupported_grant_type' });
+  });
+});
+
+describe('provider state lives in PostgreSQL', () => {
+  test('a sign-in started on one API process finishes on another, and a restart signs nobody out', async () => {
+    const port = await freePort();
+    const publicUrl = `http://127.0.0.1:${port}`;
+    const config = { ...h.config, Api: { ...h.config.Api, Port: port, PublicUrl: publicUrl } };
+    let api = await startApi(config, h.context, h.env.client);
+    const rp = await oidc.discovery(new URL(publicUrl), 'web', 'web-secret', oidc.ClientSecretPost('web-secret'), {
+      execute: [oidc.allowInsecureRequests],
+    });
+    const verifier = oidc.randomPKCECodeVerifier();
+    const person = browser(publicUrl, WEB_CALLBACK);
+    const authorize = async () =>
+      oidc.buildAuthorizationUrl(rp, {
+        redirect_uri: WEB_CALLBACK,
+        scope: 'openid',
+        code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+        code_challenge_method: 'S256',
+      }).href;
+    await person.open(await authorize());
+    await person.submit('/email', { email: emailOf(26) });
+    // Another process takes over at the same address between two steps of the sign-in.
+    await api.close();
+    api = await startApi(config, h.context, h.env.client);
+    try {
+      const callback = await person.submit('/password', { password: FIXTURE_PASSWORD });
+      const tokens = await oidc.authorizationCodeGrant(rp, callback as URL, { pkceCodeVerifier: verifier });
+      expect(tokens.claims()).toMatchObject({ sub: userId(26), iss: publicUrl });
+      // And after one more restart the session still holds: no sign-in page, straight back to the client.
+      await api.close();
+      api = await startApi(config, h.context, h.env.client);
+      expect(await person.open(await authorize())).toBeInstanceOf(URL);
+    } finally {
+      await api.close();
+    }
   });
 });

@@ -10,6 +10,7 @@ import { createServiceContext, migrationDependencies } from '../composition/serv
 import { startDevServer } from '../dev/temporal-dev-server';
 import { createScratchDatabase, generateSource } from '../test/fixtures/source/generate';
 import { createMigrationWorker } from '../workers/create-worker';
+import { BENCH_ADMIN_URL, runBenchmark } from './stats';
 
 /**
  * `npm run bench:migration -- --users 1000000 [--page-size 10000] [--parallelism 2]`: the generator fills a source first (not timed;
@@ -60,14 +61,13 @@ async function countSourceUsers(url: string): Promise<number> {
 
 async function main(): Promise<void> {
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const adminUrl = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
   const givenSource = process.argv.includes('--source')
     ? process.argv[process.argv.indexOf('--source') + 1]
     : undefined;
   const source = givenSource
     ? { url: givenSource, drop: async () => {} }
-    : await createScratchDatabase(adminUrl, 'ips_bench_source');
-  const target = await createScratchDatabase(adminUrl, 'ips_bench_target');
+    : await createScratchDatabase(BENCH_ADMIN_URL, 'ips_bench_source');
+  const target = await createScratchDatabase(BENCH_ADMIN_URL, 'ips_bench_target');
   const server = await startDevServer({ port: await freePort(), readyTimeoutMs: 120_000 });
   try {
     let users = arg('users') ?? 100_000;
@@ -173,7 +173,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((error) => {
-  console.error(error);
-  process.exit(1);
-});
+runBenchmark(main);

@@ -1,33 +1,22 @@
 import { randomUUID } from 'node:crypto';
-import { Client as PgClient } from 'pg';
+import { createScratchDatabase } from '../test/fixtures/source/generate';
 import { startApi } from '../api/server';
 import { parseConfig } from '../config/load';
 import { startDownstreamApp } from '../examples/downstream-app/app';
 import { startDevServer } from '../dev/temporal-dev-server';
 import { freePort } from '../dev/ports';
 import { startWorker } from '../workers/worker';
-import { runLoad } from './stats';
+import { BENCH_ADMIN_URL, numberArg, runBenchmark, runLoad } from './stats';
 
 /**
  * `npm run bench:provisioning [-- --users 500 --concurrency 16]`: user creations through the HTTP API
  * (API + worker in this process, as `npm start` runs them) against three loopback apps that approve at once,
  * and, in the same run, the same Try/Confirm calls made directly without Temporal. Prints JSON lines.
  */
-function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
-}
-
 async function main(): Promise<void> {
-  const users = arg('users', 500);
-  const concurrency = arg('concurrency', 16);
-  const adminUrl = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-  const database = `ips_bench_${Date.now()}`;
-  const admin = new PgClient({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`create database ${database}`);
-  const dbUrl = new URL(adminUrl);
-  dbUrl.pathname = `/${database}`;
+  const users = numberArg('users', 500);
+  const concurrency = numberArg('concurrency', 16);
+  const database = await createScratchDatabase(BENCH_ADMIN_URL, 'ips_bench');
 
   const temporalServer = await startDevServer({ port: await freePort(), readyTimeoutMs: 120_000 });
   const apps = await Promise.all(
@@ -42,7 +31,7 @@ async function main(): Promise<void> {
     Auth: { AllowedInternalTargets: ['127.0.0.1'], AdminApiKeys: ['bench-admin'] },
     Api: { Port: 0 },
   });
-  const worker = await startWorker(config, temporalServer.address, dbUrl.toString());
+  const worker = await startWorker(config, temporalServer.address, database.url);
   const api = await startApi(config, worker.context, worker.client);
 
   const create = async (i: number) => {
@@ -97,11 +86,7 @@ async function main(): Promise<void> {
   await worker.stop();
   await Promise.all(apps.map(({ app }) => app.close()));
   await temporalServer.stop();
-  await admin.query(`drop database ${database} with (force)`);
-  await admin.end();
+  await database.drop();
 }
 
-main().catch((error) => {
-  console.error(error);
-  process.exit(1);
-});
+runBenchmark(main);

@@ -3,7 +3,7 @@ import { createServer } from 'node:http';
 import { Client, Connection } from '@temporalio/client';
 import express from 'express';
 import Provider from 'oidc-provider';
-import { Client as PgClient } from 'pg';
+import { createScratchDatabase } from '../test/fixtures/source/generate';
 import { startApi } from '../api/server';
 import { closeServer, listen, listeningUrl } from '../composition/listen';
 import { createServiceContext } from '../composition/service-context';
@@ -13,7 +13,7 @@ import { hashPassword, verifyPassword } from '../security/password-hashing';
 import type { Db } from '../store/database';
 import { findSignInUser } from '../store/sign-in';
 import { browser } from '../test/support/sign-in-flow';
-import { runLoad } from './stats';
+import { BENCH_ADMIN_URL, numberArg, runBenchmark, runLoad } from './stats';
 
 /**
  * `npm run bench:signin [-- --flows 200 --concurrency 8]`: complete authorization-code flows (authorize, e-mail and
@@ -21,11 +21,6 @@ import { runLoad } from './stats';
  * same flows against a bare oidc-provider with its in-memory adapter whose sign-in looks the user up in the same
  * store and verifies the same native hash. Users need no provisioning. Prints JSON lines.
  */
-function arg(name: string, fallback: number): number {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
-}
-
 const PASSWORD = 'a long bench passphrase';
 const CLIENT = { id: 'bench', secret: 'bench-client-secret', redirect: 'https://bench.example/cb' };
 const USERS = 50;
@@ -119,15 +114,9 @@ async function startBareProvider(db: Db) {
 }
 
 async function main(): Promise<void> {
-  const flows = arg('flows', 200);
-  const concurrency = arg('concurrency', 8);
-  const adminUrl = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
-  const database = `ips_bench_signin_${Date.now()}`;
-  const admin = new PgClient({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`create database ${database}`);
-  const dbUrl = new URL(adminUrl);
-  dbUrl.pathname = `/${database}`;
+  const flows = numberArg('flows', 200);
+  const concurrency = numberArg('concurrency', 8);
+  const database = await createScratchDatabase(BENCH_ADMIN_URL, 'ips_bench_signin');
 
   const config = parseConfig({
     Auth: { AdminApiKeys: ['bench-admin'], SignInRateLimit: { PermitLimit: 1_000_000, WindowSeconds: 60 } },
@@ -144,7 +133,7 @@ async function main(): Promise<void> {
       },
     ],
   });
-  const context = await createServiceContext(config, dbUrl.toString());
+  const context = await createServiceContext(config, database.url);
   const hash = await hashPassword(PASSWORD);
   await context.db
     .insertInto('users')
@@ -193,11 +182,7 @@ async function main(): Promise<void> {
   await bare.close();
   await api.close();
   await context.close();
-  await admin.query(`drop database ${database} with (force)`);
-  await admin.end();
+  await database.drop();
 }
 
-main().catch((error) => {
-  console.error(error);
-  process.exit(1);
-});
+runBenchmark(main);

@@ -47,3 +47,20 @@ export async function runLoad(
     failures,
   };
 }
+
+/** The PostgreSQL server the benchmarks make their throw-away databases on. */
+export const BENCH_ADMIN_URL = process.env.BENCH_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+/** A numeric command-line option (`--name 42`), or the fallback. */
+export function numberArg(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+}
+
+/** Runs a benchmark's main function; a failure prints and exits 1. */
+export function runBenchmark(main: () => Promise<void>): void {
+  main().catch((error) => {
+    console.error(error);
+    process.exit(1);
+  });
+}

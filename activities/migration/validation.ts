@@ -13,6 +13,9 @@ export const SCOPE_COLUMNS = [
   'ShowInDiscoveryDocument',
 ] as const;
 
+/** ASP.NET Identity's sign-in state, which the users pass carries over. */
+export const SIGN_IN_STATE_COLUMNS = ['EmailConfirmed', 'TwoFactorEnabled', 'LockoutEnd', 'AccessFailedCount'] as const;
+
 /** The tables and columns the migration reads, by EF Core's names. */
 export const EXPECTED_INVENTORY: Record<string, string[]> = {
   AspNetUsers: [
@@ -22,10 +25,7 @@ export const EXPECTED_INVENTORY: Record<string, string[]> = {
     'Email',
     'NormalizedEmail',
     'PasswordHash',
-    'EmailConfirmed',
-    'TwoFactorEnabled',
-    'LockoutEnd',
-    'AccessFailedCount',
+    ...SIGN_IN_STATE_COLUMNS,
   ],
   AspNetUserClaims: ['Id', 'UserId', 'ClaimType', 'ClaimValue'],
   AspNetUserLogins: ['LoginProvider', 'ProviderKey', 'ProviderDisplayName', 'UserId'],

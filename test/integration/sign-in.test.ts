@@ -2,7 +2,9 @@ import { createHash, createHmac, createPublicKey, generateKeyPairSync, verify as
 import * as oidc from 'openid-client';
 import { sql } from 'kysely';
 import { Client as PgClient } from 'pg';
+import type { MigrationOptions } from '../../activities/migration/types';
 import { migrationOptions, startOrAttachMigration } from '../../client/migration-control';
+import type { MigrationReport } from '../../workflows/migration';
 import { base32Decode } from '../../security/base32';
 import { importSigningKey } from '../../store/signing-keys';
 import { FIXTURE_PASSWORD } from '../fixtures/source/generate';
@@ -42,13 +44,16 @@ function totp(step: number): string {
 }
 const currentStep = () => Math.floor(Date.now() / 30_000);
 
+/** A migration run of the generated source into the harness's store; fails unless it completes. */
+async function migrate(overrides: Partial<MigrationOptions>): Promise<MigrationReport> {
+  const handle = await startOrAttachMigration(h.env.client, h.config, migrationOptions(h.config, overrides));
+  const report = await handle.result();
+  expect(report.state).toBe('Completed');
+  return report;
+}
+
 beforeAll(async () => {
-  const handle = await startOrAttachMigration(
-    h.env.client,
-    h.config,
-    migrationOptions(h.config, { version: 'sign-in-1', migrateClients: true }),
-  );
-  expect((await handle.result()).state).toBe('Completed');
+  await migrate({ version: 'sign-in-1', migrateClients: true });
 }, 120_000);
 
 async function relyingParty(clientId: string, secret?: string): Promise<oidc.Configuration> {
@@ -222,16 +227,11 @@ describe('authorization code with PKCE, for every migrated password format', () 
         JSON.stringify({ scope: 'openid profile offline_access orders.read', authTime: 1_700_000_000 }),
       ])
       .finally(() => pg.end());
-    const handle = await startOrAttachMigration(
-      h.env.client,
-      h.config,
-      migrationOptions(h.config, {
-        version: 'sign-in-refresh-tokens',
-        migrateRefreshTokens: true,
-        sourceGrantKeysAreUnhashed: true,
-      }),
-    );
-    expect((await handle.result()).state).toBe('Completed');
+    await migrate({
+      version: 'sign-in-refresh-tokens',
+      migrateRefreshTokens: true,
+      sourceGrantKeysAreUnhashed: true,
+    });
 
     const rp = await relyingParty('web', 'web-secret');
     const tokens = await oidc.refreshTokenGrant(rp, 'handle-2');
@@ -668,12 +668,7 @@ describe('sign-in state of users migrated before it was carried over', () => {
       .set({ two_factor_enabled: false, email_confirmed: false })
       .where('id', 'in', [userId(15), userId(16)])
       .execute();
-    const handle = await startOrAttachMigration(
-      h.env.client,
-      h.config,
-      migrationOptions(h.config, { version: 'sign-in-backfill' }),
-    );
-    expect((await handle.result()).state).toBe('Completed');
+    await migrate({ version: 'sign-in-backfill' });
     expect(await flags(15)).toEqual({ two_factor_enabled: true, email_confirmed: true });
     expect(await flags(16)).toEqual({ two_factor_enabled: false, email_confirmed: true });
   });
@@ -688,12 +683,7 @@ describe('grant types the service does not offer', () => {
         `insert into "ClientGrantTypes" ("ClientId","GrantType") select "Id", g from "Clients", unnest(array['password','implicit']) g where "ClientId" = 'mobile'`,
       )
       .finally(() => pg.end());
-    const handle = await startOrAttachMigration(
-      h.env.client,
-      h.config,
-      migrationOptions(h.config, { version: 'sign-in-grant-report', dryRun: true }),
-    );
-    const report = await handle.result();
+    const report = await migrate({ version: 'sign-in-grant-report', dryRun: true });
     const warnings = report.passes.flatMap((p) => p.warnings);
     expect(warnings).toContain(
       'client mobile uses grant types this service does not offer (password, implicit): it is migrated, and its requests of those kinds are refused with unsupported_grant_type or unsupported_response_type',

@@ -3,6 +3,7 @@ import { detectPasswordFormat } from '../../../security/password-formats';
 import { normalize, userExists } from '../../../store/users';
 import { DROPPED_CLAIMS, foldClaimsByUser, noClaims } from '../claims';
 import { identifierProblem } from '../identifiers';
+import { SIGN_IN_STATE_COLUMNS } from '../validation';
 import { emptyPage, IN_LIST_LIMIT, nextCursor, type Pass } from '../types';
 import { backfillSignInFlags, createUsers, upsertUsers, type MigratedUser } from './user-writes';
 import { ofUserPage, parseUserCursor, readUserIds, withinUserPage } from '../user-pages';
@@ -37,16 +38,7 @@ export const usersPass: Pass = async ({ source, target, options }, cursor, until
   const byId = wanted.size * 4 <= ids.length && wanted.size <= IN_LIST_LIMIT;
   const userRows = source
     .selectFrom('AspNetUsers')
-    .select([
-      'Id',
-      'UserName',
-      'Email',
-      'PasswordHash',
-      'EmailConfirmed',
-      'TwoFactorEnabled',
-      'LockoutEnd',
-      'AccessFailedCount',
-    ]);
+    .select(['Id', 'UserName', 'Email', 'PasswordHash', ...SIGN_IN_STATE_COLUMNS]);
   // Dropped claim types stay in the source: each claim row costs the worker more to parse than anything else it does
   // for a user. The exact spellings are enough here; other casings are dropped as they are folded.
   const claimRows = source

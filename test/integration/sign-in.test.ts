@@ -634,6 +634,31 @@ describe("the admin API accepts the service's own tokens", () => {
     });
   });
 
+  test("a signed-in user's token for the admin API is accepted with the IdentityAdmin role, refused without it", async () => {
+    await h.context.db
+      .insertInto('roles')
+      .values({ id: 'role-identity-admin', name: 'IdentityAdmin', normalized_name: 'IDENTITYADMIN' })
+      .execute();
+    await h.context.db
+      .insertInto('user_roles')
+      .values({ user_id: userId(27), role_id: 'role-identity-admin' })
+      .execute();
+    await h.context.db
+      .updateTable('clients')
+      .set({ allowed_scopes: sql<string>`allowed_scopes || '["IdentityAdmin"]'::jsonb` })
+      .where('client_id', '=', 'web')
+      .execute();
+    const rp = await relyingParty('web', 'web-secret');
+    const tokenOf = async (n: number) => {
+      const started = await startAuthorization(rp, 'openid IdentityAdmin');
+      return (await redeem(rp, started, await enterPassword(started, emailOf(n), FIXTURE_PASSWORD))).access_token;
+    };
+    const adminToken = await tokenOf(27);
+    expect(await verifiedJwt(adminToken)).toMatchObject({ sub: userId(27), aud: 'IdentityAdmin' });
+    expect((await adminGet(adminToken)).status).toBe(200);
+    expect((await adminGet(await tokenOf(28))).status).toBe(403);
+  });
+
   test('an imported signing key is published and signs the next tokens', async () => {
     const jwk = { ...generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' }) };
     const { kid } = await importSigningKey(

@@ -8,7 +8,8 @@ export const isSignInPath = (path: string) =>
   path.startsWith('/connect/') ||
   path.startsWith('/.well-known/openid-configuration') ||
   path.startsWith('/interaction/') ||
-  path.startsWith('/account/');
+  path.startsWith('/account/') ||
+  path.startsWith('/oidc/');
 
 /** The body types each part of the service takes; a body of any other type is refused with 415 before a route sees it. */
 const BODY_TYPES = {

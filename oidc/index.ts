@@ -8,6 +8,8 @@ import { loadSigningKeys, sealStoredSigningKeys } from '../store/signing-keys';
 import { loadScopeClaims } from './claims';
 import { clientRow, configuredSecrets } from './clients';
 import { cookieKeys } from './cookie-keys';
+import { createFederation, FEDERATION_CALLBACK_PATH, type Federation } from '../federation';
+import { parseAllowList } from '../security/callback-address';
 import { accountRouter } from './account';
 import { interactionRouter } from './interactions';
 import { createOidcProvider, isProviderPath, withOfflineConsent } from './provider';
@@ -32,7 +34,12 @@ async function applyConfiguredClients(db: Db, config: AppConfig): Promise<void> 
 }
 
 /** One provider and its sign-in pages, built from the store's scopes and signing keys as they are now. */
-async function buildSignIn(deps: SignInDependencies, cookieKeyList: string[], log: (line: string) => void) {
+async function buildSignIn(
+  deps: SignInDependencies,
+  cookieKeyList: string[],
+  federation: Federation,
+  log: (line: string) => void,
+) {
   const { db, ring, issuer } = deps;
   const sealed = await sealStoredSigningKeys(db, ring);
   if (sealed > 0) log(`sign-in: sealed ${sealed} signing keys stored before private keys were protected at rest`);
@@ -46,7 +53,7 @@ async function buildSignIn(deps: SignInDependencies, cookieKeyList: string[], lo
   });
   return {
     callback: provider.callback(),
-    interactions: interactionRouter({ provider, db, config: deps.config, ring, run: deps.run }),
+    interactions: interactionRouter({ provider, db, config: deps.config, ring, run: deps.run, federation }),
     account: accountRouter({ provider, db, ring, issuer }),
   };
 }
@@ -62,14 +69,21 @@ export async function createSignIn(deps: SignInDependencies): Promise<Router> {
   await applyConfiguredClients(db, config);
   const cookieKeyList = await cookieKeys(db, config.Oidc.CookieKeys, console.warn);
   let version = await providerSettingsVersion(db);
-  let current = await buildSignIn(deps, cookieKeyList, log);
+  const federation = await createFederation({
+    db,
+    ring: deps.ring,
+    run: deps.run,
+    issuer: deps.issuer,
+    allow: parseAllowList(config.Auth.AllowedInternalTargets),
+  });
+  let current = await buildSignIn(deps, cookieKeyList, federation, log);
   let checkedAt = Date.now();
   let checking: Promise<void> | undefined;
 
   async function rebuildIfChanged(): Promise<void> {
     const now = await providerSettingsVersion(db);
     if (now === version) return;
-    current = await buildSignIn(deps, cookieKeyList, log);
+    current = await buildSignIn(deps, cookieKeyList, federation, log);
     version = now;
     log('sign-in: scopes or signing keys changed; the provider now uses them');
   }
@@ -86,6 +100,7 @@ export async function createSignIn(deps: SignInDependencies): Promise<Router> {
   router.use(async (req, res, next) => {
     const forProvider = isProviderPath(req.path);
     const forAccount = req.path.startsWith('/account/');
+    if (req.path === FEDERATION_CALLBACK_PATH) return federation.router(req, res, next);
     if (!forProvider && !forAccount && !req.path.startsWith('/interaction/')) return next();
     await fresh();
     if (forProvider) {

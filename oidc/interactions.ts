@@ -13,7 +13,9 @@ import { provisioningWorkflowId } from '../workflows/ids';
 import { provisionExistingUser } from '../workflows/provisioning';
 import { settingsOf } from './clients';
 import { checkPassword, checkSecondFactor, type PasswordCheck } from './credentials';
-import { codePage, consentPage, emailPage, passwordPage } from './pages';
+import { codePage, consentPage, emailPage, passwordPage, renderErrorPage } from './pages';
+import type { Federation } from '../federation';
+import { FederationCheckError } from '../federation/upstream-oidc';
 
 export interface InteractionDependencies {
   provider: Provider;
@@ -21,6 +23,8 @@ export interface InteractionDependencies {
   config: AppConfig;
   ring: KeyRing;
   run: WorkflowRunner;
+  /** Home-realm discovery and the way back from an upstream provider. */
+  federation: Federation;
 }
 
 /** Form fields: bounded, no NUL (PostgreSQL's text cannot hold one). */
@@ -92,7 +96,44 @@ export function interactionRouter(deps: InteractionDependencies): Router {
     const clientName = await clientNameOf(String(details.params.client_id));
     if (!parsed.success)
       return html(res, 400, emailPage(action(details.uid, 'email'), clientName, 'Enter a valid e-mail address.'));
+    let upstream: string | undefined;
+    try {
+      upstream = await deps.federation.startFor(parsed.data.email, details.uid);
+    } catch (error) {
+      if (!(error instanceof FederationCheckError)) throw error;
+      console.warn(`federation: ${error.message}`);
+      return html(
+        res,
+        502,
+        emailPage(
+          action(details.uid, 'email'),
+          clientName,
+          "Your organization's sign-in cannot be reached right now; try again later.",
+          parsed.data.email,
+        ),
+      );
+    }
+    if (upstream) return res.redirect(303, upstream);
     html(res, 200, passwordPage(action(details.uid, 'password'), parsed.data.email));
+  });
+
+  /** Back from an upstream provider: the callback left a ticket naming the user for this interaction. */
+  router.get('/interaction/:uid/federated', async (req, res) => {
+    const details = await provider.interactionDetails(req, res);
+    const ticket = typeof req.query.ticket === 'string' ? req.query.ticket : '';
+    const userId = ticket.length <= 64 ? await deps.federation.takeTicket(ticket, details.uid) : undefined;
+    if (!userId)
+      return html(
+        res,
+        400,
+        renderErrorPage('This sign-in has expired or was used already; start again from the application.'),
+      );
+    await provider.interactionFinished(
+      req,
+      res,
+      { login: { accountId: userId, amr: ['external'] } },
+      { mergeWithLastSubmission: false },
+    );
   });
 
   router.post('/interaction/:uid/password', form, async (req, res) => {

@@ -7,6 +7,7 @@ import * as migrationBulkWrites from './migrations/0004_migration_bulk_writes';
 import * as protectedAppKeys from './migrations/0005_protected_app_keys';
 import * as creationGuards from './migrations/0006_creation_guards';
 import * as signIn from './migrations/0007_sign_in';
+import * as federation from './migrations/0008_federation';
 import type { Database } from './schema';
 
 export type Db = Kysely<Database>;
@@ -73,6 +74,7 @@ const provider: MigrationProvider = {
       '0005_protected_app_keys': protectedAppKeys,
       '0006_creation_guards': creationGuards,
       '0007_sign_in': signIn,
+      '0008_federation': federation,
     }),
 };
 

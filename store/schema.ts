@@ -173,6 +173,8 @@ export interface SamlProvidersTable {
   sso_url: string;
   signing_certificate: string | null;
   enabled: boolean;
+  /** The source's LoginProvider scheme names that mean this provider; empty: its id. */
+  login_provider_names: ColumnType<string[], string | undefined, string>;
 }
 
 export interface OidcProvidersTable {
@@ -183,6 +185,10 @@ export interface OidcProvidersTable {
   client_secret: string | null;
   scopes: Json<string[]>;
   enabled: boolean;
+  /** The source's LoginProvider scheme names that mean this provider; empty: its id. */
+  login_provider_names: ColumnType<string[], string | undefined, string>;
+  /** Whether client_secret is sealed under the data-protection ring (rows the migration wrote before are not). */
+  client_secret_sealed: Generated<boolean>;
 }
 
 export interface SsoDomainsTable {

@@ -5,7 +5,7 @@ import { base32Decode } from '../../security/base32';
 import type { MigrationOptions } from '../../activities/migration/types';
 import { migrationOptions, startOrAttachMigration } from '../../client/migration-control';
 import { verifyAnyPassword } from '../../security/password-formats';
-import { unprotectSecret } from '../../security/data-protection';
+import { unprotectSecret, unprotectText } from '../../security/data-protection';
 import { FIXTURE_PASSWORD } from '../fixtures/source/generate';
 import type { MigrationReport } from '../../workflows/migration';
 import { useHarness } from '../support/harness';
@@ -202,6 +202,15 @@ describe('a real run copies every pass of the mapping table', () => {
     expect(pass(report, 'oidc-providers').warnings.join('\n')).toMatch(
       /acme.io of oidc provider oidc-globex already belongs to saml provider saml-acme/,
     );
+    // The OIDC provider's client secret is sealed at rest.
+    const globex = await h.context.db
+      .selectFrom('oidc_providers')
+      .select(['client_secret', 'client_secret_sealed'])
+      .where('id', '=', 'oidc-globex')
+      .executeTakeFirstOrThrow();
+    expect(globex.client_secret_sealed).toBe(true);
+    expect(globex.client_secret).not.toContain('oidc-secret');
+    expect(unprotectText(globex.client_secret!, h.context.dataProtection!)).toBe('oidc-secret');
   });
 
   test('refresh tokens are skipped with a warning unless both options are set', async () => {

@@ -361,10 +361,10 @@ describe('sign-out', () => {
     const response = await fetch(new URL(action, h.api.url), {
       method: 'POST',
       redirect: 'manual',
-      headers: { cookie: started.page.jar.header(), 'content-type': 'application/x-www-form-urlencoded' },
+      headers: { cookie: started.page.jar.header(h.api.url), 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ xsrf, logout: 'yes' }).toString(),
     });
-    started.page.jar.take(response);
+    started.page.jar.take(response, h.api.url);
     const landed = new URL(response.headers.get('location')!);
     expect(landed.origin + landed.pathname).toBe(LANDING);
     expect(landed.searchParams.get('state')).toBe('after-logout');

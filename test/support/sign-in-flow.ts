@@ -3,18 +3,26 @@
  * forms as a browser would (application/x-www-form-urlencoded to each form's action).
  */
 export class CookieJar {
-  private cookies = new Map<string, string>();
-  header(): string {
-    return [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+  /** Cookies by host: a browser keeps those of two identity providers apart (ports do not separate them). */
+  private hosts = new Map<string, Map<string, string>>();
+  private of(url: string): Map<string, string> {
+    const host = new URL(url).hostname;
+    let cookies = this.hosts.get(host);
+    if (!cookies) this.hosts.set(host, (cookies = new Map()));
+    return cookies;
   }
-  take(response: Response): void {
+  header(url: string): string {
+    return [...this.of(url)].map(([k, v]) => `${k}=${v}`).join('; ');
+  }
+  take(response: Response, url: string): void {
+    const cookies = this.of(url);
     for (const line of response.headers.getSetCookie()) {
       const [pair] = line.split(';');
       const i = pair.indexOf('=');
       const name = pair.slice(0, i).trim();
       const value = pair.slice(i + 1).trim();
-      if (/expires=Thu, 01 Jan 1970/i.test(line) || value === '') this.cookies.delete(name);
-      else this.cookies.set(name, value);
+      if (/expires=Thu, 01 Jan 1970/i.test(line) || value === '') cookies.delete(name);
+      else cookies.set(name, value);
     }
   }
 }
@@ -35,19 +43,19 @@ export interface Browser {
   submit(step: string, fields: Record<string, string>): Promise<Visit | URL>;
 }
 
-export function browser(base: string, stopAt: string): Browser {
-  const jar = new CookieJar();
+/** A person's browser; `jar` carries on the cookies of an earlier one (another tab of the same browser). */
+export function browser(base: string, stopAt: string, jar = new CookieJar()): Browser {
   const pages: Visit[] = [];
 
   async function follow(response: Response, url: string): Promise<Visit | URL> {
     for (let hops = 0; hops < 20; hops++) {
-      jar.take(response);
+      jar.take(response, url);
       const location = response.headers.get('location');
       if (response.status >= 300 && response.status < 400 && location) {
         const next = new URL(location, url);
         if (next.href.startsWith(stopAt)) return next;
         url = next.href;
-        response = await fetch(url, { redirect: 'manual', headers: { cookie: jar.header() } });
+        response = await fetch(url, { redirect: 'manual', headers: { cookie: jar.header(url) } });
         continue;
       }
       const visit = { url, status: response.status, html: await response.text() };
@@ -61,7 +69,7 @@ export function browser(base: string, stopAt: string): Browser {
     jar,
     pages,
     async open(url) {
-      return follow(await fetch(url, { redirect: 'manual', headers: { cookie: jar.header() } }), url);
+      return follow(await fetch(url, { redirect: 'manual', headers: { cookie: jar.header(url) } }), url);
     },
     async submit(step, fields) {
       const last = pages[pages.length - 1];
@@ -84,7 +92,7 @@ export function browser(base: string, stopAt: string): Browser {
       const response = await fetch(url, {
         method: 'POST',
         redirect: 'manual',
-        headers: { cookie: jar.header(), 'content-type': 'application/x-www-form-urlencoded' },
+        headers: { cookie: jar.header(url), 'content-type': 'application/x-www-form-urlencoded' },
         body: new URLSearchParams({ ...hidden, ...fields }).toString(),
       });
       return follow(response, url);

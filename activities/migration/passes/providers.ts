@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Selectable } from 'kysely';
 import type { SourceDatabase } from '../../../migration-source/schema';
+import { protectText } from '../../../security/data-protection';
 import { insertSkippingExisting } from '../../../store/insert-new';
 import { countWrites, keysetPage, pageById, type Pass, type PassContext, type PageResult } from '../types';
 
@@ -96,7 +97,10 @@ export const oidcProvidersPass = providersPass('oidc', 'OidcProviderConfiguratio
         name: p.Name,
         authority: p.Authority,
         client_id: p.ClientId,
-        client_secret: p.ClientSecret,
+        // Sealed where the worker holds the key ring; sign-in seals any left in plaintext at its next start.
+        client_secret:
+          p.ClientSecret && ctx.dataProtection ? protectText(p.ClientSecret, ctx.dataProtection) : p.ClientSecret,
+        client_secret_sealed: Boolean(p.ClientSecret && ctx.dataProtection),
         scopes: JSON.stringify((p.Scopes ?? '').split(/[\s,]+/).filter(Boolean)),
         enabled: p.Enabled,
       })),

@@ -1,0 +1,77 @@
+import { outcomeProblem } from '../api/provisioning-outcome';
+import { createUserThroughWorkflow, newUserFrom } from '../api/user-creation';
+import { AttemptInProgressError, type WorkflowRunner } from '../client/workflow-runner';
+import type { Db } from '../store/database';
+import { domainsOf, findUserByLogin, linkLogin } from '../store/federation';
+import { findUser, findUserIdByEmail } from '../store/users';
+
+/** Who an upstream identity provider says signed in. */
+export interface FederatedIdentity {
+  kind: 'saml' | 'oidc';
+  providerId: string;
+  providerName: string;
+  /** The source's LoginProvider scheme names that mean this provider (its id is always one). */
+  loginProviderNames: string[];
+  subject: string;
+  email?: string;
+  givenName?: string;
+  familyName?: string;
+}
+
+export type FederatedOutcome = { status: 'signed-in'; userId: string } | { status: 'refused'; reason: string };
+
+const DEACTIVATED = 'This account is deactivated.';
+
+/**
+ * The user a federated sign-in is for: the owner of the external login (migrated ones through the provider's scheme
+ * names); else the user with the same e-mail, linked only when the e-mail's domain is one of this provider's SSO
+ * domains (the provider speaks for that domain, not for others); else a new user, created and provisioned through
+ * the provisioning workflow (trigger `saml` or `oidc`), linked once every app confirmed.
+ */
+export async function federatedUser(
+  deps: { db: Db; run: WorkflowRunner },
+  identity: FederatedIdentity,
+): Promise<FederatedOutcome> {
+  const { db } = deps;
+  const names = [...new Set([identity.providerId, ...identity.loginProviderNames])];
+  const owner = await findUserByLogin(db, names, identity.subject);
+  if (owner)
+    return owner.active ? { status: 'signed-in', userId: owner.id } : { status: 'refused', reason: DEACTIVATED };
+  const { email } = identity;
+  if (!email) return { status: 'refused', reason: `${identity.providerName} did not say the e-mail address.` };
+  const link = (userId: string) =>
+    linkLogin(db, {
+      loginProvider: identity.providerId,
+      providerKey: identity.subject,
+      displayName: identity.providerName,
+      userId,
+    });
+
+  const existingId = await findUserIdByEmail(db, email);
+  if (existingId) {
+    const domain = email.slice(email.lastIndexOf('@') + 1).toLowerCase();
+    if (!(await domainsOf(db, identity.kind, identity.providerId)).includes(domain))
+      return {
+        status: 'refused',
+        reason: `An account with ${email} exists, and ${identity.providerName} does not sign in users of ${domain}. Sign in the way you usually do.`,
+      };
+    if (!(await findUser(db, existingId))?.active) return { status: 'refused', reason: DEACTIVATED };
+    await link(existingId);
+    return { status: 'signed-in', userId: existingId };
+  }
+
+  try {
+    const outcome = await createUserThroughWorkflow(deps, {
+      trigger: identity.kind,
+      user: newUserFrom({ email, firstName: identity.givenName, lastName: identity.familyName }),
+    });
+    if (outcome.status !== 'provisioned')
+      return { status: 'refused', reason: outcomeProblem(outcome, { revealIds: false }).problem.detail };
+    await link(outcome.user.userId);
+    return { status: 'signed-in', userId: outcome.user.userId };
+  } catch (error) {
+    if (error instanceof AttemptInProgressError)
+      return { status: 'refused', reason: 'Your account is being set up right now; try again in a moment.' };
+    throw error;
+  }
+}

@@ -1,0 +1,240 @@
+import { createServer, type Server } from 'node:http';
+import express from 'express';
+import Provider from 'oidc-provider';
+import * as oidc from 'openid-client';
+import { closeServer, listen, listeningUrl } from '../../composition/listen';
+import { protectText } from '../../security/data-protection';
+import { findUserIdByEmail } from '../../store/users';
+import { uniqueEmail, useHarness } from '../support/harness';
+import { browser, textOf, type Visit } from '../support/sign-in-flow';
+
+// A company's own OpenID provider: a second oidc-provider on 127.0.0.2 (another host, so the browser keeps its
+// cookies apart), which signs in whoever the test says without a page.
+const h = useHarness({ apps: { crm: {} }, allowedInternalTargets: ['127.0.0.1', '127.0.0.2'] });
+const PORTAL_CALLBACK = 'https://portal.example.com/cb';
+const UPSTREAM_SECRET = 'upstream-client-secret';
+
+interface UpstreamAccount {
+  sub: string;
+  email: string;
+  given_name?: string;
+  family_name?: string;
+}
+let upstream: { url: string; server: Server; next?: UpstreamAccount };
+
+beforeAll(async () => {
+  const server = createServer();
+  await listen(server, 0, '127.0.0.2', 'upstream provider', 'port');
+  const url = listeningUrl(server, '127.0.0.2');
+  const accounts = new Map<string, UpstreamAccount>();
+  const provider = new Provider(url, {
+    clients: [
+      {
+        client_id: 'identity-service',
+        client_secret: UPSTREAM_SECRET,
+        redirect_uris: [`${h.api.publicUrl}/oidc/callback`],
+        grant_types: ['authorization_code'],
+        response_types: ['code'],
+        token_endpoint_auth_method: 'client_secret_post',
+      },
+    ],
+    claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['given_name', 'family_name'] },
+    scopes: ['openid', 'email', 'profile'],
+    cookies: { keys: ['upstream-cookie-key'] },
+    features: { devInteractions: { enabled: false } },
+    findAccount: (_ctx, sub) => {
+      const account = accounts.get(sub);
+      return account && { accountId: sub, claims: () => ({ ...account, email_verified: true }) };
+    },
+    interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
+  });
+  const app = express();
+  app.get('/interaction/:uid', async (req, res) => {
+    const details = await provider.interactionDetails(req, res);
+    if (details.prompt.name === 'login') {
+      const account = upstream.next!;
+      accounts.set(account.sub, account);
+      return provider.interactionFinished(req, res, { login: { accountId: account.sub } });
+    }
+    const grant = new provider.Grant({ accountId: details.session!.accountId, clientId: 'identity-service' });
+    grant.addOIDCScope('openid email profile');
+    await provider.interactionFinished(
+      req,
+      res,
+      { consent: { grantId: await grant.save() } },
+      { mergeWithLastSubmission: true },
+    );
+  });
+  app.use(provider.callback());
+  server.on('request', app);
+  upstream = { url, server };
+
+  await h.context.db
+    .insertInto('oidc_providers')
+    .values({
+      id: 'globex',
+      name: 'Globex',
+      authority: url,
+      client_id: 'identity-service',
+      client_secret: protectText(UPSTREAM_SECRET, h.context.dataProtection!),
+      client_secret_sealed: true,
+      scopes: JSON.stringify(['openid', 'email', 'profile']),
+      enabled: true,
+      login_provider_names: JSON.stringify(['GlobexScheme']),
+    })
+    .execute();
+  await h.context.db
+    .insertInto('sso_domains')
+    .values({ domain: 'globex.example', provider_kind: 'oidc', provider_id: 'globex' })
+    .execute();
+  const portal = await h.admin('PUT', '/api/v1/clients/portal', {
+    ClientName: 'Portal',
+    RequireClientSecret: false,
+    AllowedGrantTypes: ['authorization_code'],
+    RedirectUris: [PORTAL_CALLBACK],
+    AllowedScopes: ['openid', 'profile', 'email'],
+  });
+  expect(portal.status).toBe(201);
+}, 60_000);
+
+afterAll(async () => {
+  if (upstream) await closeServer(upstream.server);
+});
+
+async function portal() {
+  return oidc.discovery(new URL(h.api.publicUrl), 'portal', undefined, oidc.None(), {
+    execute: [oidc.allowInsecureRequests],
+  });
+}
+
+/** A person signs in to the portal with an e-mail of the Globex domain, and Globex says who they are. */
+async function signInThroughGlobex(typed: string, account: UpstreamAccount, stopAt = PORTAL_CALLBACK) {
+  upstream.next = account;
+  const rp = await portal();
+  const verifier = oidc.randomPKCECodeVerifier();
+  const person = browser(h.api.url, stopAt);
+  await person.open(
+    oidc.buildAuthorizationUrl(rp, {
+      redirect_uri: PORTAL_CALLBACK,
+      scope: 'openid profile email',
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+    }).href,
+  );
+  const end = await person.submit('/email', { email: typed });
+  const tokens = async () => {
+    if (!(end instanceof URL)) throw new Error(`expected the way back to the portal, got: ${textOf(end)}`);
+    return oidc.authorizationCodeGrant(rp, end, { pkceCodeVerifier: verifier });
+  };
+  return { person, end, tokens };
+}
+
+const loginOf = (subject: string) =>
+  h.context.db
+    .selectFrom('user_logins')
+    .selectAll()
+    .where('login_provider', '=', 'globex')
+    .where('provider_key', '=', subject)
+    .executeTakeFirst();
+
+describe('home-realm discovery and the upstream OIDC callback', () => {
+  test('a first sign-in creates the user, provisions it into every app, links the login and issues the code', async () => {
+    const email = uniqueEmail('alice').replace('@example.test', '@globex.example');
+    const { tokens } = await signInThroughGlobex(email, {
+      sub: 'globex-alice',
+      email,
+      given_name: 'Alice',
+      family_name: 'Liddell',
+    });
+    const claims = (await tokens()).claims()!;
+    const userId = await findUserIdByEmail(h.context.db, email);
+    expect(claims).toMatchObject({ sub: userId, email, given_name: 'Alice', amr: ['external'] });
+    expect(h.apps.crm.state.confirmedUserIds()).toContain(userId);
+    expect(await loginOf('globex-alice')).toMatchObject({ user_id: userId, provider_display_name: 'Globex' });
+
+    // A returning user: the login is known, nothing is created or tried again.
+    const tries = h.apps.crm.state.calls.filter((c) => c.path === '/try').length;
+    const again = await signInThroughGlobex(email, { sub: 'globex-alice', email });
+    expect((await again.tokens()).claims()).toMatchObject({ sub: userId });
+    expect(h.apps.crm.state.calls.filter((c) => c.path === '/try')).toHaveLength(tries);
+  });
+
+  test("an app's refusal answers 400 with its reason; the user is gone and no login is left", async () => {
+    h.apps.crm.state.behaviour = { rejectWith: 'no licence for this company' };
+    const email = uniqueEmail('refused').replace('@example.test', '@globex.example');
+    const { end } = await signInThroughGlobex(email, { sub: 'globex-refused', email });
+    expect((end as Visit).status).toBe(400);
+    expect(textOf(end)).toContain('no licence for this company');
+    expect(await findUserIdByEmail(h.context.db, email)).toBeUndefined();
+    expect(await loginOf('globex-refused')).toBeUndefined();
+  });
+
+  test('an existing user of a Globex domain is linked; one of another domain is not', async () => {
+    const email = uniqueEmail('bob').replace('@example.test', '@globex.example');
+    const created = await h.admin('POST', '/api/v1/profile/', { email });
+    expect(created.status).toBe(201);
+    const { tokens } = await signInThroughGlobex(email, { sub: 'globex-bob', email });
+    expect((await tokens()).claims()).toMatchObject({ sub: created.body.userId });
+    expect(await loginOf('globex-bob')).toMatchObject({ user_id: created.body.userId });
+
+    const outsider = uniqueEmail('carol');
+    expect((await h.admin('POST', '/api/v1/profile/', { email: outsider })).status).toBe(201);
+    const typed = uniqueEmail('carol').replace('@example.test', '@globex.example');
+    const { end } = await signInThroughGlobex(typed, { sub: 'globex-carol', email: outsider });
+    expect((end as Visit).status).toBe(400);
+    expect(textOf(end)).toContain('Globex does not sign in users of example.test');
+    expect(await loginOf('globex-carol')).toBeUndefined();
+  });
+
+  test("a migrated external login under one of the provider's scheme names signs its user in", async () => {
+    const email = uniqueEmail('dave');
+    const created = await h.admin('POST', '/api/v1/profile/', { email });
+    await h.context.db
+      .insertInto('user_logins')
+      .values({
+        login_provider: 'GlobexScheme',
+        provider_key: 'legacy-dave',
+        provider_display_name: 'Globex',
+        user_id: created.body.userId,
+      })
+      .execute();
+    const { tokens } = await signInThroughGlobex('dave@globex.example', {
+      sub: 'legacy-dave',
+      email: 'dave@globex.example',
+    });
+    expect((await tokens()).claims()).toMatchObject({ sub: created.body.userId });
+  });
+
+  test('a deactivated user is refused', async () => {
+    const email = uniqueEmail('erin').replace('@example.test', '@globex.example');
+    const created = await h.admin('POST', '/api/v1/profile/', { email });
+    await h.context.db.updateTable('users').set({ active: false }).where('id', '=', created.body.userId).execute();
+    const { end } = await signInThroughGlobex(email, { sub: 'globex-erin', email });
+    expect((end as Visit).status).toBe(400);
+    expect(textOf(end)).toContain('This account is deactivated.');
+  });
+
+  test('an answer with an unknown state, or an ID token with another nonce, is refused and creates nothing', async () => {
+    const unknown = await fetch(`${h.api.url}/oidc/callback?code=abc&state=not-one-we-sent`);
+    expect(unknown.status).toBe(400);
+    expect(await unknown.text()).toContain('the state is unknown, expired or already used');
+
+    // Stop at the upstream authorization request and change its nonce before the browser goes on.
+    const email = uniqueEmail('mallory').replace('@example.test', '@globex.example');
+    const { person, end } = await signInThroughGlobex(email, { sub: 'globex-mallory', email }, upstream.url);
+    const request = end as URL;
+    expect(request.pathname).toBe('/auth');
+    request.searchParams.set('nonce', 'a-nonce-the-service-did-not-send');
+    const answer = await browser(h.api.url, PORTAL_CALLBACK, person.jar).open(request.href);
+    expect((answer as Visit).status).toBe(400);
+    expect(textOf(answer)).toMatch(/failed a check: .*nonce/);
+    expect(await findUserIdByEmail(h.context.db, email)).toBeUndefined();
+
+    // The same answer a second time: its state was used.
+    const replayed = await fetch(
+      `${h.api.url}${new URL((answer as Visit).url).pathname}${new URL((answer as Visit).url).search}`,
+    );
+    expect(replayed.status).toBe(400);
+    expect(await replayed.text()).toContain('already used');
+  });
+});

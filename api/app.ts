@@ -13,6 +13,7 @@ import { errorHandler } from './error-handler';
 import { sendProblem } from './problem';
 import type { AppProvider } from '../activities/provisioning/apps';
 import { clientsRouter } from './routes/clients';
+import { oidcProvidersRouter } from './routes/sso-providers';
 import { healthRouter } from './routes/health';
 import { migrationStatusRouter } from './routes/migration-status';
 import { profileRouter } from './routes/profile';
@@ -86,6 +87,13 @@ export function createApiApp({
   app.use('/api/auth/register', registerRouter({ config, db, run }));
   app.use('/api/v1/scim/tokens', identityAdmin, scimTokensRouter({ db }));
   app.use('/api/v1/clients', identityAdmin, clientsRouter({ db, apps }));
+  // Upstream providers' client secrets are sealed at rest: the routes exist where the key ring does.
+  if (dataProtection)
+    app.use(
+      '/api/v1/sso/oidc-providers',
+      identityAdmin,
+      oidcProvidersRouter({ db, ring: dataProtection, allow: parseAllowList(config.Auth.AllowedInternalTargets) }),
+    );
   // The management routes exist only with the store-backed provider; otherwise they fall through to 404.
   if (config.Provisioning.AppProvider === 'Store') {
     app.use(

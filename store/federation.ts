@@ -1,6 +1,7 @@
 import type { Selectable } from 'kysely';
 import { protectText, unprotectText, type KeyRing } from '../security/data-protection';
 import type { Db } from './database';
+import { deletedAny } from './row-counts';
 import type { OidcProvidersTable } from './schema';
 
 export type OidcProviderRow = Selectable<OidcProvidersTable>;
@@ -80,4 +81,102 @@ export async function linkLogin(
     })
     .onConflict((oc) => oc.doNothing())
     .execute();
+}
+
+export function listOidcProviders(db: Db): Promise<OidcProviderRow[]> {
+  return db.selectFrom('oidc_providers').selectAll().orderBy('id').execute();
+}
+
+/** The SSO domains of every provider of a kind, by provider id. */
+export async function domainsByProvider(db: Db, kind: 'saml' | 'oidc'): Promise<Map<string, string[]>> {
+  const rows = await db
+    .selectFrom('sso_domains')
+    .select(['domain', 'provider_id'])
+    .where('provider_kind', '=', kind)
+    .orderBy('domain')
+    .execute();
+  const byProvider = new Map<string, string[]>();
+  for (const row of rows) byProvider.set(row.provider_id, [...(byProvider.get(row.provider_id) ?? []), row.domain]);
+  return byProvider;
+}
+
+export type OidcProviderWrite = Omit<OidcProviderRow, 'client_secret' | 'client_secret_sealed'> & {
+  /** Plaintext; undefined keeps the stored secret (it is write-only, so a provider read and written back has none). */
+  clientSecret?: string | null;
+};
+
+export type PutOutcome =
+  { status: 'created' | 'replaced' } | { status: 'domain-taken'; domain: string; holder: string };
+
+/**
+ * Writes a whole OIDC provider with its SSO domains in one transaction; a domain held by another provider (of either
+ * kind) refuses the write. `mode` says whether the provider must be new (create) or exist (replace).
+ */
+export async function putOidcProvider(
+  db: Db,
+  ring: KeyRing,
+  provider: OidcProviderWrite,
+  domains: string[],
+  mode: 'create' | 'replace',
+): Promise<PutOutcome | { status: 'exists' | 'missing' }> {
+  return db.transaction().execute(async (trx) => {
+    const existing = await trx
+      .selectFrom('oidc_providers')
+      .select('id')
+      .where('id', '=', provider.id)
+      .forUpdate()
+      .executeTakeFirst();
+    if (mode === 'create' && existing) return { status: 'exists' as const };
+    if (mode === 'replace' && !existing) return { status: 'missing' as const };
+    if (domains.length > 0) {
+      const held = await trx
+        .selectFrom('sso_domains')
+        .select(['domain', 'provider_kind', 'provider_id'])
+        .where('domain', 'in', domains)
+        .where((eb) => eb.or([eb('provider_kind', '!=', 'oidc'), eb('provider_id', '!=', provider.id)]))
+        .executeTakeFirst();
+      if (held)
+        return {
+          status: 'domain-taken' as const,
+          domain: held.domain,
+          holder: `${held.provider_kind} provider ${held.provider_id}`,
+        };
+    }
+    const { clientSecret, ...row } = provider;
+    const values = {
+      ...row,
+      scopes: JSON.stringify(row.scopes),
+      login_provider_names: JSON.stringify(row.login_provider_names),
+      ...(clientSecret === undefined
+        ? {}
+        : {
+            client_secret: clientSecret === null ? null : protectText(clientSecret, ring),
+            client_secret_sealed: clientSecret !== null,
+          }),
+    };
+    await trx
+      .insertInto('oidc_providers')
+      .values({ client_secret: null, ...values })
+      .onConflict((oc) => oc.column('id').doUpdateSet(values))
+      .execute();
+    await trx
+      .deleteFrom('sso_domains')
+      .where('provider_kind', '=', 'oidc')
+      .where('provider_id', '=', provider.id)
+      .execute();
+    if (domains.length > 0)
+      await trx
+        .insertInto('sso_domains')
+        .values(domains.map((domain) => ({ domain, provider_kind: 'oidc' as const, provider_id: provider.id })))
+        .execute();
+    return { status: existing ? ('replaced' as const) : ('created' as const) };
+  });
+}
+
+/** Its SSO domains go with it; the external logins stay (a provider set up again under the same id finds them). */
+export async function deleteOidcProvider(db: Db, id: string): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    await trx.deleteFrom('sso_domains').where('provider_kind', '=', 'oidc').where('provider_id', '=', id).execute();
+    return deletedAny(await trx.deleteFrom('oidc_providers').where('id', '=', id).executeTakeFirst());
+  });
 }

@@ -3,7 +3,7 @@ import express from 'express';
 import Provider from 'oidc-provider';
 import * as oidc from 'openid-client';
 import { closeServer, listen, listeningUrl } from '../../composition/listen';
-import { protectText } from '../../security/data-protection';
+import { unprotectText } from '../../security/data-protection';
 import { findUserIdByEmail } from '../../store/users';
 import { uniqueEmail, useHarness } from '../support/harness';
 import { browser, textOf, type Visit } from '../support/sign-in-flow';
@@ -69,24 +69,16 @@ beforeAll(async () => {
   server.on('request', app);
   upstream = { url, server };
 
-  await h.context.db
-    .insertInto('oidc_providers')
-    .values({
-      id: 'globex',
-      name: 'Globex',
-      authority: url,
-      client_id: 'identity-service',
-      client_secret: protectText(UPSTREAM_SECRET, h.context.dataProtection!),
-      client_secret_sealed: true,
-      scopes: JSON.stringify(['openid', 'email', 'profile']),
-      enabled: true,
-      login_provider_names: JSON.stringify(['GlobexScheme']),
-    })
-    .execute();
-  await h.context.db
-    .insertInto('sso_domains')
-    .values({ domain: 'globex.example', provider_kind: 'oidc', provider_id: 'globex' })
-    .execute();
+  const created = await h.admin('POST', '/api/v1/sso/oidc-providers', {
+    id: 'globex',
+    name: 'Globex',
+    authority: url,
+    clientId: 'identity-service',
+    clientSecret: UPSTREAM_SECRET,
+    domains: ['Globex.example'],
+    loginProviderNames: ['GlobexScheme'],
+  });
+  expect(created.status).toBe(201);
   const portal = await h.admin('PUT', '/api/v1/clients/portal', {
     ClientName: 'Portal',
     RequireClientSecret: false,
@@ -236,5 +228,67 @@ describe('home-realm discovery and the upstream OIDC callback', () => {
     );
     expect(replayed.status).toBe(400);
     expect(await replayed.text()).toContain('already used');
+  });
+});
+
+describe('the OIDC providers admin API', () => {
+  test('the client secret is write-only and sealed; a PUT without it keeps it', async () => {
+    const read = await h.admin('GET', '/api/v1/sso/oidc-providers/globex');
+    expect(read.body).toEqual({
+      id: 'globex',
+      name: 'Globex',
+      authority: upstream.url,
+      clientId: 'identity-service',
+      hasClientSecret: true,
+      scopes: ['openid', 'email', 'profile'],
+      domains: ['globex.example'],
+      enabled: true,
+      loginProviderNames: ['GlobexScheme'],
+    });
+    const { hasClientSecret: _has, ...body } = read.body;
+    expect((await h.admin('PUT', '/api/v1/sso/oidc-providers/globex', { ...body, name: 'Globex Corp' })).status).toBe(
+      200,
+    );
+    const row = await h.context.db
+      .selectFrom('oidc_providers')
+      .select(['name', 'client_secret', 'client_secret_sealed'])
+      .where('id', '=', 'globex')
+      .executeTakeFirstOrThrow();
+    expect(row).toMatchObject({ name: 'Globex Corp', client_secret_sealed: true });
+    expect(row.client_secret).not.toContain(UPSTREAM_SECRET);
+    expect(unprotectText(row.client_secret!, h.context.dataProtection!)).toBe(UPSTREAM_SECRET);
+    expect((await h.admin('GET', '/api/v1/sso/oidc-providers')).body.map((p: { id: string }) => p.id)).toEqual([
+      'globex',
+    ]);
+  });
+
+  test('a domain of another provider answers 409; an internal authority outside the allow-list 400; a second create 409', async () => {
+    const other = {
+      id: 'initech',
+      name: 'Initech',
+      authority: upstream.url,
+      clientId: 'c',
+      domains: ['initech.example', 'globex.example'],
+    };
+    const taken = await h.admin('POST', '/api/v1/sso/oidc-providers', other);
+    expect(taken.status).toBe(409);
+    expect(taken.body.detail).toBe('domains: globex.example belongs to oidc provider globex');
+    // 127.0.0.3 is loopback but not allowed: refused before any connection.
+    const internal = await h.admin('POST', '/api/v1/sso/oidc-providers', {
+      ...other,
+      domains: [],
+      authority: 'http://127.0.0.3:9/',
+    });
+    expect(internal.status).toBe(400);
+    expect(internal.body.detail).toMatch(/^authority: refused: /);
+    const created = await h.admin('POST', '/api/v1/sso/oidc-providers', { ...other, domains: ['initech.example'] });
+    expect(created.status).toBe(201);
+    expect((await h.admin('POST', '/api/v1/sso/oidc-providers', other)).status).toBe(409);
+    expect((await h.admin('DELETE', '/api/v1/sso/oidc-providers/initech')).status).toBe(204);
+    expect((await h.admin('GET', '/api/v1/sso/oidc-providers/initech')).status).toBe(404);
+    expect(
+      await h.context.db.selectFrom('sso_domains').select('domain').where('provider_id', '=', 'initech').execute(),
+    ).toEqual([]);
+    expect((await h.request('GET', '/api/v1/sso/oidc-providers')).status).toBe(401);
   });
 });

@@ -2,8 +2,13 @@ import { createHash, randomBytes } from 'node:crypto';
 import { uniqueEmail, useHarness } from '../support/harness';
 import { browser, textOf, type Visit } from '../support/sign-in-flow';
 
-// A harness of its own: the budget is counted per client address across the whole store's sign-ins.
-const h = useHarness({ apps: {}, config: { Auth: { SignInRateLimit: { PermitLimit: 3, WindowSeconds: 60 } } } });
+// A database of its own: the budget counts every sign-in from this address in the store, and the other test files
+// sign in from the same address.
+const h = useHarness({
+  apps: {},
+  ownDatabase: true,
+  config: { Auth: { SignInRateLimit: { PermitLimit: 3, WindowSeconds: 60 } } },
+});
 const CALLBACK = 'https://limited.example.com/callback';
 
 test('password posts from one address past Auth:SignInRateLimit answer 429 and say when to come back', async () => {

@@ -35,6 +35,8 @@ export interface HarnessOptions {
   appProvider?: ServiceContextOptions['appProvider'];
   /** Also run a migration worker (its own task queue) against this source, writing into a database of its own. */
   migrationSource?: string;
+  /** A database of its own, for a test that counts something every test file adds to (sign-in attempts). */
+  ownDatabase?: boolean;
 }
 
 export const TEST_DATA_PROTECTION_KEY = Buffer.alloc(32, 7).toString('base64');
@@ -59,7 +61,10 @@ export interface Harness {
 /** Every test talks only to loopback; a harness is one API, one worker (own task queue) and real downstream apps. */
 export async function startHarness(options: HarnessOptions): Promise<Harness> {
   // Migration tests count rows, so each gets a target database of its own; the rest share the run's database.
-  const scratch = options.migrationSource ? await createScratchDatabase(TEST_ADMIN_URL, 'ips_target') : undefined;
+  const scratch =
+    options.migrationSource || options.ownDatabase
+      ? await createScratchDatabase(TEST_ADMIN_URL, 'ips_target')
+      : undefined;
   const databaseUrl = scratch?.url ?? process.env.TEST_DATABASE_URL!;
   const apps: Record<string, RunningDownstreamApp> = {};
   const appConfig: Record<string, unknown> = {};

@@ -38,7 +38,7 @@ async function codeFlow(base: string, i: number): Promise<boolean> {
     code_challenge: createHash('sha256').update(verifier).digest('base64url'),
     code_challenge_method: 'S256',
   }).toString();
-  const person = browser(base, CLIENT.redirect);
+  const person = browser(CLIENT.redirect);
   await person.open(authorize.href);
   await person.submit('/email', { email: emailOf(i) });
   const back = await person.submit('/password', { password: PASSWORD });

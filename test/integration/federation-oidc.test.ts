@@ -1,74 +1,24 @@
-import { createServer, type Server } from 'node:http';
-import express from 'express';
-import Provider from 'oidc-provider';
 import * as oidc from 'openid-client';
-import { closeServer, listen, listeningUrl } from '../../composition/listen';
 import { unprotectText } from '../../security/data-protection';
 import { findUserIdByEmail } from '../../store/users';
 import { uniqueEmail, useHarness } from '../support/harness';
 import { browser, textOf, type Visit } from '../support/sign-in-flow';
+import {
+  startUpstreamProvider,
+  UPSTREAM_CLIENT,
+  type UpstreamAccount,
+  type UpstreamProvider,
+} from '../support/upstream-provider';
 
-// A company's own OpenID provider: a second oidc-provider on 127.0.0.2 (another host, so the browser keeps its
-// cookies apart), which signs in whoever the test says without a page.
+// Globex's own OpenID provider on 127.0.0.2 (test/support/upstream-provider.ts).
 const h = useHarness({ apps: { crm: {} }, allowedInternalTargets: ['127.0.0.1', '127.0.0.2'] });
 const PORTAL_CALLBACK = 'https://portal.example.com/cb';
-const UPSTREAM_SECRET = 'upstream-client-secret';
-
-interface UpstreamAccount {
-  sub: string;
-  email: string;
-  given_name?: string;
-  family_name?: string;
-}
-let upstream: { url: string; server: Server; next?: UpstreamAccount };
+const UPSTREAM_SECRET = UPSTREAM_CLIENT.secret;
+let upstream: UpstreamProvider;
 
 beforeAll(async () => {
-  const server = createServer();
-  await listen(server, 0, '127.0.0.2', 'upstream provider', 'port');
-  const url = listeningUrl(server, '127.0.0.2');
-  const accounts = new Map<string, UpstreamAccount>();
-  const provider = new Provider(url, {
-    clients: [
-      {
-        client_id: 'identity-service',
-        client_secret: UPSTREAM_SECRET,
-        redirect_uris: [`${h.api.publicUrl}/oidc/callback`],
-        grant_types: ['authorization_code'],
-        response_types: ['code'],
-        token_endpoint_auth_method: 'client_secret_post',
-      },
-    ],
-    claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['given_name', 'family_name'] },
-    scopes: ['openid', 'email', 'profile'],
-    cookies: { keys: ['upstream-cookie-key'] },
-    features: { devInteractions: { enabled: false } },
-    findAccount: (_ctx, sub) => {
-      const account = accounts.get(sub);
-      return account && { accountId: sub, claims: () => ({ ...account, email_verified: true }) };
-    },
-    interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
-  });
-  const app = express();
-  app.get('/interaction/:uid', async (req, res) => {
-    const details = await provider.interactionDetails(req, res);
-    if (details.prompt.name === 'login') {
-      const account = upstream.next!;
-      accounts.set(account.sub, account);
-      return provider.interactionFinished(req, res, { login: { accountId: account.sub } });
-    }
-    const grant = new provider.Grant({ accountId: details.session!.accountId, clientId: 'identity-service' });
-    grant.addOIDCScope('openid email profile');
-    await provider.interactionFinished(
-      req,
-      res,
-      { consent: { grantId: await grant.save() } },
-      { mergeWithLastSubmission: true },
-    );
-  });
-  app.use(provider.callback());
-  server.on('request', app);
-  upstream = { url, server };
-
+  upstream = await startUpstreamProvider('127.0.0.2', `${h.api.publicUrl}/oidc/callback`);
+  const url = upstream.url;
   const created = await h.admin('POST', '/api/v1/sso/oidc-providers', {
     id: 'globex',
     name: 'Globex',
@@ -90,7 +40,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  if (upstream) await closeServer(upstream.server);
+  await upstream?.close();
 });
 
 async function portal() {
@@ -104,7 +54,7 @@ async function signInThroughGlobex(typed: string, account: UpstreamAccount, stop
   upstream.next = account;
   const rp = await portal();
   const verifier = oidc.randomPKCECodeVerifier();
-  const person = browser(h.api.url, stopAt);
+  const person = browser(stopAt);
   await person.open(
     oidc.buildAuthorizationUrl(rp, {
       redirect_uri: PORTAL_CALLBACK,
@@ -113,7 +63,9 @@ async function signInThroughGlobex(typed: string, account: UpstreamAccount, stop
       code_challenge_method: 'S256',
     }).href,
   );
-  const end = await person.submit('/email', { email: typed });
+  const atGlobex = await person.submit('/email', { email: typed });
+  const end = stopAt === PORTAL_CALLBACK ? await person.submit('/login', {}) : atGlobex;
+  if (stopAt === PORTAL_CALLBACK) expect(textOf(atGlobex)).toContain('Globex sign-in');
   const tokens = async () => {
     if (!(end instanceof URL)) throw new Error(`expected the way back to the portal, got: ${textOf(end)}`);
     return oidc.authorizationCodeGrant(rp, end, { pkceCodeVerifier: verifier });
@@ -217,7 +169,9 @@ describe('home-realm discovery and the upstream OIDC callback', () => {
     const request = end as URL;
     expect(request.pathname).toBe('/auth');
     request.searchParams.set('nonce', 'a-nonce-the-service-did-not-send');
-    const answer = await browser(h.api.url, PORTAL_CALLBACK, person.jar).open(request.href);
+    const sameBrowser = browser(PORTAL_CALLBACK, person.jar);
+    await sameBrowser.open(request.href);
+    const answer = await sameBrowser.submit('/login', {});
     expect((answer as Visit).status).toBe(400);
     expect(textOf(answer)).toMatch(/failed a check: .*nonce/);
     expect(await findUserIdByEmail(h.context.db, email)).toBeUndefined();

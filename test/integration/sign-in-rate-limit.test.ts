@@ -27,7 +27,7 @@ test('password posts from one address past Auth:SignInRateLimit answer 429 and s
   const statuses: number[] = [];
   let last: Visit | URL | undefined;
   for (let i = 0; i < 4; i++) {
-    const person = browser(h.api.url, CALLBACK);
+    const person = browser(CALLBACK);
     const authorize = new URL('/connect/authorize', h.api.url);
     authorize.search = new URLSearchParams({
       client_id: 'limited',

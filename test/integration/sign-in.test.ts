@@ -88,7 +88,7 @@ async function startAuthorization(
     code_challenge_method: 'S256',
     state,
   });
-  const page = browser(h.api.url, stopAt);
+  const page = browser(stopAt);
   return { page, first: await page.open(url.href), verifier, state } satisfies Started;
 }
 
@@ -292,7 +292,7 @@ describe("the client's migrated settings", () => {
       .execute();
     const rp = await relyingParty('mobile', 'mobile-secret');
     const verifier = oidc.randomPKCECodeVerifier();
-    const person = browser(h.api.url, 'https://mobile.example.com/');
+    const person = browser('https://mobile.example.com/');
     await person.open(
       oidc.buildAuthorizationUrl(rp, {
         redirect_uri: 'https://mobile.example.com/callback',
@@ -556,9 +556,7 @@ describe('clients through the admin API', () => {
         code_challenge: verifier,
         code_challenge_method: 'plain',
       });
-    const old = await browser(h.api.url, 'https://spa.example.com/').open(
-      authorize('https://spa.example.com/one').href,
-    );
+    const old = await browser('https://spa.example.com/').open(authorize('https://spa.example.com/one').href);
     expect(textOf(old)).toMatch(/redirect_uri did not match/);
     const challenge = await oidc.calculatePKCECodeChallenge(verifier);
     const url = oidc.buildAuthorizationUrl(rp, {
@@ -567,7 +565,7 @@ describe('clients through the admin API', () => {
       code_challenge: challenge,
       code_challenge_method: 'S256',
     });
-    const page = browser(h.api.url, 'https://spa.example.com/two');
+    const page = browser('https://spa.example.com/two');
     await page.open(url.href);
     await page.submit('/email', { email: emailOf(19) });
     const callback = await page.submit('/password', { password: FIXTURE_PASSWORD });
@@ -741,7 +739,7 @@ describe('provider state lives in PostgreSQL', () => {
       execute: [oidc.allowInsecureRequests],
     });
     const verifier = oidc.randomPKCECodeVerifier();
-    const person = browser(publicUrl, WEB_CALLBACK);
+    const person = browser(WEB_CALLBACK);
     const authorize = async () =>
       oidc.buildAuthorizationUrl(rp, {
         redirect_uri: WEB_CALLBACK,

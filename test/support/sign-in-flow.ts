@@ -44,7 +44,7 @@ export interface Browser {
 }
 
 /** A person's browser; `jar` carries on the cookies of an earlier one (another tab of the same browser). */
-export function browser(base: string, stopAt: string, jar = new CookieJar()): Browser {
+export function browser(stopAt: string, jar = new CookieJar()): Browser {
   const pages: Visit[] = [];
 
   async function follow(response: Response, url: string): Promise<Visit | URL> {
@@ -88,7 +88,8 @@ export function browser(base: string, stopAt: string, jar = new CookieJar()): Br
             .replace(/&gt;/g, '>'),
         ]),
       );
-      const url = new URL(form[1].replace(/&amp;/g, '&'), base).href;
+      // As a browser does: the action is relative to the page that holds the form.
+      const url = new URL(form[1].replace(/&amp;/g, '&'), last.url).href;
       const response = await fetch(url, {
         method: 'POST',
         redirect: 'manual',

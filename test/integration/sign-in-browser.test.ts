@@ -6,11 +6,13 @@ import * as oidc from 'openid-client';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { listen, listeningUrl, closeServer } from '../../composition/listen';
 import { base32Decode } from '../../security/base32';
+import { findUserIdByEmail } from '../../store/users';
 import { uniqueEmail, useHarness } from '../support/harness';
+import { startUpstreamProvider, UPSTREAM_CLIENT, type UpstreamProvider } from '../support/upstream-provider';
 
 // A person on a phone: Chromium at 390×844 through the sign-in pages, authenticator enrolment, and a sign-in with the
 // enrolled app. Screenshots of each page land in test-output/screenshots.
-const h = useHarness({ apps: {} });
+const h = useHarness({ apps: {}, allowedInternalTargets: ['127.0.0.1', '127.0.0.2'] });
 const SCREENSHOTS = join(__dirname, '..', '..', 'test-output', 'screenshots');
 const PASSWORD = 'a long passphrase 7';
 
@@ -26,6 +28,7 @@ function totp(base32: string, step: number): string {
 let browser: Browser;
 let app: Server;
 let callback: string;
+let upstream: UpstreamProvider | undefined;
 
 beforeAll(async () => {
   mkdirSync(SCREENSHOTS, { recursive: true });
@@ -54,6 +57,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
+  await upstream?.close();
   await browser?.close();
   if (app) await closeServer(app);
 });
@@ -143,3 +147,34 @@ test('the account page without a session says to sign in first', async () => {
   await expect(page.locator('h1').textContent()).resolves.toBe('Sign in first');
   await seen(page, '07-account-signed-out');
 });
+
+test("home-realm discovery: an e-mail of a company's domain signs in at the company's provider and comes back", async () => {
+  upstream = await startUpstreamProvider('127.0.0.2', `${h.api.publicUrl}/oidc/callback`);
+  const created = await h.admin('POST', '/api/v1/sso/oidc-providers', {
+    id: 'globex',
+    name: 'Globex',
+    authority: upstream.url,
+    clientId: UPSTREAM_CLIENT.id,
+    clientSecret: UPSTREAM_CLIENT.secret,
+    domains: ['globex.example'],
+  });
+  expect(created.status).toBe(201);
+  const email = uniqueEmail('sam').replace('@example.test', '@globex.example');
+  upstream.next = { sub: 'globex-sam', email, given_name: 'Sam', family_name: 'Vimes' };
+  const rp = await oidc.discovery(new URL(h.api.publicUrl), 'phone-app', undefined, oidc.None(), {
+    execute: [oidc.allowInsecureRequests],
+  });
+
+  const page = await phone();
+  const verifier = await authorize(page, rp);
+  await page.fill('input[name=email]', email);
+  await page.click('button[type=submit]');
+  await expect(page.locator('h1').textContent()).resolves.toBe('Globex sign-in');
+  expect(new URL(page.url()).hostname).toBe('127.0.0.2');
+  await seen(page, '08-company-provider');
+  await Promise.all([page.waitForURL(`${callback}?**`), page.click('button[type=submit]')]);
+  await seen(page, '09-back-in-the-app');
+  const tokens = await oidc.authorizationCodeGrant(rp, new URL(page.url()), { pkceCodeVerifier: verifier });
+  const userId = await findUserIdByEmail(h.context.db, email);
+  expect(tokens.claims()).toMatchObject({ sub: userId, email, given_name: 'Sam', amr: ['external'] });
+}, 60_000);

@@ -13,7 +13,7 @@ import { errorHandler } from './error-handler';
 import { sendProblem } from './problem';
 import type { AppProvider } from '../activities/provisioning/apps';
 import { clientsRouter } from './routes/clients';
-import { oidcProvidersRouter } from './routes/sso-providers';
+import { oidcProvidersRouter, samlProvidersRouter } from './routes/sso-providers';
 import { healthRouter } from './routes/health';
 import { migrationStatusRouter } from './routes/migration-status';
 import { profileRouter } from './routes/profile';
@@ -94,6 +94,7 @@ export function createApiApp({
       identityAdmin,
       oidcProvidersRouter({ db, ring: dataProtection, allow: parseAllowList(config.Auth.AllowedInternalTargets) }),
     );
+  app.use('/api/v1/sso/saml-providers', identityAdmin, samlProvidersRouter({ db }));
   // The management routes exist only with the store-backed provider; otherwise they fall through to 404.
   if (config.Provisioning.AppProvider === 'Store') {
     app.use(

@@ -9,7 +9,8 @@ export const isSignInPath = (path: string) =>
   path.startsWith('/.well-known/openid-configuration') ||
   path.startsWith('/interaction/') ||
   path.startsWith('/account/') ||
-  path.startsWith('/oidc/');
+  path.startsWith('/oidc/') ||
+  path.startsWith('/saml/');
 
 /** The body types each part of the service takes; a body of any other type is refused with 415 before a route sees it. */
 const BODY_TYPES = {

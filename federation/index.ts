@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Router } from 'express';
+import express, { Router, type Response } from 'express';
 import type { WorkflowRunner } from '../client/workflow-runner';
 import { createPostgresAdapter } from '../oidc/adapter';
 import { renderErrorPage } from '../oidc/pages';
@@ -7,14 +7,18 @@ import type { AllowList } from '../security/callback-address';
 import type { KeyRing } from '../security/data-protection';
 import { createGuardedFetch } from '../security/guarded-fetch';
 import type { Db } from '../store/database';
-import { findOidcProvider, findSsoProvider, sealOidcProviderSecrets } from '../store/federation';
-import { federatedUser } from './accounts';
+import { findOidcProvider, findSamlProvider, findSsoProvider, sealOidcProviderSecrets } from '../store/federation';
+import { federatedUser, type FederatedIdentity } from './accounts';
+import { createSamlSignIn } from './saml';
 import { createUpstreamOidc, FederationCheckError } from './upstream-oidc';
 
 /** How long the browser has to come back from the callback to its sign-in interaction. */
 const TICKET_SECONDS = 120;
 
 export const FEDERATION_CALLBACK_PATH = '/oidc/callback';
+
+/** The paths federation answers: the OIDC callback and each SAML provider's ACS and metadata. */
+export const isFederationPath = (path: string) => path === FEDERATION_CALLBACK_PATH || path.startsWith('/saml/');
 
 export interface FederationDependencies {
   db: Db;
@@ -29,7 +33,8 @@ export interface FederationDependencies {
 
 /**
  * Federated sign-in: home-realm discovery (an e-mail domain that is an SSO domain goes to its provider), the upstream
- * OpenID Connect callback (spec trigger `GET /oidc/callback`), and the ticket that hands the signed-in user back to
+ * OpenID Connect callback (spec trigger `GET /oidc/callback`), the SAML assertion consumer service (spec trigger
+ * `POST /saml/{id}/acs`) and SP metadata, and the ticket that hands the signed-in user back to
  * the sign-in interaction (whose cookie is scoped to its own path, so the callback cannot finish it itself).
  */
 export async function createFederation(deps: FederationDependencies) {
@@ -47,36 +52,81 @@ export async function createFederation(deps: FederationDependencies) {
     pending: adapter('UpstreamLogin'),
   });
 
+  const saml = createSamlSignIn({
+    db,
+    issuer: deps.issuer,
+    requests: adapter('SamlRequest'),
+    assertions: adapter('SamlAssertion'),
+  });
+
+  const refuse = (res: Response, message: string) => res.status(400).type('html').send(renderErrorPage(message));
+
+  /** Who signed in upstream becomes a user here; a ticket takes them back to their sign-in interaction. */
+  async function finish(res: Response, completed: { interactionUid: string; identity: FederatedIdentity }) {
+    const outcome = await federatedUser(deps, completed.identity);
+    if (outcome.status === 'refused') return refuse(res, outcome.reason);
+    const ticket = randomBytes(24).toString('base64url');
+    await tickets.upsert(ticket, { interactionUid: completed.interactionUid, userId: outcome.userId }, TICKET_SECONDS);
+    res.redirect(303, `/interaction/${encodeURIComponent(completed.interactionUid)}/federated?ticket=${ticket}`);
+  }
+
+  /** A failed check: a 400 page that says which, a log line with the provider, nothing created. */
+  function checkFailed(res: Response, what: string, error: unknown) {
+    if (!(error instanceof FederationCheckError)) throw error;
+    log(`federation: ${what} sign-in was refused: ${error.message}`);
+    refuse(res, `Sign-in through your organization failed: ${error.message}.`);
+  }
+
   const router = Router();
   router.get(FEDERATION_CALLBACK_PATH, async (req, res) => {
-    const refuse = (message: string) => res.status(400).type('html').send(renderErrorPage(message));
     let completed;
     try {
       completed = await upstream.complete(new URL(req.originalUrl, deps.issuer));
     } catch (error) {
-      if (!(error instanceof FederationCheckError)) throw error;
-      log(`federation: an OIDC sign-in was refused: ${error.message}`);
-      return refuse(`Sign-in through your organization failed: ${error.message}.`);
+      return checkFailed(res, 'an OIDC', error);
     }
-    const outcome = await federatedUser(deps, completed.identity);
-    if (outcome.status === 'refused') return refuse(outcome.reason);
-    const ticket = randomBytes(24).toString('base64url');
-    await tickets.upsert(ticket, { interactionUid: completed.interactionUid, userId: outcome.userId }, TICKET_SECONDS);
-    res.redirect(303, `/interaction/${encodeURIComponent(completed.interactionUid)}/federated?ticket=${ticket}`);
+    await finish(res, completed);
+  });
+
+  router.post(
+    '/saml/:id/acs',
+    express.urlencoded({ extended: false, limit: '512kb', parameterLimit: 5 }),
+    async (req, res) => {
+      const body = req.body as Record<string, unknown>;
+      if (typeof body.SAMLResponse !== 'string') return refuse(res, 'The request carries no SAMLResponse.');
+      let completed;
+      try {
+        completed = await saml.consume(req.params.id, body.SAMLResponse);
+      } catch (error) {
+        return checkFailed(res, `SAML provider ${req.params.id}:`, error);
+      }
+      await finish(res, completed);
+    },
+  );
+
+  router.get('/saml/:id/metadata', async (req, res) => {
+    const metadata = await saml.metadata(req.params.id);
+    if (!metadata) return res.status(404).type('text').send(`no SAML provider ${req.params.id}`);
+    res.type('application/samlmetadata+xml').send(metadata);
   });
 
   return {
     router,
     /**
-     * Where an e-mail signs in: the URL of its organization's provider, or undefined for the password step. SAML
-     * providers are not offered yet (issue 14): their users get the password step.
+     * Where an e-mail signs in: the URL of its organization's provider, or undefined for the password step (no SSO
+     * domain, or its provider is disabled).
      */
     async startFor(email: string, interactionUid: string): Promise<string | undefined> {
       const sso = await findSsoProvider(db, email.slice(email.lastIndexOf('@') + 1));
-      if (sso?.provider_kind !== 'oidc') return undefined;
-      const row = await findOidcProvider(db, sso.provider_id);
-      if (!row?.enabled) return undefined;
-      return upstream.authorizationUrl(row, interactionUid, email);
+      if (sso?.provider_kind === 'oidc') {
+        const row = await findOidcProvider(db, sso.provider_id);
+        return row?.enabled ? upstream.authorizationUrl(row, interactionUid, email) : undefined;
+      }
+      if (sso?.provider_kind === 'saml') {
+        const row = await findSamlProvider(db, sso.provider_id);
+        return row?.enabled ? saml.authorizationUrl(row, interactionUid) : undefined;
+      }
+      return undefined;
     },
     /** The user a ticket hands back, once, to the interaction it was made for. */
     async takeTicket(ticket: string, interactionUid: string): Promise<string | undefined> {

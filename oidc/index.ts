@@ -8,7 +8,7 @@ import { loadSigningKeys, sealStoredSigningKeys } from '../store/signing-keys';
 import { loadScopeClaims } from './claims';
 import { clientRow, configuredSecrets } from './clients';
 import { cookieKeys } from './cookie-keys';
-import { createFederation, FEDERATION_CALLBACK_PATH, type Federation } from '../federation';
+import { createFederation, isFederationPath, type Federation } from '../federation';
 import { parseAllowList } from '../security/callback-address';
 import { accountRouter } from './account';
 import { interactionRouter } from './interactions';
@@ -100,7 +100,7 @@ export async function createSignIn(deps: SignInDependencies): Promise<Router> {
   router.use(async (req, res, next) => {
     const forProvider = isProviderPath(req.path);
     const forAccount = req.path.startsWith('/account/');
-    if (req.path === FEDERATION_CALLBACK_PATH) return federation.router(req, res, next);
+    if (isFederationPath(req.path)) return federation.router(req, res, next);
     if (!forProvider && !forAccount && !req.path.startsWith('/interaction/')) return next();
     await fresh();
     if (forProvider) {

@@ -20,9 +20,11 @@ export function createGuardedFetch(allow: AllowList, timeoutMs = 10_000): Guarde
   const agents = createGuardedAgents(allow);
   const guarded = async (url: string, options: FetchOptions = {}): Promise<Response> => {
     const target = assertCallableUrl(url, allow);
+    const requestHeaders: Record<string, string> = {};
+    new Headers(options.headers ?? {}).forEach((value, name) => (requestHeaders[name] = value));
     const response = await got(target, {
       method: (options.method ?? 'GET') as 'GET',
-      headers: Object.fromEntries(new Headers(options.headers ?? {})),
+      headers: requestHeaders,
       body: options.body === null || options.body === undefined ? undefined : String(options.body),
       agent: agents.forUrl(target),
       signal: options.signal ?? undefined,
@@ -35,7 +37,8 @@ export function createGuardedFetch(allow: AllowList, timeoutMs = 10_000): Guarde
     const headers = new Headers();
     for (const [name, value] of Object.entries(response.headers))
       for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value]) headers.append(name, one);
-    return new Response(response.statusCode === 204 ? null : response.body, { status: response.statusCode, headers });
+    const body = response.statusCode === 204 ? null : new Uint8Array(response.body);
+    return new Response(body, { status: response.statusCode, headers });
   };
   return Object.assign(guarded, { close: () => agents.destroy() });
 }

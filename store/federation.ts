@@ -2,9 +2,10 @@ import type { Selectable } from 'kysely';
 import { protectText, unprotectText, type KeyRing } from '../security/data-protection';
 import type { Db } from './database';
 import { deletedAny } from './row-counts';
-import type { OidcProvidersTable } from './schema';
+import type { OidcProvidersTable, SamlProvidersTable } from './schema';
 
 export type OidcProviderRow = Selectable<OidcProvidersTable>;
+export type SamlProviderRow = Selectable<SamlProvidersTable>;
 
 /** The enabled provider an e-mail domain signs in with (home-realm discovery), if any. */
 export function findSsoProvider(db: Db, domain: string) {
@@ -105,25 +106,31 @@ export type OidcProviderWrite = Omit<OidcProviderRow, 'client_secret' | 'client_
   clientSecret?: string | null;
 };
 
-export type PutOutcome =
-  { status: 'created' | 'replaced' } | { status: 'domain-taken'; domain: string; holder: string };
+export type SamlProviderWrite = Omit<SamlProviderRow, 'allow_idp_initiated'> & { allow_idp_initiated: boolean };
+
+type PutResult =
+  | { status: 'created' | 'replaced' | 'exists' | 'missing' }
+  | { status: 'domain-taken'; domain: string; holder: string };
+
+const TABLES = { oidc: 'oidc_providers', saml: 'saml_providers' } as const;
 
 /**
- * Writes a whole OIDC provider with its SSO domains in one transaction; a domain held by another provider (of either
- * kind) refuses the write. `mode` says whether the provider must be new (create) or exist (replace).
+ * Writes a whole provider with its SSO domains in one transaction; a domain held by another provider (of either kind)
+ * refuses the write. `mode` says whether the provider must be new (create) or exist (replace).
  */
-export async function putOidcProvider(
+async function putSsoProvider(
   db: Db,
-  ring: KeyRing,
-  provider: OidcProviderWrite,
+  kind: 'saml' | 'oidc',
+  id: string,
+  write: (trx: Db) => Promise<unknown>,
   domains: string[],
   mode: 'create' | 'replace',
-): Promise<PutOutcome | { status: 'exists' | 'missing' }> {
+): Promise<PutResult> {
   return db.transaction().execute(async (trx) => {
     const existing = await trx
-      .selectFrom('oidc_providers')
+      .selectFrom(TABLES[kind])
       .select('id')
-      .where('id', '=', provider.id)
+      .where('id', '=', id)
       .forUpdate()
       .executeTakeFirst();
     if (mode === 'create' && existing) return { status: 'exists' as const };
@@ -133,7 +140,7 @@ export async function putOidcProvider(
         .selectFrom('sso_domains')
         .select(['domain', 'provider_kind', 'provider_id'])
         .where('domain', 'in', domains)
-        .where((eb) => eb.or([eb('provider_kind', '!=', 'oidc'), eb('provider_id', '!=', provider.id)]))
+        .where((eb) => eb.or([eb('provider_kind', '!=', kind), eb('provider_id', '!=', id)]))
         .executeTakeFirst();
       if (held)
         return {
@@ -142,41 +149,85 @@ export async function putOidcProvider(
           holder: `${held.provider_kind} provider ${held.provider_id}`,
         };
     }
-    const { clientSecret, ...row } = provider;
-    const values = {
-      ...row,
-      scopes: JSON.stringify(row.scopes),
-      login_provider_names: JSON.stringify(row.login_provider_names),
-      ...(clientSecret === undefined
-        ? {}
-        : {
-            client_secret: clientSecret === null ? null : protectText(clientSecret, ring),
-            client_secret_sealed: clientSecret !== null,
-          }),
-    };
-    await trx
-      .insertInto('oidc_providers')
-      .values({ client_secret: null, ...values })
-      .onConflict((oc) => oc.column('id').doUpdateSet(values))
-      .execute();
-    await trx
-      .deleteFrom('sso_domains')
-      .where('provider_kind', '=', 'oidc')
-      .where('provider_id', '=', provider.id)
-      .execute();
+    await write(trx);
+    await trx.deleteFrom('sso_domains').where('provider_kind', '=', kind).where('provider_id', '=', id).execute();
     if (domains.length > 0)
       await trx
         .insertInto('sso_domains')
-        .values(domains.map((domain) => ({ domain, provider_kind: 'oidc' as const, provider_id: provider.id })))
+        .values(domains.map((domain) => ({ domain, provider_kind: kind, provider_id: id })))
         .execute();
     return { status: existing ? ('replaced' as const) : ('created' as const) };
   });
 }
 
+export function putOidcProvider(
+  db: Db,
+  ring: KeyRing,
+  provider: OidcProviderWrite,
+  domains: string[],
+  mode: 'create' | 'replace',
+): Promise<PutResult> {
+  const { clientSecret, ...row } = provider;
+  const values = {
+    ...row,
+    scopes: JSON.stringify(row.scopes),
+    login_provider_names: JSON.stringify(row.login_provider_names),
+    ...(clientSecret === undefined
+      ? {}
+      : {
+          client_secret: clientSecret === null ? null : protectText(clientSecret, ring),
+          client_secret_sealed: clientSecret !== null,
+        }),
+  };
+  return putSsoProvider(
+    db,
+    'oidc',
+    provider.id,
+    (trx) =>
+      trx
+        .insertInto('oidc_providers')
+        .values({ client_secret: null, ...values })
+        .onConflict((oc) => oc.column('id').doUpdateSet(values))
+        .execute(),
+    domains,
+    mode,
+  );
+}
+
+export function putSamlProvider(
+  db: Db,
+  provider: SamlProviderWrite,
+  domains: string[],
+  mode: 'create' | 'replace',
+): Promise<PutResult> {
+  const values = { ...provider, login_provider_names: JSON.stringify(provider.login_provider_names) };
+  return putSsoProvider(
+    db,
+    'saml',
+    provider.id,
+    (trx) =>
+      trx
+        .insertInto('saml_providers')
+        .values(values)
+        .onConflict((oc) => oc.column('id').doUpdateSet(values))
+        .execute(),
+    domains,
+    mode,
+  );
+}
+
 /** Its SSO domains go with it; the external logins stay (a provider set up again under the same id finds them). */
-export async function deleteOidcProvider(db: Db, id: string): Promise<boolean> {
+export async function deleteSsoProvider(db: Db, kind: 'saml' | 'oidc', id: string): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
-    await trx.deleteFrom('sso_domains').where('provider_kind', '=', 'oidc').where('provider_id', '=', id).execute();
-    return deletedAny(await trx.deleteFrom('oidc_providers').where('id', '=', id).executeTakeFirst());
+    await trx.deleteFrom('sso_domains').where('provider_kind', '=', kind).where('provider_id', '=', id).execute();
+    return deletedAny(await trx.deleteFrom(TABLES[kind]).where('id', '=', id).executeTakeFirst());
   });
+}
+
+export function findSamlProvider(db: Db, id: string): Promise<SamlProviderRow | undefined> {
+  return db.selectFrom('saml_providers').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export function listSamlProviders(db: Db): Promise<SamlProviderRow[]> {
+  return db.selectFrom('saml_providers').selectAll().orderBy('id').execute();
 }

@@ -175,6 +175,10 @@ export interface SamlProvidersTable {
   enabled: boolean;
   /** The source's LoginProvider scheme names that mean this provider; empty: its id. */
   login_provider_names: ColumnType<string[], string | undefined, string>;
+  /** The service's entity id towards this IdP; null: {Api:PublicUrl}/saml/{id}. */
+  sp_entity_id: string | null;
+  /** Whether a response the service did not ask for is taken (off: refused). */
+  allow_idp_initiated: Generated<boolean>;
 }
 
 export interface OidcProvidersTable {

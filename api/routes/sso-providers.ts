@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto';
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import { callbackUrlProblem, type AllowList } from '../../security/callback-address';
@@ -5,12 +6,16 @@ import type { KeyRing } from '../../security/data-protection';
 import { isForbiddenKey } from '../../security/object-keys';
 import type { Db } from '../../store/database';
 import {
-  deleteOidcProvider,
+  deleteSsoProvider,
   domainsByProvider,
   findOidcProvider,
+  findSamlProvider,
   listOidcProviders,
+  listSamlProviders,
   putOidcProvider,
+  putSamlProvider,
   type OidcProviderRow,
+  type SamlProviderRow,
 } from '../../store/federation';
 import { sendProblem, type Problem } from '../problem';
 
@@ -24,91 +29,113 @@ const domain = z
   .regex(/^(?=.*\.)[a-z0-9-]+(\.[a-z0-9-]+)+$/i, 'must be a domain name such as example.com')
   .transform((d) => d.toLowerCase());
 const name = z.string().min(1).max(200);
+const url = z.string().max(2000).pipe(z.url());
 
-/** An upstream OpenID provider as the admin API takes it; the client secret is write-only. */
+/** What both kinds share: identity, SSO domains, the switch, and the source's scheme names. */
+const common = {
+  id: providerId.optional(),
+  name,
+  domains: z.array(domain).max(100).default([]),
+  enabled: z.boolean().default(true),
+  /** The source's LoginProvider scheme names that mean this provider, besides its id. */
+  loginProviderNames: z.array(name).max(20).default([]),
+};
+
 const oidcProviderSchema = z
   .object({
-    id: providerId.optional(),
-    name,
-    authority: z.string().max(2000).pipe(z.url()),
+    ...common,
+    authority: url,
     clientId: z.string().min(1).max(200),
     /** Plaintext, sealed at rest; omitted keeps the stored one, null removes it (a public client). */
     clientSecret: z.string().min(1).max(1000).nullable().optional(),
     scopes: z.array(z.string().min(1).max(100)).max(20).default(['openid', 'email', 'profile']),
-    domains: z.array(domain).max(100).default([]),
-    enabled: z.boolean().default(true),
-    /** The source's LoginProvider scheme names that mean this provider, besides its id. */
-    loginProviderNames: z.array(name).max(20).default([]),
   })
   .strict();
 
-const view = (row: OidcProviderRow, domains: string[]) => ({
-  id: row.id,
-  name: row.name,
-  authority: row.authority,
-  clientId: row.client_id,
-  hasClientSecret: row.client_secret !== null,
-  scopes: row.scopes,
-  domains,
-  enabled: row.enabled,
-  loginProviderNames: row.login_provider_names,
-});
+/** PEM or bare base64 of an X.509 certificate; stored as given once it parses. */
+const certificate = z
+  .string()
+  .max(20_000)
+  .refine((value) => {
+    const body = value.replace(/-----(BEGIN|END) CERTIFICATE-----/g, '').replace(/\s+/g, '');
+    try {
+      new X509Certificate(Buffer.from(body, 'base64'));
+      return true;
+    } catch {
+      return false;
+    }
+  }, 'must be an X.509 certificate, PEM or base64');
 
-const notFound = (id: string): Problem => ({
-  status: 404,
-  title: 'Provider not found',
-  detail: `no OIDC provider ${id}`,
-});
+const samlProviderSchema = z
+  .object({
+    ...common,
+    entityId: z.string().min(1).max(1000),
+    singleSignOnUrl: url,
+    signingCertificate: certificate,
+    allowIdpInitiated: z.boolean().default(false),
+    /** The SP entity id the IdP already trusts; default {Api:PublicUrl}/saml/{id}. */
+    spEntityId: z.string().min(1).max(1000).optional(),
+  })
+  .strict();
 
-/** `/api/v1/sso/oidc-providers`: the upstream OpenID providers federated sign-in sends SSO domains to. */
-export function oidcProvidersRouter({ db, ring, allow }: { db: Db; ring: KeyRing; allow: AllowList }): Router {
+interface Kind<Row, Body> {
+  label: 'OIDC' | 'SAML';
+  key: 'oidc' | 'saml';
+  schema: z.ZodType<Body>;
+  find(db: Db, id: string): Promise<Row | undefined>;
+  list(db: Db): Promise<Row[]>;
+  view(row: Row): Record<string, unknown>;
+  /** A refusal (the field and why) before anything is written. */
+  refuse?(body: Body): string | undefined;
+  put(
+    db: Db,
+    id: string,
+    body: Body,
+    domains: string[],
+    mode: 'create' | 'replace',
+  ): ReturnType<typeof putSamlProvider>;
+}
+
+/** One router for a kind of upstream provider: list, read, create (POST), replace (PUT), delete. */
+function providersRouter<Row extends { id: string }, Body extends { id?: string; domains: string[] }>(
+  db: Db,
+  kind: Kind<Row, Body>,
+): Router {
   const router = Router();
+  const notFound = (id: string): Problem => ({
+    status: 404,
+    title: 'Provider not found',
+    detail: `no ${kind.label} provider ${id}`,
+  });
 
   async function answerWith(res: Response, id: string, status = 200) {
-    const row = await findOidcProvider(db, id);
+    const row = await kind.find(db, id);
     if (!row) return sendProblem(res, notFound(id));
-    res.status(status).json(view(row, (await domainsByProvider(db, 'oidc')).get(id) ?? []));
+    res.status(status).json({ ...kind.view(row), domains: (await domainsByProvider(db, kind.key)).get(id) ?? [] });
   }
 
   router.get('/', async (_req, res) => {
-    const domains = await domainsByProvider(db, 'oidc');
-    res.json((await listOidcProviders(db)).map((row) => view(row, domains.get(row.id) ?? [])));
+    const domains = await domainsByProvider(db, kind.key);
+    res.json((await kind.list(db)).map((row) => ({ ...kind.view(row), domains: domains.get(row.id) ?? [] })));
   });
 
   router.get('/:id', (req, res) => answerWith(res, req.params.id));
 
   async function write(req: Request, res: Response, mode: 'create' | 'replace') {
-    const body = oidcProviderSchema.parse(req.body);
+    const body = kind.schema.parse(req.body);
     const id = mode === 'replace' ? providerId.parse(req.params.id) : body.id;
     const invalid = (detail: string) => sendProblem(res, { status: 400, title: 'Invalid request', detail });
     if (!id) return invalid('id: required');
     if (mode === 'replace' && body.id !== undefined && body.id !== id)
       return invalid(`id: the body says ${body.id}, the path ${id}`);
-    // The service fetches the authority's discovery document and every endpoint it names: an internal address is
-    // refused here and again at connect time.
-    const refused = callbackUrlProblem(body.authority, allow);
-    if (refused) return invalid(`authority: refused: ${refused}`);
-    const outcome = await putOidcProvider(
-      db,
-      ring,
-      {
-        id,
-        name: body.name,
-        authority: body.authority,
-        client_id: body.clientId,
-        clientSecret: body.clientSecret,
-        scopes: body.scopes,
-        enabled: body.enabled,
-        login_provider_names: body.loginProviderNames,
-      },
-      [...new Set(body.domains)],
-      mode,
-    );
+    const refused = kind.refuse?.(body);
+    if (refused) return invalid(refused);
+    const outcome = await kind.put(db, id, body, [...new Set(body.domains)], mode);
     if (outcome.status === 'exists')
       return sendProblem(res, {
         status: 409,
         title: 'Provider exists',
-        detail: `OIDC provider ${id} exists already; PUT replaces it`,
+        detail: `${kind.label} provider ${id} exists already; PUT replaces it`,
       });
     if (outcome.status === 'missing') return sendProblem(res, notFound(id));
     if (outcome.status === 'domain-taken')
@@ -125,9 +152,92 @@ export function oidcProvidersRouter({ db, ring, allow }: { db: Db; ring: KeyRing
   router.put('/:id', (req, res) => write(req, res, 'replace'));
 
   router.delete('/:id', async (req, res) => {
-    if (!(await deleteOidcProvider(db, req.params.id))) return sendProblem(res, notFound(req.params.id));
+    if (!(await deleteSsoProvider(db, kind.key, req.params.id))) return sendProblem(res, notFound(req.params.id));
     res.status(204).end();
   });
 
   return router;
+}
+
+/** `/api/v1/sso/oidc-providers`: upstream OpenID providers; the client secret is write-only and sealed. */
+export function oidcProvidersRouter({ db, ring, allow }: { db: Db; ring: KeyRing; allow: AllowList }): Router {
+  return providersRouter<OidcProviderRow, z.infer<typeof oidcProviderSchema>>(db, {
+    label: 'OIDC',
+    key: 'oidc',
+    schema: oidcProviderSchema,
+    find: findOidcProvider,
+    list: listOidcProviders,
+    view: (row) => ({
+      id: row.id,
+      name: row.name,
+      authority: row.authority,
+      clientId: row.client_id,
+      hasClientSecret: row.client_secret !== null,
+      scopes: row.scopes,
+      enabled: row.enabled,
+      loginProviderNames: row.login_provider_names,
+    }),
+    // The service fetches the authority's discovery document and every endpoint it names: an internal address is
+    // refused here and again at connect time.
+    refuse: (body) => {
+      const problem = callbackUrlProblem(body.authority, allow);
+      return problem ? `authority: refused: ${problem}` : undefined;
+    },
+    put: (store, id, body, domains, mode) =>
+      putOidcProvider(
+        store,
+        ring,
+        {
+          id,
+          name: body.name,
+          authority: body.authority,
+          client_id: body.clientId,
+          clientSecret: body.clientSecret,
+          scopes: body.scopes,
+          enabled: body.enabled,
+          login_provider_names: body.loginProviderNames,
+        },
+        domains,
+        mode,
+      ),
+  });
+}
+
+/** `/api/v1/sso/saml-providers`: SAML 2.0 identity providers. */
+export function samlProvidersRouter({ db }: { db: Db }): Router {
+  return providersRouter<SamlProviderRow, z.infer<typeof samlProviderSchema>>(db, {
+    label: 'SAML',
+    key: 'saml',
+    schema: samlProviderSchema,
+    find: findSamlProvider,
+    list: listSamlProviders,
+    view: (row) => ({
+      id: row.id,
+      name: row.name,
+      entityId: row.entity_id,
+      singleSignOnUrl: row.sso_url,
+      signingCertificate: row.signing_certificate,
+      enabled: row.enabled,
+      allowIdpInitiated: row.allow_idp_initiated,
+      spEntityId: row.sp_entity_id,
+      loginProviderNames: row.login_provider_names,
+    }),
+    put: (store, id, body, domains, mode) =>
+      putSamlProvider(
+        store,
+        {
+          id,
+          name: body.name,
+          entity_id: body.entityId,
+          sso_url: body.singleSignOnUrl,
+          signing_certificate: body.signingCertificate,
+          enabled: body.enabled,
+          allow_idp_initiated: body.allowIdpInitiated,
+          sp_entity_id: body.spEntityId ?? null,
+          login_provider_names: body.loginProviderNames,
+        },
+        domains,
+        mode,
+      ),
+  });
 }

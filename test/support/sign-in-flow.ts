@@ -41,6 +41,8 @@ export interface Browser {
   open(url: string): Promise<Visit | URL>;
   /** Submits the form of the last page whose action ends with `step`, with these fields (plus its hidden ones). */
   submit(step: string, fields: Record<string, string>): Promise<Visit | URL>;
+  /** Posts a form to `url` as a page of another site would (an identity provider's auto-submitting form). */
+  post(url: string, fields: Record<string, string>): Promise<Visit | URL>;
 }
 
 /** A person's browser; `jar` carries on the cookies of an earlier one (another tab of the same browser). */
@@ -65,9 +67,20 @@ export function browser(stopAt: string, jar = new CookieJar()): Browser {
     throw new Error(`too many redirects from ${url}`);
   }
 
+  async function post(url: string, fields: Record<string, string>): Promise<Visit | URL> {
+    const response = await fetch(url, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie: jar.header(url), 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams(fields).toString(),
+    });
+    return follow(response, url);
+  }
+
   return {
     jar,
     pages,
+    post,
     async open(url) {
       return follow(await fetch(url, { redirect: 'manual', headers: { cookie: jar.header(url) } }), url);
     },
@@ -90,13 +103,7 @@ export function browser(stopAt: string, jar = new CookieJar()): Browser {
       );
       // As a browser does: the action is relative to the page that holds the form.
       const url = new URL(form[1].replace(/&amp;/g, '&'), last.url).href;
-      const response = await fetch(url, {
-        method: 'POST',
-        redirect: 'manual',
-        headers: { cookie: jar.header(url), 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ ...hidden, ...fields }).toString(),
-      });
-      return follow(response, url);
+      return post(url, { ...hidden, ...fields });
     },
   };
 }

@@ -1,0 +1,271 @@
+import { randomUUID } from 'node:crypto';
+import { inflateRawSync } from 'node:zlib';
+import * as oidc from 'openid-client';
+import * as samlify from 'samlify';
+import { generate } from 'selfsigned';
+import { findUserIdByEmail } from '../../store/users';
+import { uniqueEmail, useHarness } from '../support/harness';
+import { browser, textOf, type Browser, type Visit } from '../support/sign-in-flow';
+
+// Initech's SAML identity provider: samlify with a key and certificate made at test time. It is not a server: the
+// test stops the browser at the IdP's SSO URL, reads the AuthnRequest, and posts the IdP's answer to the ACS as the
+// IdP's auto-submitting form would.
+const h = useHarness({ apps: { crm: {} } });
+const PORTAL_CALLBACK = 'https://portal.example.com/cb';
+const IDP_ENTITY_ID = 'https://idp.initech.example/saml';
+const IDP_SSO_URL = 'https://idp.initech.example/sso';
+const EMAIL_FORMAT = 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress';
+
+// samlify checks its own XML against the SAML schema through a plug-in that needs Java; node-saml, on the service's
+// side, is what is under test.
+samlify.setSchemaValidator({ validate: () => Promise.resolve('skipped') });
+
+type Idp = ReturnType<typeof samlify.IdentityProvider>;
+let idp: Idp;
+let impostor: Idp;
+let sp: ReturnType<typeof samlify.ServiceProvider>;
+const acs = () => `${h.api.publicUrl}/saml/initech/acs`;
+const spEntityId = () => `${h.api.publicUrl}/saml/initech`;
+
+async function identityProvider(): Promise<{ idp: Idp; cert: string }> {
+  const pems = await generate([{ name: 'commonName', value: 'idp.initech.example' }], {
+    keySize: 2048,
+    algorithm: 'sha256',
+  });
+  return {
+    cert: pems.cert,
+    idp: samlify.IdentityProvider({
+      entityID: IDP_ENTITY_ID,
+      privateKey: pems.private,
+      signingCert: pems.cert,
+      singleSignOnService: [{ Binding: samlify.Constants.namespace.binding.redirect, Location: IDP_SSO_URL }],
+      nameIDFormat: [EMAIL_FORMAT],
+    }),
+  };
+}
+
+beforeAll(async () => {
+  const real = await identityProvider();
+  idp = real.idp;
+  impostor = (await identityProvider()).idp;
+  sp = samlify.ServiceProvider({
+    entityID: spEntityId(),
+    assertionConsumerService: [{ Binding: samlify.Constants.namespace.binding.post, Location: acs() }],
+    wantAssertionsSigned: true,
+  });
+  const created = await h.admin('POST', '/api/v1/sso/saml-providers', {
+    id: 'initech',
+    name: 'Initech',
+    entityId: IDP_ENTITY_ID,
+    singleSignOnUrl: IDP_SSO_URL,
+    signingCertificate: real.cert,
+    domains: ['initech.example'],
+  });
+  expect(created.status).toBe(201);
+  const portal = await h.admin('PUT', '/api/v1/clients/portal', {
+    RequireClientSecret: false,
+    AllowedGrantTypes: ['authorization_code'],
+    RedirectUris: [PORTAL_CALLBACK],
+    AllowedScopes: ['openid', 'profile', 'email'],
+  });
+  expect(portal.status).toBe(201);
+}, 60_000);
+
+interface Started {
+  person: Browser;
+  requestId: string;
+  finish: (end: Visit | URL) => Promise<oidc.TokenEndpointResponse & oidc.TokenEndpointResponseHelpers>;
+}
+
+/** Up to the IdP: the portal's authorization request, the e-mail, and the AuthnRequest the browser is sent with. */
+async function toTheIdp(email: string): Promise<Started> {
+  const rp = await oidc.discovery(new URL(h.api.publicUrl), 'portal', undefined, oidc.None(), {
+    execute: [oidc.allowInsecureRequests],
+  });
+  const verifier = oidc.randomPKCECodeVerifier();
+  const person = browser(IDP_SSO_URL);
+  await person.open(
+    oidc.buildAuthorizationUrl(rp, {
+      redirect_uri: PORTAL_CALLBACK,
+      scope: 'openid email',
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+    }).href,
+  );
+  const sso = (await person.submit('/email', { email })) as URL;
+  expect(sso.origin + sso.pathname).toBe(IDP_SSO_URL);
+  const request = inflateRawSync(Buffer.from(sso.searchParams.get('SAMLRequest')!, 'base64')).toString('utf8');
+  const requestId = /ID="([^"]+)"/.exec(request)![1];
+  expect(request).toContain(`AssertionConsumerServiceURL="${acs()}"`);
+  return {
+    person: browser(PORTAL_CALLBACK, person.jar),
+    requestId,
+    finish: async (end) => {
+      if (!(end instanceof URL)) throw new Error(`expected the way back to the portal, got: ${textOf(end)}`);
+      return oidc.authorizationCodeGrant(rp, end, { pkceCodeVerifier: verifier });
+    },
+  };
+}
+
+/** The IdP's answer, every value of its template chosen here (so a test can make any of them wrong). */
+async function samlResponse(
+  requestId: string,
+  email: string,
+  overrides: Record<string, string> = {},
+  from: Idp = idp,
+): Promise<string> {
+  const now = Date.now();
+  const values = {
+    ID: `_${randomUUID()}`,
+    AssertionID: `_${randomUUID()}`,
+    Destination: acs(),
+    Audience: spEntityId(),
+    SubjectRecipient: acs(),
+    Issuer: IDP_ENTITY_ID,
+    IssueInstant: new Date(now).toISOString(),
+    StatusCode: 'urn:oasis:names:tc:SAML:2.0:status:Success',
+    ConditionsNotBefore: new Date(now - 60_000).toISOString(),
+    ConditionsNotOnOrAfter: new Date(now + 300_000).toISOString(),
+    SubjectConfirmationDataNotOnOrAfter: new Date(now + 300_000).toISOString(),
+    NameIDFormat: EMAIL_FORMAT,
+    NameID: email,
+    InResponseTo: requestId,
+    AuthnStatement: '',
+    AttributeStatement: '',
+    ...overrides,
+  };
+  const { context } = await from.createLoginResponse(
+    sp,
+    { extract: { request: { id: requestId } } },
+    'post',
+    { email },
+    (template: string) => ({ id: values.ID, context: samlify.SamlLib.replaceTagsByValue(template, values) }),
+  );
+  return context;
+}
+
+const postToAcs = (started: Started, SAMLResponse: string) => started.person.post(acs(), { SAMLResponse });
+const initech = (label: string) => uniqueEmail(label).replace('@example.test', '@initech.example');
+
+describe('SAML sign-in through the ACS', () => {
+  test('a first sign-in creates and provisions the user, links the login and returns to the application', async () => {
+    const email = initech('peter');
+    const started = await toTheIdp(email);
+    const tokens = await started.finish(await postToAcs(started, await samlResponse(started.requestId, email)));
+    const userId = await findUserIdByEmail(h.context.db, email);
+    expect(tokens.claims()).toMatchObject({ sub: userId, email, amr: ['external'] });
+    expect(h.apps.crm.state.confirmedUserIds()).toContain(userId);
+    const login = await h.context.db
+      .selectFrom('user_logins')
+      .selectAll()
+      .where('login_provider', '=', 'initech')
+      .where('provider_key', '=', email)
+      .executeTakeFirst();
+    expect(login).toMatchObject({ user_id: userId });
+
+    // The same person again: known, nothing tried.
+    const tries = h.apps.crm.state.calls.filter((c) => c.path === '/try').length;
+    const again = await toTheIdp(email);
+    await again.finish(await postToAcs(again, await samlResponse(again.requestId, email)));
+    expect(h.apps.crm.state.calls.filter((c) => c.path === '/try')).toHaveLength(tries);
+  });
+
+  test("an app's refusal answers 400 with its reason, and the user is gone", async () => {
+    h.apps.crm.state.behaviour = { rejectWith: 'Initech has no seats left' };
+    const email = initech('milton');
+    const started = await toTheIdp(email);
+    const answer = await postToAcs(started, await samlResponse(started.requestId, email));
+    expect((answer as Visit).status).toBe(400);
+    expect(textOf(answer)).toContain('Initech has no seats left');
+    expect(await findUserIdByEmail(h.context.db, email)).toBeUndefined();
+  });
+
+  const refusals: Array<[string, (requestId: string, email: string) => Promise<string>, RegExp]> = [
+    ['signed with another key', (id, email) => samlResponse(id, email, {}, impostor), /Invalid signature/],
+    [
+      'for another audience',
+      (id, email) => samlResponse(id, email, { Audience: 'https://elsewhere.example/sp' }),
+      /audience/i,
+    ],
+    [
+      'from another issuer',
+      (id, email) => samlResponse(id, email, { Issuer: 'https://evil.example/idp' }),
+      /issued by https:\/\/evil.example\/idp/,
+    ],
+    [
+      'for another recipient',
+      (id, email) => samlResponse(id, email, { SubjectRecipient: 'https://elsewhere.example/acs' }),
+      /recipient is https:\/\/elsewhere.example\/acs/,
+    ],
+    [
+      'to another destination',
+      (id, email) => samlResponse(id, email, { Destination: 'https://elsewhere.example/acs' }),
+      /addressed to https:\/\/elsewhere.example\/acs/,
+    ],
+    [
+      'whose conditions have expired',
+      (id, email) => samlResponse(id, email, { ConditionsNotOnOrAfter: new Date(Date.now() - 600_000).toISOString() }),
+      /expired/i,
+    ],
+    [
+      'whose subject confirmation has expired',
+      (id, email) =>
+        samlResponse(id, email, { SubjectConfirmationDataNotOnOrAfter: new Date(Date.now() - 600_000).toISOString() }),
+      /No valid subject confirmation/,
+    ],
+    ['answering another request', (_id, email) => samlResponse(`_${randomUUID()}`, email), /InResponseTo/],
+    ['unsolicited', (_id, email) => samlResponse('', email), /unsolicited/],
+    [
+      'with an unsigned assertion beside the signed one (signature wrapping)',
+      async (id, email) => {
+        const xml = Buffer.from(await samlResponse(id, email), 'base64').toString('utf8');
+        const signed = /<saml:Assertion[\s\S]*<\/saml:Assertion>/.exec(xml)![0];
+        const forged = signed
+          .replace(/<ds:Signature[\s\S]*<\/ds:Signature>/, '')
+          .replace(/ID="[^"]+"/, `ID="_${randomUUID()}"`)
+          .replace(email, 'admin@initech.example');
+        return Buffer.from(xml.replace(signed, forged + signed)).toString('base64');
+      },
+      /multiple assertions/,
+    ],
+  ];
+
+  test.each(refusals)(
+    'a response %s is refused with a page naming the check, and nothing is created',
+    async (_what, make, reason) => {
+      const email = initech('lumbergh');
+      const started = await toTheIdp(email);
+      const answer = await postToAcs(started, await make(started.requestId, email));
+      expect((answer as Visit).status).toBe(400);
+      expect(textOf(answer)).toMatch(reason);
+      expect(await findUserIdByEmail(h.context.db, email)).toBeUndefined();
+      expect(await findUserIdByEmail(h.context.db, 'admin@initech.example')).toBeUndefined();
+    },
+  );
+
+  test('a replayed assertion is refused, even answering a new request', async () => {
+    const email = initech('samir');
+    const first = await toTheIdp(email);
+    const assertionId = `_${randomUUID()}`;
+    await first.finish(
+      await postToAcs(first, await samlResponse(first.requestId, email, { AssertionID: assertionId })),
+    );
+    // The same response again: its request was answered.
+    const again = await postToAcs(first, await samlResponse(first.requestId, email, { AssertionID: assertionId }));
+    expect((again as Visit).status).toBe(400);
+    // The same assertion id answering a new request.
+    const second = await toTheIdp(email);
+    const replayed = await postToAcs(second, await samlResponse(second.requestId, email, { AssertionID: assertionId }));
+    expect((replayed as Visit).status).toBe(400);
+    expect(textOf(replayed)).toContain('this assertion was used already (replay)');
+  });
+
+  test('SP metadata names the entity id and the ACS URL', async () => {
+    const response = await fetch(`${h.api.url}/saml/initech/metadata`);
+    expect(response.status).toBe(200);
+    const xml = await response.text();
+    expect(xml).toContain(`entityID="${spEntityId()}"`);
+    expect(xml).toContain(`Location="${acs()}"`);
+    expect((await fetch(`${h.api.url}/saml/nobody/metadata`)).status).toBe(404);
+  });
+});

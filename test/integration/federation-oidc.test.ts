@@ -11,7 +11,8 @@ import {
 } from '../support/upstream-provider';
 
 // Globex's own OpenID provider on 127.0.0.2 (test/support/upstream-provider.ts).
-const h = useHarness({ apps: { crm: {} }, allowedInternalTargets: ['127.0.0.1', '127.0.0.2'] });
+// A database of its own: providers, domains and clients are named the same in other test files.
+const h = useHarness({ apps: { crm: {} }, allowedInternalTargets: ['127.0.0.1', '127.0.0.2'], ownDatabase: true });
 const PORTAL_CALLBACK = 'https://portal.example.com/cb';
 const UPSTREAM_SECRET = UPSTREAM_CLIENT.secret;
 let upstream: UpstreamProvider;

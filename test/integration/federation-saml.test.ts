@@ -10,7 +10,8 @@ import { browser, textOf, type Browser, type Visit } from '../support/sign-in-fl
 // Initech's SAML identity provider: samlify with a key and certificate made at test time. It is not a server: the
 // test stops the browser at the IdP's SSO URL, reads the AuthnRequest, and posts the IdP's answer to the ACS as the
 // IdP's auto-submitting form would.
-const h = useHarness({ apps: { crm: {} } });
+// A database of its own: providers, domains and clients are named the same in other test files.
+const h = useHarness({ apps: { crm: {} }, ownDatabase: true });
 const PORTAL_CALLBACK = 'https://portal.example.com/cb';
 const IDP_ENTITY_ID = 'https://idp.initech.example/saml';
 const IDP_SSO_URL = 'https://idp.initech.example/sso';

@@ -35,7 +35,7 @@ export interface HarnessOptions {
   appProvider?: ServiceContextOptions['appProvider'];
   /** Also run a migration worker (its own task queue) against this source, writing into a database of its own. */
   migrationSource?: string;
-  /** A database of its own, for a test that counts something every test file adds to (sign-in attempts). */
+  /** A database of its own, for a test that counts what every test file adds to, or names things as others do. */
   ownDatabase?: boolean;
 }
 

@@ -1,4 +1,7 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import * as oidc from 'openid-client';
+import { closeServer, listen, listeningUrl } from '../../composition/listen';
 import { unprotectText } from '../../security/data-protection';
 import { findUserIdByEmail } from '../../store/users';
 import { uniqueEmail, useHarness } from '../support/harness';
@@ -245,5 +248,57 @@ describe('the OIDC providers admin API', () => {
       await h.context.db.selectFrom('sso_domains').select('domain').where('provider_id', '=', 'initech').execute(),
     ).toEqual([]);
     expect((await h.request('GET', '/api/v1/sso/oidc-providers')).status).toBe(401);
+  });
+});
+
+describe('the addresses an upstream provider names', () => {
+  test('a discovery document naming an endpoint outside the allow-list is refused before any connection to it', async () => {
+    // A provider on an allowed address whose discovery document sends the token request to 127.0.0.3 (loopback, but
+    // not allowed): the code exchange must be refused by the guarded fetch, not sent.
+    const rogue = createServer((req, res) => {
+      const here = `http://127.0.0.2:${(rogue.address() as AddressInfo).port}`;
+      const url = new URL(req.url!, here);
+      if (url.pathname === '/.well-known/openid-configuration')
+        return res.writeHead(200, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            issuer: here,
+            authorization_endpoint: `${here}/auth`,
+            token_endpoint: 'http://127.0.0.3:9/token',
+            jwks_uri: `${here}/jwks`,
+            response_types_supported: ['code'],
+            subject_types_supported: ['public'],
+            id_token_signing_alg_values_supported: ['RS256'],
+          }),
+        );
+      if (url.pathname === '/auth') {
+        const back = new URL(url.searchParams.get('redirect_uri')!);
+        back.searchParams.set('code', 'a-code');
+        back.searchParams.set('state', url.searchParams.get('state')!);
+        return res.writeHead(302, { location: back.href }).end();
+      }
+      res.writeHead(404).end();
+    });
+    await listen(rogue, 0, '127.0.0.2', 'rogue provider', 'port');
+    try {
+      const created = await h.admin('POST', '/api/v1/sso/oidc-providers', {
+        id: 'rogue',
+        name: 'Rogue',
+        authority: listeningUrl(rogue, '127.0.0.2'),
+        clientId: 'identity-service',
+        clientSecret: 'rogue-secret',
+        domains: ['rogue.example'],
+      });
+      expect(created.status).toBe(201);
+      const { end } = await signInThroughGlobex(
+        'victim@rogue.example',
+        { sub: 'x', email: 'victim@rogue.example' },
+        'https://never.example/',
+      );
+      expect((end as Visit).status).toBe(400);
+      expect(textOf(end)).toMatch(/failed a check: .*127\.0\.0\.3/);
+      expect(await findUserIdByEmail(h.context.db, 'victim@rogue.example')).toBeUndefined();
+    } finally {
+      await closeServer(rogue);
+    }
   });
 });

@@ -13,6 +13,7 @@ import { hashPassword, verifyPassword } from '../security/password-hashing';
 import type { Db } from '../store/database';
 import { findSignInUser } from '../store/sign-in';
 import { browser } from '../test/support/sign-in-flow';
+import { grantAndFinish } from '../test/support/upstream-provider';
 import { BENCH_ADMIN_URL, numberArg, runBenchmark, runLoad } from './stats';
 
 /**
@@ -87,14 +88,11 @@ async function startBareProvider(db: Db) {
     const details = await provider.interactionDetails(req, res);
     if (details.prompt.name === 'login')
       return res.type('html').send(emailPage(`/interaction/${details.uid}/email`, CLIENT.id));
-    const grant = new provider.Grant({ accountId: details.session!.accountId, clientId: CLIENT.id });
-    grant.addOIDCScope('openid profile');
-    await provider.interactionFinished(
-      req,
-      res,
-      { consent: { grantId: await grant.save() } },
-      { mergeWithLastSubmission: true },
-    );
+    await grantAndFinish(provider, req, res, {
+      accountId: details.session!.accountId,
+      clientId: CLIENT.id,
+      scope: 'openid profile',
+    });
   });
   const fields = (req: express.Request) => req.body as Record<string, string | undefined>;
   app.post('/interaction/:uid/email', form, async (req, res) => {

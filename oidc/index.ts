@@ -1,14 +1,12 @@
 import { Router } from 'express';
-import type { WorkflowRunner } from '../client/workflow-runner';
 import type { AppConfig } from '../config/schema';
-import type { KeyRing } from '../security/data-protection';
 import { putClient } from '../store/clients';
 import type { Db } from '../store/database';
 import { loadSigningKeys, sealStoredSigningKeys } from '../store/signing-keys';
 import { loadScopeClaims } from './claims';
 import { clientRow, configuredSecrets } from './clients';
 import { cookieKeys } from './cookie-keys';
-import { createFederation, isFederationPath, type Federation } from '../federation';
+import { createFederation, isFederationPath, type Federation, type FederationDependencies } from '../federation';
 import { parseAllowList } from '../security/callback-address';
 import { accountRouter } from './account';
 import { interactionRouter } from './interactions';
@@ -16,15 +14,8 @@ import { createOidcProvider, isProviderPath, withOfflineConsent } from './provid
 import { providerSettingsVersion } from '../store/sign-in';
 import { storedApiResources } from './resources';
 
-export interface SignInDependencies {
-  config: AppConfig;
-  db: Db;
-  ring: KeyRing;
-  run: WorkflowRunner;
-  /** Api:PublicUrl: the issuer. */
-  issuer: string;
-  log?: (line: string) => void;
-}
+/** Federation's dependencies (the issuer is Api:PublicUrl), with the configuration in place of the allow-list. */
+export type SignInDependencies = Omit<FederationDependencies, 'allow'> & { config: AppConfig };
 
 /** Configured clients are written to the store at start; they win over migrated clients of the same id. */
 async function applyConfiguredClients(db: Db, config: AppConfig): Promise<void> {

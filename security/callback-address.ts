@@ -111,6 +111,9 @@ export function assertCallableUrl(value: string, allow: AllowList): URL {
   return new URL(value);
 }
 
+/** got options of every request to a configured address: one attempt, no redirect followed, any status answered. */
+export const ONE_ATTEMPT = { retry: { limit: 0 }, followRedirect: false, throwHttpErrors: false };
+
 export interface GuardedAgents {
   /** Agents for got's `agent` option; names on the allow-list skip the at-connect check. */
   forUrl(url: URL): { http: http.Agent; https: https.Agent };

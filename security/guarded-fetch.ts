@@ -1,5 +1,5 @@
 import got from 'got';
-import { assertCallableUrl, createGuardedAgents, type AllowList } from './callback-address';
+import { assertCallableUrl, createGuardedAgents, ONE_ATTEMPT, type AllowList } from './callback-address';
 
 /** What openid-client hands its fetch: the Fetch API's options, as far as it uses them. */
 export interface FetchOptions {
@@ -29,9 +29,7 @@ export function createGuardedFetch(allow: AllowList, timeoutMs = 10_000): Guarde
       agent: agents.forUrl(target),
       signal: options.signal ?? undefined,
       timeout: { request: timeoutMs },
-      retry: { limit: 0 },
-      followRedirect: false,
-      throwHttpErrors: false,
+      ...ONE_ATTEMPT,
       responseType: 'buffer',
     });
     const headers = new Headers();

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import {
   assertCallableUrl,
   createGuardedAgents,
+  ONE_ATTEMPT,
   RefusedAddressError,
   type AllowList,
 } from '../../security/callback-address';
@@ -99,9 +100,7 @@ export function createTccClient(allow: AllowList, options: TccClientOptions = {}
         agent: agents.forUrl(url),
         dnsLookup: options.dnsLookup,
         timeout: { request: timeoutMs },
-        retry: { limit: 0 },
-        followRedirect: false,
-        throwHttpErrors: false,
+        ...ONE_ATTEMPT,
         responseType: 'text',
       });
     } catch (error) {

@@ -5,6 +5,7 @@ import { closeServer, listen, listeningUrl } from '../../composition/listen';
 import { unprotectText } from '../../security/data-protection';
 import { findUserIdByEmail } from '../../store/users';
 import { uniqueEmail, useHarness } from '../support/harness';
+import { PORTAL_CALLBACK, registerPortal, relyingParty } from '../support/relying-party';
 import { browser, textOf, type Visit } from '../support/sign-in-flow';
 import {
   startUpstreamProvider,
@@ -16,7 +17,6 @@ import {
 // Globex's own OpenID provider on 127.0.0.2 (test/support/upstream-provider.ts).
 // A database of its own: providers, domains and clients are named the same in other test files.
 const h = useHarness({ apps: { crm: {} }, allowedInternalTargets: ['127.0.0.1', '127.0.0.2'], ownDatabase: true });
-const PORTAL_CALLBACK = 'https://portal.example.com/cb';
 const UPSTREAM_SECRET = UPSTREAM_CLIENT.secret;
 let upstream: UpstreamProvider;
 
@@ -33,30 +33,17 @@ beforeAll(async () => {
     loginProviderNames: ['GlobexScheme'],
   });
   expect(created.status).toBe(201);
-  const portal = await h.admin('PUT', '/api/v1/clients/portal', {
-    ClientName: 'Portal',
-    RequireClientSecret: false,
-    AllowedGrantTypes: ['authorization_code'],
-    RedirectUris: [PORTAL_CALLBACK],
-    AllowedScopes: ['openid', 'profile', 'email'],
-  });
-  expect(portal.status).toBe(201);
+  await registerPortal(h);
 }, 60_000);
 
 afterAll(async () => {
   await upstream?.close();
 });
 
-async function portal() {
-  return oidc.discovery(new URL(h.api.publicUrl), 'portal', undefined, oidc.None(), {
-    execute: [oidc.allowInsecureRequests],
-  });
-}
-
 /** A person signs in to the portal with an e-mail of the Globex domain, and Globex says who they are. */
 async function signInThroughGlobex(typed: string, account: UpstreamAccount, stopAt = PORTAL_CALLBACK) {
   upstream.next = account;
-  const rp = await portal();
+  const rp = await relyingParty(h, 'portal');
   const verifier = oidc.randomPKCECodeVerifier();
   const person = browser(stopAt);
   await person.open(

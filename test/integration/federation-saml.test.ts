@@ -5,6 +5,7 @@ import * as samlify from 'samlify';
 import { generate } from 'selfsigned';
 import { findUserIdByEmail } from '../../store/users';
 import { uniqueEmail, useHarness } from '../support/harness';
+import { PORTAL_CALLBACK, registerPortal, relyingParty } from '../support/relying-party';
 import { browser, textOf, type Browser, type Visit } from '../support/sign-in-flow';
 
 // Initech's SAML identity provider: samlify with a key and certificate made at test time. It is not a server: the
@@ -12,7 +13,6 @@ import { browser, textOf, type Browser, type Visit } from '../support/sign-in-fl
 // IdP's auto-submitting form would.
 // A database of its own: providers, domains and clients are named the same in other test files.
 const h = useHarness({ apps: { crm: {} }, ownDatabase: true });
-const PORTAL_CALLBACK = 'https://portal.example.com/cb';
 const IDP_ENTITY_ID = 'https://idp.initech.example/saml';
 const IDP_SSO_URL = 'https://idp.initech.example/sso';
 const EMAIL_FORMAT = 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress';
@@ -63,13 +63,7 @@ beforeAll(async () => {
     domains: ['initech.example'],
   });
   expect(created.status).toBe(201);
-  const portal = await h.admin('PUT', '/api/v1/clients/portal', {
-    RequireClientSecret: false,
-    AllowedGrantTypes: ['authorization_code'],
-    RedirectUris: [PORTAL_CALLBACK],
-    AllowedScopes: ['openid', 'profile', 'email'],
-  });
-  expect(portal.status).toBe(201);
+  await registerPortal(h);
 }, 60_000);
 
 interface Started {
@@ -80,9 +74,7 @@ interface Started {
 
 /** Up to the IdP: the portal's authorization request, the e-mail, and the AuthnRequest the browser is sent with. */
 async function toTheIdp(email: string): Promise<Started> {
-  const rp = await oidc.discovery(new URL(h.api.publicUrl), 'portal', undefined, oidc.None(), {
-    execute: [oidc.allowInsecureRequests],
-  });
+  const rp = await relyingParty(h, 'portal');
   const verifier = oidc.randomPKCECodeVerifier();
   const person = browser(IDP_SSO_URL);
   await person.open(

@@ -8,6 +8,7 @@ import { listen, listeningUrl, closeServer } from '../../composition/listen';
 import { base32Decode } from '../../security/base32';
 import { findUserIdByEmail } from '../../store/users';
 import { uniqueEmail, useHarness } from '../support/harness';
+import { relyingParty } from '../support/relying-party';
 import { startUpstreamProvider, UPSTREAM_CLIENT, type UpstreamProvider } from '../support/upstream-provider';
 
 // A person on a phone: Chromium at 390×844 through the sign-in pages, authenticator enrolment, and a sign-in with the
@@ -90,9 +91,7 @@ test('sign-in, authenticator enrolment and a two-step sign-in in a real browser 
   expect((await h.request('POST', '/api/auth/register', { email, password: PASSWORD, firstName: 'Pat' })).status).toBe(
     201,
   );
-  const rp = await oidc.discovery(new URL(h.api.publicUrl), 'phone-app', undefined, oidc.None(), {
-    execute: [oidc.allowInsecureRequests],
-  });
+  const rp = await relyingParty(h, 'phone-app');
 
   const page = await phone();
   const verifier = await authorize(page, rp);
@@ -161,9 +160,7 @@ test("home-realm discovery: an e-mail of a company's domain signs in at the comp
   expect(created.status).toBe(201);
   const email = uniqueEmail('sam').replace('@example.test', '@globex.example');
   upstream.next = { sub: 'globex-sam', email, given_name: 'Sam', family_name: 'Vimes' };
-  const rp = await oidc.discovery(new URL(h.api.publicUrl), 'phone-app', undefined, oidc.None(), {
-    execute: [oidc.allowInsecureRequests],
-  });
+  const rp = await relyingParty(h, 'phone-app');
 
   const page = await phone();
   const verifier = await authorize(page, rp);

@@ -11,6 +11,7 @@ import { FIXTURE_PASSWORD } from '../fixtures/source/generate';
 import { freePort } from '../../dev/ports';
 import { startApi } from '../../api/server';
 import { useHarness } from '../support/harness';
+import { relyingParty as relyingPartyOf } from '../support/relying-party';
 import { useGeneratedSource } from '../support/scratch-store';
 import { browser, textOf, type Browser, type Visit } from '../support/sign-in-flow';
 
@@ -56,15 +57,7 @@ beforeAll(async () => {
   await migrate({ version: 'sign-in-1', migrateClients: true });
 }, 120_000);
 
-async function relyingParty(clientId: string, secret?: string): Promise<oidc.Configuration> {
-  return oidc.discovery(
-    new URL(h.api.publicUrl),
-    clientId,
-    secret,
-    secret === undefined ? oidc.None() : oidc.ClientSecretPost(secret),
-    { execute: [oidc.allowInsecureRequests] },
-  );
-}
+const relyingParty = (clientId: string, secret?: string) => relyingPartyOf(h, clientId, secret);
 
 interface Started {
   page: Browser;
@@ -735,9 +728,7 @@ describe('provider state lives in PostgreSQL', () => {
     const publicUrl = `http://127.0.0.1:${port}`;
     const config = { ...h.config, Api: { ...h.config.Api, Port: port, PublicUrl: publicUrl } };
     let api = await startApi(config, h.context, h.env.client);
-    const rp = await oidc.discovery(new URL(publicUrl), 'web', 'web-secret', oidc.ClientSecretPost('web-secret'), {
-      execute: [oidc.allowInsecureRequests],
-    });
+    const rp = await relyingPartyOf(h, 'web', 'web-secret', publicUrl);
     const verifier = oidc.randomPKCECodeVerifier();
     const person = browser(WEB_CALLBACK);
     const authorize = async () =>

@@ -1,4 +1,4 @@
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import express from 'express';
 import Provider from 'oidc-provider';
 import { closeServer, listen, listeningUrl } from '../../composition/listen';
@@ -16,6 +16,23 @@ export interface UpstreamProvider {
   /** Who signs in at the next login page. */
   next?: UpstreamAccount;
   close(): Promise<void>;
+}
+
+/** The consent step of a test provider without a page: what the client asked for is granted. */
+export async function grantAndFinish(
+  provider: Provider,
+  req: IncomingMessage,
+  res: ServerResponse,
+  grant: { accountId: string; clientId: string; scope: string },
+): Promise<void> {
+  const granted = new provider.Grant({ accountId: grant.accountId, clientId: grant.clientId });
+  granted.addOIDCScope(grant.scope);
+  await provider.interactionFinished(
+    req,
+    res,
+    { consent: { grantId: await granted.save() } },
+    { mergeWithLastSubmission: true },
+  );
 }
 
 export const UPSTREAM_CLIENT = { id: 'identity-service', secret: 'upstream-client-secret' };

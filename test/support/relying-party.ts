@@ -1,0 +1,35 @@
+import * as oidc from 'openid-client';
+import type { Harness } from './harness';
+
+/**
+ * An application of the service, as openid-client sees it from the service's discovery document (at `issuer`, the
+ * harness's public URL unless given): a public client without a secret, or a confidential one posting its secret.
+ */
+export function relyingParty(
+  h: Pick<Harness, 'api'>,
+  clientId: string,
+  secret?: string,
+  issuer = h.api.publicUrl,
+): Promise<oidc.Configuration> {
+  return oidc.discovery(
+    new URL(issuer),
+    clientId,
+    secret,
+    secret === undefined ? oidc.None() : oidc.ClientSecretPost(secret),
+    { execute: [oidc.allowInsecureRequests] },
+  );
+}
+
+export const PORTAL_CALLBACK = 'https://portal.example.com/cb';
+
+/** The public client `portal` the federation tests sign in to. */
+export async function registerPortal(h: Pick<Harness, 'admin'>): Promise<void> {
+  const portal = await h.admin('PUT', '/api/v1/clients/portal', {
+    ClientName: 'Portal',
+    RequireClientSecret: false,
+    AllowedGrantTypes: ['authorization_code'],
+    RedirectUris: [PORTAL_CALLBACK],
+    AllowedScopes: ['openid', 'profile', 'email'],
+  });
+  if (portal.status !== 201) throw new Error(`registering the portal client answered ${portal.status}`);
+}

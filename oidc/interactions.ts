@@ -5,7 +5,7 @@ import { outcomeProblem } from '../api/provisioning-outcome';
 import { AttemptInProgressError, type WorkflowRunner } from '../client/workflow-runner';
 import type { AppConfig } from '../config/schema';
 import type { KeyRing } from '../security/data-protection';
-import { findClient } from '../store/clients';
+import { findClient, type ClientRow } from '../store/clients';
 import type { Db } from '../store/database';
 import { listProvisionedApps } from '../store/provisions';
 import { countSignInAttempt } from '../store/sign-in';
@@ -87,15 +87,19 @@ export function interactionRouter(deps: InteractionDependencies): Router {
           ...Object.values((details.prompt.details.missingResourceScopes as Record<string, string[]>) ?? {}).flat(),
         ]),
       );
-    await grantConsent(req, res);
+    await grantConsent(req, res, details, client);
   });
 
   router.post('/interaction/:uid/email', form, async (req, res) => {
     const details = await provider.interactionDetails(req, res);
     const parsed = emailForm.safeParse(req.body);
-    const clientName = await clientNameOf(String(details.params.client_id));
+    const clientName = () => clientNameOf(String(details.params.client_id));
     if (!parsed.success)
-      return html(res, 400, emailPage(action(details.uid, 'email'), clientName, 'Enter a valid e-mail address.'));
+      return html(
+        res,
+        400,
+        emailPage(action(details.uid, 'email'), await clientName(), 'Enter a valid e-mail address.'),
+      );
     let upstream: string | undefined;
     try {
       upstream = await deps.federation.startFor(parsed.data.email, details.uid);
@@ -107,7 +111,7 @@ export function interactionRouter(deps: InteractionDependencies): Router {
         502,
         emailPage(
           action(details.uid, 'email'),
-          clientName,
+          await clientName(),
           "Your organization's sign-in cannot be reached right now; try again later.",
           parsed.data.email,
         ),
@@ -185,7 +189,10 @@ export function interactionRouter(deps: InteractionDependencies): Router {
     );
   });
 
-  router.post('/interaction/:uid/consent', form, grantConsent);
+  router.post('/interaction/:uid/consent', form, async (req, res) => {
+    const details = await provider.interactionDetails(req, res);
+    await grantConsent(req, res, details, await findClient(db, String(details.params.client_id)));
+  });
 
   router.post('/interaction/:uid/abort', form, async (req, res) => {
     await provider.interactionFinished(
@@ -201,12 +208,16 @@ export function interactionRouter(deps: InteractionDependencies): Router {
    * yet have confirmed it (spec trigger `GET /connect/authorize`). A refusal or failure goes back to the client as
    * `access_denied` with the reason; the next authorization provisions only the apps still missing.
    */
-  async function grantConsent(req: Request, res: Response): Promise<void> {
-    const details = await provider.interactionDetails(req, res);
+  async function grantConsent(
+    req: Request,
+    res: Response,
+    details: Awaited<ReturnType<Provider['interactionDetails']>>,
+    client: ClientRow | undefined,
+  ): Promise<void> {
     const accountId = details.session?.accountId;
     const clientId = String(details.params.client_id);
     if (!accountId) return void res.redirect(303, `/interaction/${encodeURIComponent(details.uid)}`);
-    const refusal = await provisionAtAuthorization(accountId, clientId);
+    const refusal = await provisionAtAuthorization(accountId, client);
     if (refusal)
       return provider.interactionFinished(
         req,
@@ -227,8 +238,7 @@ export function interactionRouter(deps: InteractionDependencies): Router {
   }
 
   /** Undefined when the user holds every app of the client (or now does), else why not. */
-  async function provisionAtAuthorization(userId: string, clientId: string): Promise<string | undefined> {
-    const client = await findClient(db, clientId);
+  async function provisionAtAuthorization(userId: string, client: ClientRow | undefined): Promise<string | undefined> {
     const wanted = client?.provisioning_apps ?? [];
     if (wanted.length === 0) return undefined;
     const held = new Set(await listProvisionedApps(db, userId));

@@ -175,7 +175,9 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
       client.grantTypeAllowed('refresh_token') && code.scopes.has('offline_access'),
     // IdentityServer's RefreshTokenUsage: OneTimeOnly (1, its default) rotates at every use, ReUse (0) keeps it.
     rotateRefreshToken: (ctx) => settingsOfClient(ctx.oidc.client).RefreshTokenUsage !== 0,
-    extraTokenClaims: (_ctx, token) => tokenClaimsOf(db, token, scopes),
+    // Only a JWT access token (one for an API) shows its claims; an opaque one for userinfo needs none.
+    extraTokenClaims: (_ctx, token) =>
+      'resourceServer' in token && token.resourceServer ? tokenClaimsOf(db, token, scopes) : undefined,
     clientBasedCORS: (_ctx, origin, client) =>
       ((client.metadata()['urn:identity-service:cors-origins'] as string[] | undefined) ?? []).includes(origin),
     renderError: (ctx, out) => {

@@ -13,23 +13,33 @@ export function findSignInUser(db: Db, email: string) {
 
 export type SignInUser = NonNullable<Awaited<ReturnType<typeof findSignInUser>>>;
 
-/** The user as the provider's claims see it: profile, organization, custom attributes and role names. */
-export async function findClaimsUser(db: Db, userId: string) {
-  const user = await db
+/** The user as the provider's claims see it: profile, organization, custom attributes and role names (one query). */
+export function findClaimsUser(db: Db, userId: string) {
+  return db
     .selectFrom('users')
-    .select(['id', 'email', 'email_confirmed', 'first_name', 'last_name', 'organization_id', 'custom_attributes'])
+    .select([
+      'id',
+      'email',
+      'email_confirmed',
+      'first_name',
+      'last_name',
+      'organization_id',
+      'custom_attributes',
+      (eb) =>
+        eb.fn
+          .coalesce(
+            eb
+              .selectFrom('user_roles')
+              .innerJoin('roles', 'roles.id', 'user_roles.role_id')
+              .select(sql<string[]>`array_agg(roles.name order by roles.name)`.as('names'))
+              .whereRef('user_roles.user_id', '=', 'users.id'),
+            sql<string[]>`'{}'::text[]`,
+          )
+          .as('roles'),
+    ])
     .where('id', '=', userId)
     .where('active', '=', true)
     .executeTakeFirst();
-  if (!user) return undefined;
-  const roles = await db
-    .selectFrom('user_roles')
-    .innerJoin('roles', 'roles.id', 'user_roles.role_id')
-    .select('roles.name')
-    .where('user_roles.user_id', '=', userId)
-    .orderBy('roles.name')
-    .execute();
-  return { ...user, roles: roles.map((r) => r.name) };
 }
 
 export type ClaimsUser = NonNullable<Awaited<ReturnType<typeof findClaimsUser>>>;
@@ -53,7 +63,12 @@ export async function recordSignInFailure(db: Db, userId: string, maxFailures: n
 
 /** A successful sign-in clears the failure count (ASP.NET Identity's ResetAccessFailedCountAsync). */
 export async function resetSignInFailures(db: Db, userId: string): Promise<void> {
-  await db.updateTable('users').set({ access_failed_count: 0 }).where('id', '=', userId).execute();
+  await db
+    .updateTable('users')
+    .set({ access_failed_count: 0 })
+    .where('id', '=', userId)
+    .where('access_failed_count', '>', 0)
+    .execute();
 }
 
 /** Replaces a migrated hash by the native one after the user signed in with it (spec: "upgraded on the next login"). */
@@ -66,16 +81,16 @@ export async function upgradePasswordHash(db: Db, userId: string, oldHash: strin
     .execute();
 }
 
-/** Records a sign-in attempt of a client address and says how many it made in the window, this one included. */
+/**
+ * Records a sign-in attempt of a client address and says how many it made in the window, this one included: one
+ * statement (the count reads the snapshot from before the insert, so it adds one).
+ */
 export async function countSignInAttempt(db: Db, address: string, windowSeconds: number): Promise<number> {
-  await db.insertInto('sign_in_attempts').values({ address }).execute();
-  const { n } = await db
-    .selectFrom('sign_in_attempts')
-    .select((eb) => eb.fn.countAll<string>().as('n'))
-    .where('address', '=', address)
-    .where('at', '>', sql<Date>`now() - make_interval(secs => ${windowSeconds})`)
-    .executeTakeFirstOrThrow();
-  return Number(n);
+  const { rows } = await sql<{ n: string }>`
+    with recorded as (insert into sign_in_attempts (address) values (${address}))
+    select count(*) + 1 as n from sign_in_attempts
+    where address = ${address} and at > now() - make_interval(secs => ${windowSeconds})`.execute(db);
+  return Number(rows[0].n);
 }
 
 export async function purgeSignInAttempts(db: Db, olderThanSeconds: number): Promise<void> {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import express, { Router, type Response } from 'express';
 import type { WorkflowRunner } from '../client/workflow-runner';
 import { createPostgresAdapter } from '../oidc/adapter';
-import { renderErrorPage } from '../oidc/pages';
+import { accountReadyPage, renderErrorPage } from '../oidc/pages';
 import type { AllowList } from '../security/callback-address';
 import type { KeyRing } from '../security/data-protection';
 import { createGuardedFetch } from '../security/guarded-fetch';
@@ -61,10 +61,14 @@ export async function createFederation(deps: FederationDependencies) {
 
   const refuse = (res: Response, message: string) => res.status(400).type('html').send(renderErrorPage(message));
 
-  /** Who signed in upstream becomes a user here; a ticket takes them back to their sign-in interaction. */
-  async function finish(res: Response, completed: { interactionUid: string; identity: FederatedIdentity }) {
+  /**
+   * Who signed in upstream becomes a user here; a ticket takes them back to their sign-in interaction. An IdP-initiated
+   * sign-in has none: the account is ready (created, provisioned, linked), and the page says how to go on.
+   */
+  async function finish(res: Response, completed: { interactionUid?: string; identity: FederatedIdentity }) {
     const outcome = await federatedUser(deps, completed.identity);
     if (outcome.status === 'refused') return refuse(res, outcome.reason);
+    if (!completed.interactionUid) return res.type('html').send(accountReadyPage(completed.identity.providerName));
     const ticket = randomBytes(24).toString('base64url');
     await tickets.upsert(ticket, { interactionUid: completed.interactionUid, userId: outcome.userId }, TICKET_SECONDS);
     res.redirect(303, `/interaction/${encodeURIComponent(completed.interactionUid)}/federated?ticket=${ticket}`);

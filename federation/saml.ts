@@ -135,11 +135,14 @@ export function createSamlSignIn(deps: SamlDependencies) {
       return samlFor(row, cacheFor(row, interactionUid)).getAuthorizeUrlAsync('', undefined, {});
     },
 
-    /** The assertion consumer service: who signed in, and which sign-in interaction to resume. */
+    /**
+     * The assertion consumer service: who signed in, and which sign-in interaction to resume (none for an IdP-initiated
+     * sign-in, which only a provider with allowIdpInitiated takes).
+     */
     async consume(
       providerId: string,
       samlResponse: string,
-    ): Promise<{ interactionUid: string; identity: FederatedIdentity }> {
+    ): Promise<{ interactionUid?: string; identity: FederatedIdentity }> {
       const row = await findSamlProvider(db, providerId);
       if (!row?.enabled) throw new FederationCheckError(`SAML provider ${providerId} is not enabled`);
       const inResponseTo = /InResponseTo="([^"]{1,200})"/.exec(
@@ -158,14 +161,13 @@ export function createSamlSignIn(deps: SamlDependencies) {
       }
       if (!profile) throw new FederationCheckError('the response carries no assertion');
       await checkBeyondLibrary(row, profile);
-      if (!pending) throw new FederationCheckError('an IdP-initiated sign-in has no application to return to');
       // Each request is answered once.
-      await deps.requests.destroy(inResponseTo!);
+      if (inResponseTo) await deps.requests.destroy(inResponseTo);
       const email =
         attribute(profile, ATTRIBUTE_NAMES.email) ??
         (/emailAddress$/.test(profile.nameIDFormat) ? profile.nameID : undefined);
       return {
-        interactionUid: pending.interactionUid,
+        interactionUid: pending?.interactionUid,
         identity: {
           kind: 'saml',
           providerId: row.id,

@@ -143,3 +143,12 @@ ${form}
 export function signedOutPage(): string {
   return page('Signed out', '<p>You are signed out. You can close this window.</p>');
 }
+
+/** After an IdP-initiated sign-in, which has no application to return to. */
+export function accountReadyPage(providerName: string): string {
+  return page(
+    'Your account is ready',
+    `<p>You signed in through ${escapeHtml(providerName)}. Open the application you want to use and sign in with your
+work e-mail address: you will go through ${escapeHtml(providerName)} again, without a password here.</p>`,
+  );
+}

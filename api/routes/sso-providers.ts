@@ -74,7 +74,7 @@ const samlProviderSchema = z
     signingCertificate: certificate,
     allowIdpInitiated: z.boolean().default(false),
     /** The SP entity id the IdP already trusts; default {Api:PublicUrl}/saml/{id}. */
-    spEntityId: z.string().min(1).max(1000).optional(),
+    spEntityId: z.string().min(1).max(1000).nullable().optional(),
   })
   .strict();
 

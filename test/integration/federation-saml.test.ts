@@ -253,6 +253,28 @@ describe('SAML sign-in through the ACS', () => {
     expect(textOf(replayed)).toContain('this assertion was used already (replay)');
   });
 
+  test('with allowIdpInitiated on, an unsolicited response that passes every check creates the account and says how to go on', async () => {
+    const provider = await h.admin('GET', '/api/v1/sso/saml-providers/initech');
+    const put = (allowIdpInitiated: boolean) =>
+      h.admin('PUT', '/api/v1/sso/saml-providers/initech', { ...provider.body, allowIdpInitiated });
+    expect((await put(true)).status).toBe(200);
+    try {
+      const email = initech('bill');
+      const answer = await browser(PORTAL_CALLBACK).post(acs(), { SAMLResponse: await samlResponse('', email) });
+      expect((answer as Visit).status).toBe(200);
+      expect(textOf(answer)).toContain('Your account is ready');
+      const userId = await findUserIdByEmail(h.context.db, email);
+      expect(h.apps.crm.state.confirmedUserIds()).toContain(userId);
+      // Still every other check: another key is refused.
+      const forged = await browser(PORTAL_CALLBACK).post(acs(), {
+        SAMLResponse: await samlResponse('', initech('bob'), {}, impostor),
+      });
+      expect((forged as Visit).status).toBe(400);
+    } finally {
+      expect((await put(false)).status).toBe(200);
+    }
+  });
+
   test('SP metadata names the entity id and the ACS URL', async () => {
     const response = await fetch(`${h.api.url}/saml/initech/metadata`);
     expect(response.status).toBe(200);

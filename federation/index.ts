@@ -10,7 +10,8 @@ import type { Db } from '../store/database';
 import { findOidcProvider, findSamlProvider, findSsoProvider, sealOidcProviderSecrets } from '../store/federation';
 import { federatedUser, type FederatedIdentity } from './accounts';
 import { createSamlSignIn } from './saml';
-import { createUpstreamOidc, FederationCheckError } from './upstream-oidc';
+import { FederationCheckError } from './errors';
+import { createUpstreamOidc } from './upstream-oidc';
 
 /** How long the browser has to come back from the callback to its sign-in interaction. */
 const TICKET_SECONDS = 120;
@@ -75,9 +76,10 @@ export async function createFederation(deps: FederationDependencies) {
   }
 
   /** A failed check: a 400 page that says which, a log line with the provider, nothing created. */
-  function checkFailed(res: Response, what: string, error: unknown) {
+  function checkFailed(res: Response, kind: 'OIDC' | 'SAML', error: unknown, providerId?: string) {
     if (!(error instanceof FederationCheckError)) throw error;
-    log(`federation: ${what} sign-in was refused: ${error.message}`);
+    const provider = error.providerId ?? providerId ?? '(unknown)';
+    log(`federation: a sign-in through ${kind} provider ${provider} was refused: ${error.message}`);
     refuse(res, `Sign-in through your organization failed: ${error.message}.`);
   }
 
@@ -87,7 +89,7 @@ export async function createFederation(deps: FederationDependencies) {
     try {
       completed = await upstream.complete(new URL(req.originalUrl, deps.issuer));
     } catch (error) {
-      return checkFailed(res, 'an OIDC', error);
+      return checkFailed(res, 'OIDC', error);
     }
     await finish(res, completed);
   });
@@ -102,7 +104,7 @@ export async function createFederation(deps: FederationDependencies) {
       try {
         completed = await saml.consume(req.params.id, body.SAMLResponse);
       } catch (error) {
-        return checkFailed(res, `SAML provider ${req.params.id}:`, error);
+        return checkFailed(res, 'SAML', error, req.params.id);
       }
       await finish(res, completed);
     },

@@ -10,7 +10,7 @@ import type { OidcAdapter } from '../oidc/adapter';
 import type { Db } from '../store/database';
 import { findSamlProvider, type SamlProviderRow } from '../store/federation';
 import type { FederatedIdentity } from './accounts';
-import { FederationCheckError } from './upstream-oidc';
+import { FederationCheckError } from './errors';
 
 /** How long a person has at their identity provider before the answer is no longer taken. */
 const PENDING_SECONDS = 600;

@@ -6,6 +6,7 @@ import type { Db } from '../store/database';
 import { findOidcProvider, oidcClientSecret, type OidcProviderRow } from '../store/federation';
 import type { OidcAdapter } from '../oidc/adapter';
 import type { FederatedIdentity } from './accounts';
+import { FederationCheckError } from './errors';
 
 /** How long a person has at their identity provider before the answer is no longer taken. */
 const PENDING_SECONDS = 600;
@@ -17,8 +18,6 @@ interface PendingLogin {
   verifier: string;
   nonce: string;
 }
-
-export class FederationCheckError extends Error {}
 
 export interface UpstreamOidcDependencies {
   db: Db;
@@ -70,6 +69,61 @@ export function createUpstreamOidc(deps: UpstreamOidcDependencies) {
     return configuration;
   }
 
+  /** The rest of the callback, once the pending login is known. */
+  async function finishFor(
+    stored: PendingLogin,
+    state: string,
+    callbackUrl: URL,
+  ): Promise<{ interactionUid: string; identity: FederatedIdentity }> {
+    const refused = callbackUrl.searchParams.get('error');
+    if (refused)
+      throw new FederationCheckError(
+        `the identity provider refused: ${callbackUrl.searchParams.get('error_description') ?? refused}`,
+      );
+    const row = await findOidcProvider(db, stored.providerId);
+    if (!row?.enabled) throw new FederationCheckError(`identity provider ${stored.providerId} is not enabled`);
+    const configuration = await configurationOf(row);
+    let tokens: Awaited<ReturnType<typeof oidc.authorizationCodeGrant>>;
+    try {
+      tokens = await oidc.authorizationCodeGrant(configuration, callbackUrl, {
+        pkceCodeVerifier: stored.verifier,
+        expectedState: state,
+        expectedNonce: stored.nonce,
+        idTokenExpected: true,
+      });
+    } catch (error) {
+      // openid-client's message is general ("unexpected JWT claim value encountered"); the cause says which.
+      const cause = (error as Error).cause;
+      const which = cause instanceof Error ? ` (${cause.message})` : '';
+      throw new FederationCheckError(`the answer failed a check: ${(error as Error).message}${which}`);
+    }
+    const claims = tokens.claims()!;
+    let email = typeof claims.email === 'string' ? claims.email : undefined;
+    let profile: Record<string, unknown> = claims;
+    if (!email && tokens.access_token) {
+      try {
+        profile = await oidc.fetchUserInfo(configuration, tokens.access_token, claims.sub);
+      } catch (error) {
+        throw new FederationCheckError(`the userinfo answer failed a check: ${(error as Error).message}`);
+      }
+      email = typeof profile.email === 'string' ? profile.email : undefined;
+    }
+    const text = (value: unknown) => (typeof value === 'string' && value.length <= 256 ? value : undefined);
+    return {
+      interactionUid: stored.interactionUid,
+      identity: {
+        kind: 'oidc',
+        providerId: row.id,
+        providerName: row.name,
+        loginProviderNames: row.login_provider_names,
+        subject: claims.sub,
+        email: email && email.length <= 256 ? email : undefined,
+        givenName: text(profile.given_name),
+        familyName: text(profile.family_name),
+      },
+    };
+  }
+
   return {
     /** The URL of the provider's authorization endpoint to send the browser to. */
     async authorizationUrl(row: OidcProviderRow, interactionUid: string, loginHint: string): Promise<string> {
@@ -101,49 +155,13 @@ export function createUpstreamOidc(deps: UpstreamOidcDependencies) {
       const stored = (await deps.pending.find(state)) as (PendingLogin & Record<string, unknown>) | undefined;
       if (!stored) throw new FederationCheckError('the state is unknown, expired or already used');
       await deps.pending.destroy(state);
-      const refused = callbackUrl.searchParams.get('error');
-      if (refused)
-        throw new FederationCheckError(
-          `the identity provider refused: ${callbackUrl.searchParams.get('error_description') ?? refused}`,
-        );
-      const row = await findOidcProvider(db, stored.providerId);
-      if (!row?.enabled) throw new FederationCheckError(`identity provider ${stored.providerId} is not enabled`);
-      const configuration = await configurationOf(row);
-      let tokens: Awaited<ReturnType<typeof oidc.authorizationCodeGrant>>;
       try {
-        tokens = await oidc.authorizationCodeGrant(configuration, callbackUrl, {
-          pkceCodeVerifier: stored.verifier,
-          expectedState: state,
-          expectedNonce: stored.nonce,
-          idTokenExpected: true,
-        });
+        return await finishFor(stored, state, callbackUrl);
       } catch (error) {
-        // openid-client's message is general ("unexpected JWT claim value encountered"); the cause says which.
-        const cause = (error as Error).cause;
-        const which = cause instanceof Error ? ` (${cause.message})` : '';
-        throw new FederationCheckError(`the answer failed a check: ${(error as Error).message}${which}`);
+        if (error instanceof FederationCheckError && !error.providerId)
+          throw new FederationCheckError(error.message, stored.providerId);
+        throw error;
       }
-      const claims = tokens.claims()!;
-      let email = typeof claims.email === 'string' ? claims.email : undefined;
-      let profile: Record<string, unknown> = claims;
-      if (!email && tokens.access_token) {
-        profile = await oidc.fetchUserInfo(configuration, tokens.access_token, claims.sub);
-        email = typeof profile.email === 'string' ? profile.email : undefined;
-      }
-      const text = (value: unknown) => (typeof value === 'string' && value.length <= 256 ? value : undefined);
-      return {
-        interactionUid: stored.interactionUid,
-        identity: {
-          kind: 'oidc',
-          providerId: row.id,
-          providerName: row.name,
-          loginProviderNames: row.login_provider_names,
-          subject: claims.sub,
-          email: email && email.length <= 256 ? email : undefined,
-          givenName: text(profile.given_name),
-          familyName: text(profile.family_name),
-        },
-      };
     },
   };
 }

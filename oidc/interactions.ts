@@ -15,7 +15,7 @@ import { settingsOf } from './clients';
 import { checkPassword, checkSecondFactor, type PasswordCheck } from './credentials';
 import { codePage, consentPage, emailPage, passwordPage, renderErrorPage } from './pages';
 import type { Federation } from '../federation';
-import { FederationCheckError } from '../federation/upstream-oidc';
+import { FederationCheckError } from '../federation/errors';
 
 export interface InteractionDependencies {
   provider: Provider;

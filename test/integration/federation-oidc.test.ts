@@ -43,7 +43,7 @@ afterAll(async () => {
 /** A person signs in to the portal with an e-mail of the Globex domain, and Globex says who they are. */
 async function signInThroughGlobex(typed: string, account: UpstreamAccount, stopAt = PORTAL_CALLBACK) {
   upstream.next = account;
-  const rp = await relyingParty(h, 'portal');
+  const rp = await relyingParty(h.api.publicUrl, 'portal');
   const verifier = oidc.randomPKCECodeVerifier();
   const person = browser(stopAt);
   await person.open(

@@ -74,7 +74,7 @@ interface Started {
 
 /** Up to the IdP: the portal's authorization request, the e-mail, and the AuthnRequest the browser is sent with. */
 async function toTheIdp(email: string): Promise<Started> {
-  const rp = await relyingParty(h, 'portal');
+  const rp = await relyingParty(h.api.publicUrl, 'portal');
   const verifier = oidc.randomPKCECodeVerifier();
   const person = browser(IDP_SSO_URL);
   await person.open(

@@ -91,7 +91,7 @@ test('sign-in, authenticator enrolment and a two-step sign-in in a real browser 
   expect((await h.request('POST', '/api/auth/register', { email, password: PASSWORD, firstName: 'Pat' })).status).toBe(
     201,
   );
-  const rp = await relyingParty(h, 'phone-app');
+  const rp = await relyingParty(h.api.publicUrl, 'phone-app');
 
   const page = await phone();
   const verifier = await authorize(page, rp);
@@ -160,7 +160,7 @@ test("home-realm discovery: an e-mail of a company's domain signs in at the comp
   expect(created.status).toBe(201);
   const email = uniqueEmail('sam').replace('@example.test', '@globex.example');
   upstream.next = { sub: 'globex-sam', email, given_name: 'Sam', family_name: 'Vimes' };
-  const rp = await relyingParty(h, 'phone-app');
+  const rp = await relyingParty(h.api.publicUrl, 'phone-app');
 
   const page = await phone();
   const verifier = await authorize(page, rp);

@@ -57,7 +57,7 @@ beforeAll(async () => {
   await migrate({ version: 'sign-in-1', migrateClients: true });
 }, 120_000);
 
-const relyingParty = (clientId: string, secret?: string) => relyingPartyOf(h, clientId, secret);
+const relyingParty = (clientId: string, secret?: string) => relyingPartyOf(h.api.publicUrl, clientId, secret);
 
 interface Started {
   page: Browser;
@@ -728,7 +728,7 @@ describe('provider state lives in PostgreSQL', () => {
     const publicUrl = `http://127.0.0.1:${port}`;
     const config = { ...h.config, Api: { ...h.config.Api, Port: port, PublicUrl: publicUrl } };
     let api = await startApi(config, h.context, h.env.client);
-    const rp = await relyingPartyOf(h, 'web', 'web-secret', publicUrl);
+    const rp = await relyingPartyOf(publicUrl, 'web', 'web-secret');
     const verifier = oidc.randomPKCECodeVerifier();
     const person = browser(WEB_CALLBACK);
     const authorize = async () =>

@@ -2,15 +2,10 @@ import * as oidc from 'openid-client';
 import type { Harness } from './harness';
 
 /**
- * An application of the service, as openid-client sees it from the service's discovery document (at `issuer`, the
- * harness's public URL unless given): a public client without a secret, or a confidential one posting its secret.
+ * An application of the service at `issuer`, as openid-client sees it from the discovery document: a public client
+ * without a secret, or a confidential one posting its secret.
  */
-export function relyingParty(
-  h: Pick<Harness, 'api'>,
-  clientId: string,
-  secret?: string,
-  issuer = h.api.publicUrl,
-): Promise<oidc.Configuration> {
+export function relyingParty(issuer: string, clientId: string, secret?: string): Promise<oidc.Configuration> {
   return oidc.discovery(
     new URL(issuer),
     clientId,

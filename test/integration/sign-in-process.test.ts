@@ -1,0 +1,198 @@
+import { randomUUID } from 'node:crypto';
+import { inflateRawSync } from 'node:zlib';
+import * as oidc from 'openid-client';
+import * as samlify from 'samlify';
+import { generate } from 'selfsigned';
+import { freePort } from '../../dev/ports';
+import { createDb, migrateToLatest, type Db } from '../../store/database';
+import { insertUser } from '../../store/users';
+import { ADMIN_KEY, TEST_DATA_PROTECTION_KEY } from '../support/harness';
+import { relyingParty } from '../support/relying-party';
+import { spawnService, waitForOutput, type ServiceProcess } from '../support/service-process';
+import { browser, textOf } from '../support/sign-in-flow';
+import { startUpstreamProvider, UPSTREAM_CLIENT, type UpstreamProvider } from '../support/upstream-provider';
+
+// The sign-in half in a process of its own, run as `npm run api` runs it: with --disable-proto=throw, so a protocol
+// library that reaches for `__proto__` (oidc-provider, openid-client, node-saml and their XML libraries) fails here.
+// No worker serves its task queue, so nothing here creates a user through a workflow.
+const CALLBACK = 'https://proc-portal.example.com/cb';
+const IDP_SSO = 'https://idp.proc-initech.example/sso';
+const IDP_ENTITY = 'https://idp.proc-initech.example';
+const EMAIL_FORMAT = 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress';
+samlify.setSchemaValidator({ validate: () => Promise.resolve('skipped') });
+
+let service: ServiceProcess;
+let base: string;
+let upstream: UpstreamProvider;
+let db: Db;
+
+const admin = async (method: string, path: string, body?: unknown) => {
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: response.status, body: (await response.json().catch(() => undefined)) as Record<string, unknown> };
+};
+
+beforeAll(async () => {
+  db = createDb(process.env.TEST_DATABASE_URL!, 2);
+  await migrateToLatest(db);
+  const port = await freePort();
+  base = `http://127.0.0.1:${port}`;
+  service = spawnService(
+    'api/server.ts',
+    {
+      DATABASE_URL: process.env.TEST_DATABASE_URL!,
+      TEMPORAL_ADDRESS: process.env.TEST_TEMPORAL_ADDRESS!,
+      PORT: String(port),
+      Api__PublicUrl: base,
+      Auth__AdminApiKeys: ADMIN_KEY,
+      Auth__AllowedInternalTargets__0: '127.0.0.1',
+      Auth__AllowedInternalTargets__1: '127.0.0.2',
+      DataProtection__Keys__0__Id: 'test',
+      DataProtection__Keys__0__Key: TEST_DATA_PROTECTION_KEY,
+      Temporal__TaskQueue: `test-unserved-${randomUUID()}`,
+    },
+    ['--disable-proto=throw'],
+  );
+  await waitForOutput(service, /api: listening on/);
+  upstream = await startUpstreamProvider('127.0.0.2', `${base}/oidc/callback`);
+}, 60_000);
+
+afterAll(async () => {
+  await service?.stop();
+  await upstream?.close();
+  await db?.destroy();
+});
+
+test('clients, tokens, home-realm discovery to an OIDC and a SAML provider, and a SAML sign-in work under --disable-proto=throw', async () => {
+  expect(
+    (
+      await admin('PUT', '/api/v1/clients/proc-machine', {
+        AllowedGrantTypes: ['client_credentials'],
+        AllowedScopes: ['IdentityAdmin'],
+        ClientSecrets: [{ Value: 'proc-machine-secret!' }],
+      })
+    ).status,
+  ).toBe(201);
+  const machine = await relyingParty(base, 'proc-machine', 'proc-machine-secret!');
+  const token = await oidc.clientCredentialsGrant(machine, { scope: 'IdentityAdmin' });
+  const clients = await fetch(`${base}/api/v1/clients`, { headers: { authorization: `Bearer ${token.access_token}` } });
+  expect(clients.status).toBe(200);
+
+  expect(
+    (
+      await admin('PUT', '/api/v1/clients/proc-portal', {
+        RequireClientSecret: false,
+        AllowedGrantTypes: ['authorization_code'],
+        RedirectUris: [CALLBACK],
+        AllowedScopes: ['openid', 'email'],
+      })
+    ).status,
+  ).toBe(201);
+  const pems = await generate([{ name: 'commonName', value: 'idp.proc-initech.example' }], {
+    keySize: 2048,
+    algorithm: 'sha256',
+  });
+  expect(
+    (
+      await admin('POST', '/api/v1/sso/saml-providers', {
+        id: 'proc-initech',
+        name: 'Initech',
+        entityId: IDP_ENTITY,
+        singleSignOnUrl: IDP_SSO,
+        signingCertificate: pems.cert,
+        domains: ['proc-initech.example'],
+      })
+    ).status,
+  ).toBe(201);
+  expect(
+    (
+      await admin('POST', '/api/v1/sso/oidc-providers', {
+        id: 'proc-globex',
+        name: 'Globex',
+        authority: upstream.url,
+        clientId: UPSTREAM_CLIENT.id,
+        clientSecret: UPSTREAM_CLIENT.secret,
+        domains: ['proc-globex.example'],
+      })
+    ).status,
+  ).toBe(201);
+  const portal = await relyingParty(base, 'proc-portal');
+  const start = async (stopAt: string, email: string) => {
+    const verifier = oidc.randomPKCECodeVerifier();
+    const person = browser(stopAt);
+    await person.open(
+      oidc.buildAuthorizationUrl(portal, {
+        redirect_uri: CALLBACK,
+        scope: 'openid email',
+        code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+        code_challenge_method: 'S256',
+      }).href,
+    );
+    return { person, verifier, next: await person.submit('/email', { email }) };
+  };
+
+  // OIDC: discovery of the upstream provider through the guarded fetch, then the authorization request.
+  const toGlobex = await start(upstream.url, 'someone@proc-globex.example');
+  expect((toGlobex.next as URL).pathname).toBe('/auth');
+
+  // SAML: the AuthnRequest, then the IdP's signed answer for a user of the domain (linked, so no workflow runs).
+  const email = `proc-${randomUUID().slice(0, 8)}@proc-initech.example`;
+  const user = await insertUser(
+    db,
+    { userId: randomUUID(), email, firstName: null, lastName: null, organizationId: null, customAttributes: {} },
+    null,
+  );
+  const toInitech = await start(IDP_SSO, email);
+  const sso = toInitech.next as URL;
+  const request = inflateRawSync(Buffer.from(sso.searchParams.get('SAMLRequest')!, 'base64')).toString('utf8');
+  const requestId = /ID="([^"]+)"/.exec(request)![1];
+  const acs = `${base}/saml/proc-initech/acs`;
+  const idp = samlify.IdentityProvider({
+    entityID: IDP_ENTITY,
+    privateKey: pems.private,
+    signingCert: pems.cert,
+    singleSignOnService: [{ Binding: samlify.Constants.namespace.binding.redirect, Location: IDP_SSO }],
+    nameIDFormat: [EMAIL_FORMAT],
+  });
+  const sp = samlify.ServiceProvider({
+    entityID: `${base}/saml/proc-initech`,
+    assertionConsumerService: [{ Binding: samlify.Constants.namespace.binding.post, Location: acs }],
+    wantAssertionsSigned: true,
+  });
+  const now = Date.now();
+  const values = {
+    ID: `_${randomUUID()}`,
+    AssertionID: `_${randomUUID()}`,
+    Destination: acs,
+    Audience: `${base}/saml/proc-initech`,
+    SubjectRecipient: acs,
+    Issuer: IDP_ENTITY,
+    IssueInstant: new Date(now).toISOString(),
+    StatusCode: 'urn:oasis:names:tc:SAML:2.0:status:Success',
+    ConditionsNotBefore: new Date(now - 60_000).toISOString(),
+    ConditionsNotOnOrAfter: new Date(now + 300_000).toISOString(),
+    SubjectConfirmationDataNotOnOrAfter: new Date(now + 300_000).toISOString(),
+    NameIDFormat: EMAIL_FORMAT,
+    NameID: email,
+    InResponseTo: requestId,
+    AuthnStatement: '',
+    AttributeStatement: '',
+  };
+  const { context } = await idp.createLoginResponse(
+    sp,
+    { extract: { request: { id: requestId } } },
+    'post',
+    { email },
+    (template: string) => ({ id: values.ID, context: samlify.SamlLib.replaceTagsByValue(template, values) }),
+  );
+  const back = await browser(CALLBACK, toInitech.person.jar).post(acs, { SAMLResponse: context });
+  if (!(back instanceof URL)) throw new Error(`expected the way back to the portal, got: ${textOf(back)}`);
+  const tokens = await oidc.authorizationCodeGrant(portal, back, { pkceCodeVerifier: toInitech.verifier });
+  expect(tokens.claims()).toMatchObject({ sub: user.userId, email });
+
+  expect((await fetch(`${base}/saml/proc-initech/metadata`)).status).toBe(200);
+  expect(service.output()).not.toMatch(/__proto__|TypeError/);
+}, 60_000);

@@ -1,59 +1,26 @@
 import { randomUUID } from 'node:crypto';
-import { inflateRawSync } from 'node:zlib';
 import * as oidc from 'openid-client';
-import * as samlify from 'samlify';
-import { generate } from 'selfsigned';
 import { findUserIdByEmail } from '../../store/users';
 import { uniqueEmail, useHarness } from '../support/harness';
 import { PORTAL_CALLBACK, registerPortal, relyingParty } from '../support/relying-party';
+import { authnRequestOf, samlAnswer, samlIdentityProvider, type Idp } from '../support/saml-idp';
 import { browser, textOf, type Browser, type Visit } from '../support/sign-in-flow';
 
-// Initech's SAML identity provider: samlify with a key and certificate made at test time. It is not a server: the
-// test stops the browser at the IdP's SSO URL, reads the AuthnRequest, and posts the IdP's answer to the ACS as the
-// IdP's auto-submitting form would.
-// A database of its own: providers, domains and clients are named the same in other test files.
+// Initech's SAML identity provider (test/support/saml-idp.ts). A database of its own: providers, domains and clients
+// are named the same in other test files.
 const h = useHarness({ apps: { crm: {} }, ownDatabase: true });
 const IDP_ENTITY_ID = 'https://idp.initech.example/saml';
 const IDP_SSO_URL = 'https://idp.initech.example/sso';
-const EMAIL_FORMAT = 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress';
 
-// samlify checks its own XML against the SAML schema through a plug-in that needs Java; node-saml, on the service's
-// side, is what is under test.
-samlify.setSchemaValidator({ validate: () => Promise.resolve('skipped') });
-
-type Idp = ReturnType<typeof samlify.IdentityProvider>;
 let idp: Idp;
 let impostor: Idp;
-let sp: ReturnType<typeof samlify.ServiceProvider>;
 const acs = () => `${h.api.publicUrl}/saml/initech/acs`;
 const spEntityId = () => `${h.api.publicUrl}/saml/initech`;
 
-async function identityProvider(): Promise<{ idp: Idp; cert: string }> {
-  const pems = await generate([{ name: 'commonName', value: 'idp.initech.example' }], {
-    keySize: 2048,
-    algorithm: 'sha256',
-  });
-  return {
-    cert: pems.cert,
-    idp: samlify.IdentityProvider({
-      entityID: IDP_ENTITY_ID,
-      privateKey: pems.private,
-      signingCert: pems.cert,
-      singleSignOnService: [{ Binding: samlify.Constants.namespace.binding.redirect, Location: IDP_SSO_URL }],
-      nameIDFormat: [EMAIL_FORMAT],
-    }),
-  };
-}
-
 beforeAll(async () => {
-  const real = await identityProvider();
+  const real = await samlIdentityProvider(IDP_ENTITY_ID, IDP_SSO_URL);
   idp = real.idp;
-  impostor = (await identityProvider()).idp;
-  sp = samlify.ServiceProvider({
-    entityID: spEntityId(),
-    assertionConsumerService: [{ Binding: samlify.Constants.namespace.binding.post, Location: acs() }],
-    wantAssertionsSigned: true,
-  });
+  impostor = (await samlIdentityProvider(IDP_ENTITY_ID, IDP_SSO_URL)).idp;
   const created = await h.admin('POST', '/api/v1/sso/saml-providers', {
     id: 'initech',
     name: 'Initech',
@@ -87,9 +54,8 @@ async function toTheIdp(email: string): Promise<Started> {
   );
   const sso = (await person.submit('/email', { email })) as URL;
   expect(sso.origin + sso.pathname).toBe(IDP_SSO_URL);
-  const request = inflateRawSync(Buffer.from(sso.searchParams.get('SAMLRequest')!, 'base64')).toString('utf8');
-  const requestId = /ID="([^"]+)"/.exec(request)![1];
-  expect(request).toContain(`AssertionConsumerServiceURL="${acs()}"`);
+  const { id: requestId, xml } = authnRequestOf(sso);
+  expect(xml).toContain(`AssertionConsumerServiceURL="${acs()}"`);
   return {
     person: browser(PORTAL_CALLBACK, person.jar),
     requestId,
@@ -100,42 +66,9 @@ async function toTheIdp(email: string): Promise<Started> {
   };
 }
 
-/** The IdP's answer, every value of its template chosen here (so a test can make any of them wrong). */
-async function samlResponse(
-  requestId: string,
-  email: string,
-  overrides: Record<string, string> = {},
-  from: Idp = idp,
-): Promise<string> {
-  const now = Date.now();
-  const values = {
-    ID: `_${randomUUID()}`,
-    AssertionID: `_${randomUUID()}`,
-    Destination: acs(),
-    Audience: spEntityId(),
-    SubjectRecipient: acs(),
-    Issuer: IDP_ENTITY_ID,
-    IssueInstant: new Date(now).toISOString(),
-    StatusCode: 'urn:oasis:names:tc:SAML:2.0:status:Success',
-    ConditionsNotBefore: new Date(now - 60_000).toISOString(),
-    ConditionsNotOnOrAfter: new Date(now + 300_000).toISOString(),
-    SubjectConfirmationDataNotOnOrAfter: new Date(now + 300_000).toISOString(),
-    NameIDFormat: EMAIL_FORMAT,
-    NameID: email,
-    InResponseTo: requestId,
-    AuthnStatement: '',
-    AttributeStatement: '',
-    ...overrides,
-  };
-  const { context } = await from.createLoginResponse(
-    sp,
-    { extract: { request: { id: requestId } } },
-    'post',
-    { email },
-    (template: string) => ({ id: values.ID, context: samlify.SamlLib.replaceTagsByValue(template, values) }),
-  );
-  return context;
-}
+/** Initech's answer to a request of the service (from another IdP object: one with another key). */
+const samlResponse = (requestId: string, email: string, overrides: Record<string, string> = {}, from: Idp = idp) =>
+  samlAnswer({ idp: from, issuer: IDP_ENTITY_ID, spEntityId: spEntityId(), acs: acs(), requestId, email }, overrides);
 
 const postToAcs = (started: Started, SAMLResponse: string) => started.person.post(acs(), { SAMLResponse });
 const initech = (label: string) => uniqueEmail(label).replace('@example.test', '@initech.example');

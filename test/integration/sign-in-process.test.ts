@@ -1,14 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { inflateRawSync } from 'node:zlib';
 import * as oidc from 'openid-client';
-import * as samlify from 'samlify';
-import { generate } from 'selfsigned';
 import { freePort } from '../../dev/ports';
 import { createDb, migrateToLatest, type Db } from '../../store/database';
 import { insertUser } from '../../store/users';
 import { ADMIN_KEY, TEST_DATA_PROTECTION_KEY } from '../support/harness';
 import { relyingParty } from '../support/relying-party';
 import { spawnService, waitForOutput, type ServiceProcess } from '../support/service-process';
+import { authnRequestOf, samlAnswer, samlIdentityProvider } from '../support/saml-idp';
 import { browser, textOf } from '../support/sign-in-flow';
 import { startUpstreamProvider, UPSTREAM_CLIENT, type UpstreamProvider } from '../support/upstream-provider';
 
@@ -18,8 +16,6 @@ import { startUpstreamProvider, UPSTREAM_CLIENT, type UpstreamProvider } from '.
 const CALLBACK = 'https://proc-portal.example.com/cb';
 const IDP_SSO = 'https://idp.proc-initech.example/sso';
 const IDP_ENTITY = 'https://idp.proc-initech.example';
-const EMAIL_FORMAT = 'urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress';
-samlify.setSchemaValidator({ validate: () => Promise.resolve('skipped') });
 
 let service: ServiceProcess;
 let base: string;
@@ -91,10 +87,7 @@ test('clients, tokens, home-realm discovery to an OIDC and a SAML provider, and 
       })
     ).status,
   ).toBe(201);
-  const pems = await generate([{ name: 'commonName', value: 'idp.proc-initech.example' }], {
-    keySize: 2048,
-    algorithm: 'sha256',
-  });
+  const initech = await samlIdentityProvider(IDP_ENTITY, IDP_SSO);
   expect(
     (
       await admin('POST', '/api/v1/sso/saml-providers', {
@@ -102,7 +95,7 @@ test('clients, tokens, home-realm discovery to an OIDC and a SAML provider, and 
         name: 'Initech',
         entityId: IDP_ENTITY,
         singleSignOnUrl: IDP_SSO,
-        signingCertificate: pems.cert,
+        signingCertificate: initech.cert,
         domains: ['proc-initech.example'],
       })
     ).status,
@@ -146,49 +139,16 @@ test('clients, tokens, home-realm discovery to an OIDC and a SAML provider, and 
     null,
   );
   const toInitech = await start(IDP_SSO, email);
-  const sso = toInitech.next as URL;
-  const request = inflateRawSync(Buffer.from(sso.searchParams.get('SAMLRequest')!, 'base64')).toString('utf8');
-  const requestId = /ID="([^"]+)"/.exec(request)![1];
   const acs = `${base}/saml/proc-initech/acs`;
-  const idp = samlify.IdentityProvider({
-    entityID: IDP_ENTITY,
-    privateKey: pems.private,
-    signingCert: pems.cert,
-    singleSignOnService: [{ Binding: samlify.Constants.namespace.binding.redirect, Location: IDP_SSO }],
-    nameIDFormat: [EMAIL_FORMAT],
+  const answer = await samlAnswer({
+    idp: initech.idp,
+    issuer: IDP_ENTITY,
+    spEntityId: `${base}/saml/proc-initech`,
+    acs,
+    requestId: authnRequestOf(toInitech.next as URL).id,
+    email,
   });
-  const sp = samlify.ServiceProvider({
-    entityID: `${base}/saml/proc-initech`,
-    assertionConsumerService: [{ Binding: samlify.Constants.namespace.binding.post, Location: acs }],
-    wantAssertionsSigned: true,
-  });
-  const now = Date.now();
-  const values = {
-    ID: `_${randomUUID()}`,
-    AssertionID: `_${randomUUID()}`,
-    Destination: acs,
-    Audience: `${base}/saml/proc-initech`,
-    SubjectRecipient: acs,
-    Issuer: IDP_ENTITY,
-    IssueInstant: new Date(now).toISOString(),
-    StatusCode: 'urn:oasis:names:tc:SAML:2.0:status:Success',
-    ConditionsNotBefore: new Date(now - 60_000).toISOString(),
-    ConditionsNotOnOrAfter: new Date(now + 300_000).toISOString(),
-    SubjectConfirmationDataNotOnOrAfter: new Date(now + 300_000).toISOString(),
-    NameIDFormat: EMAIL_FORMAT,
-    NameID: email,
-    InResponseTo: requestId,
-    AuthnStatement: '',
-    AttributeStatement: '',
-  };
-  const { context } = await idp.createLoginResponse(
-    sp,
-    { extract: { request: { id: requestId } } },
-    'post',
-    { email },
-    (template: string) => ({ id: values.ID, context: samlify.SamlLib.replaceTagsByValue(template, values) }),
-  );
-  const back = await browser(CALLBACK, toInitech.person.jar).post(acs, { SAMLResponse: context });
+  const back = await browser(CALLBACK, toInitech.person.jar).post(acs, { SAMLResponse: answer });
   if (!(back instanceof URL)) throw new Error(`expected the way back to the portal, got: ${textOf(back)}`);
   const tokens = await oidc.authorizationCodeGrant(portal, back, { pkceCodeVerifier: toInitech.verifier });
   expect(tokens.claims()).toMatchObject({ sub: user.userId, email });

@@ -147,7 +147,11 @@ export function interactionRouter(deps: InteractionDependencies): Router {
       return html(
         res,
         400,
-        emailPage(action(details.uid, 'email'), String(details.params.client_id), WRONG_CREDENTIALS),
+        emailPage(
+          action(details.uid, 'email'),
+          await clientNameOf(String(details.params.client_id)),
+          WRONG_CREDENTIALS,
+        ),
       );
     const { email, password } = parsed.data;
     if (await overBudget(req)) return html(res, 429, passwordPage(action(details.uid, 'password'), email, tooMany()));

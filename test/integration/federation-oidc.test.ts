@@ -5,7 +5,7 @@ import { closeServer, listen, listeningUrl } from '../../composition/listen';
 import { unprotectText } from '../../security/data-protection';
 import { findUserIdByEmail } from '../../store/users';
 import { uniqueEmail, useHarness } from '../support/harness';
-import { PORTAL_CALLBACK, registerPortal, relyingParty } from '../support/relying-party';
+import { authorizationRequest, PORTAL_CALLBACK, registerPortal, relyingParty } from '../support/relying-party';
 import { browser, textOf, type Visit } from '../support/sign-in-flow';
 import {
   startUpstreamProvider,
@@ -44,16 +44,12 @@ afterAll(async () => {
 async function signInThroughGlobex(typed: string, account: UpstreamAccount, stopAt = PORTAL_CALLBACK) {
   upstream.next = account;
   const rp = await relyingParty(h.api.publicUrl, 'portal');
-  const verifier = oidc.randomPKCECodeVerifier();
+  const { url, verifier } = await authorizationRequest(rp, {
+    redirect_uri: PORTAL_CALLBACK,
+    scope: 'openid profile email',
+  });
   const person = browser(stopAt);
-  await person.open(
-    oidc.buildAuthorizationUrl(rp, {
-      redirect_uri: PORTAL_CALLBACK,
-      scope: 'openid profile email',
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-    }).href,
-  );
+  await person.open(url);
   const atGlobex = await person.submit('/email', { email: typed });
   const end = stopAt === PORTAL_CALLBACK ? await person.submit('/login', {}) : atGlobex;
   if (stopAt === PORTAL_CALLBACK) expect(textOf(atGlobex)).toContain('Globex sign-in');

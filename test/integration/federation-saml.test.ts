@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import * as oidc from 'openid-client';
 import { findUserIdByEmail } from '../../store/users';
 import { uniqueEmail, useHarness } from '../support/harness';
-import { PORTAL_CALLBACK, registerPortal, relyingParty } from '../support/relying-party';
+import { authorizationRequest, PORTAL_CALLBACK, registerPortal, relyingParty } from '../support/relying-party';
 import { authnRequestOf, samlAnswer, samlIdentityProvider, type Idp } from '../support/saml-idp';
 import { browser, textOf, type Browser, type Visit } from '../support/sign-in-flow';
 
@@ -42,16 +42,9 @@ interface Started {
 /** Up to the IdP: the portal's authorization request, the e-mail, and the AuthnRequest the browser is sent with. */
 async function toTheIdp(email: string): Promise<Started> {
   const rp = await relyingParty(h.api.publicUrl, 'portal');
-  const verifier = oidc.randomPKCECodeVerifier();
+  const { url, verifier } = await authorizationRequest(rp, { redirect_uri: PORTAL_CALLBACK, scope: 'openid email' });
   const person = browser(IDP_SSO_URL);
-  await person.open(
-    oidc.buildAuthorizationUrl(rp, {
-      redirect_uri: PORTAL_CALLBACK,
-      scope: 'openid email',
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-    }).href,
-  );
+  await person.open(url);
   const sso = (await person.submit('/email', { email })) as URL;
   expect(sso.origin + sso.pathname).toBe(IDP_SSO_URL);
   const { id: requestId, xml } = authnRequestOf(sso);

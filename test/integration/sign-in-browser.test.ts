@@ -8,7 +8,7 @@ import { listen, listeningUrl, closeServer } from '../../composition/listen';
 import { base32Decode } from '../../security/base32';
 import { findUserIdByEmail } from '../../store/users';
 import { uniqueEmail, useHarness } from '../support/harness';
-import { relyingParty } from '../support/relying-party';
+import { authorizationRequest, relyingParty } from '../support/relying-party';
 import { startUpstreamProvider, UPSTREAM_CLIENT, type UpstreamProvider } from '../support/upstream-provider';
 
 // A person on a phone: Chromium at 390×844 through the sign-in pages, authenticator enrolment, and a sign-in with the
@@ -75,14 +75,8 @@ async function seen(page: Page, name: string): Promise<void> {
 }
 
 async function authorize(page: Page, rp: oidc.Configuration) {
-  const verifier = oidc.randomPKCECodeVerifier();
-  const url = oidc.buildAuthorizationUrl(rp, {
-    redirect_uri: callback,
-    scope: 'openid profile email',
-    code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-    code_challenge_method: 'S256',
-  });
-  await page.goto(url.href);
+  const { url, verifier } = await authorizationRequest(rp, { redirect_uri: callback, scope: 'openid profile email' });
+  await page.goto(url);
   return verifier;
 }
 

@@ -4,7 +4,7 @@ import { freePort } from '../../dev/ports';
 import { createDb, migrateToLatest, type Db } from '../../store/database';
 import { insertUser } from '../../store/users';
 import { ADMIN_KEY, TEST_DATA_PROTECTION_KEY } from '../support/harness';
-import { relyingParty } from '../support/relying-party';
+import { authorizationRequest, relyingParty } from '../support/relying-party';
 import { spawnService, waitForOutput, type ServiceProcess } from '../support/service-process';
 import { authnRequestOf, samlAnswer, samlIdentityProvider } from '../support/saml-idp';
 import { browser, textOf } from '../support/sign-in-flow';
@@ -114,16 +114,9 @@ test('clients, tokens, home-realm discovery to an OIDC and a SAML provider, and 
   ).toBe(201);
   const portal = await relyingParty(base, 'proc-portal');
   const start = async (stopAt: string, email: string) => {
-    const verifier = oidc.randomPKCECodeVerifier();
+    const { url, verifier } = await authorizationRequest(portal, { redirect_uri: CALLBACK, scope: 'openid email' });
     const person = browser(stopAt);
-    await person.open(
-      oidc.buildAuthorizationUrl(portal, {
-        redirect_uri: CALLBACK,
-        scope: 'openid email',
-        code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-        code_challenge_method: 'S256',
-      }).href,
-    );
+    await person.open(url);
     return { person, verifier, next: await person.submit('/email', { email }) };
   };
 

@@ -11,7 +11,7 @@ import { FIXTURE_PASSWORD } from '../fixtures/source/generate';
 import { freePort } from '../../dev/ports';
 import { startApi } from '../../api/server';
 import { useHarness } from '../support/harness';
-import { relyingParty as relyingPartyOf } from '../support/relying-party';
+import { authorizationRequest, relyingParty as relyingPartyOf } from '../support/relying-party';
 import { useGeneratedSource } from '../support/scratch-store';
 import { browser, textOf, type Browser, type Visit } from '../support/sign-in-flow';
 
@@ -72,17 +72,10 @@ async function startAuthorization(
   scope = 'openid profile orders.read offline_access',
   stopAt = WEB_CALLBACK,
 ) {
-  const verifier = oidc.randomPKCECodeVerifier();
   const state = oidc.randomState();
-  const url = oidc.buildAuthorizationUrl(rp, {
-    redirect_uri: WEB_CALLBACK,
-    scope,
-    code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-    code_challenge_method: 'S256',
-    state,
-  });
+  const { url, verifier } = await authorizationRequest(rp, { redirect_uri: WEB_CALLBACK, scope, state });
   const page = browser(stopAt);
-  return { page, first: await page.open(url.href), verifier, state } satisfies Started;
+  return { page, first: await page.open(url), verifier, state } satisfies Started;
 }
 
 /** E-mail, then password; returns what came after the password form. */
@@ -284,17 +277,13 @@ describe("the client's migrated settings", () => {
       .where('client_id', '=', 'mobile')
       .execute();
     const rp = await relyingParty('mobile', 'mobile-secret');
-    const verifier = oidc.randomPKCECodeVerifier();
     const person = browser('https://mobile.example.com/');
-    await person.open(
-      oidc.buildAuthorizationUrl(rp, {
-        redirect_uri: 'https://mobile.example.com/callback',
-        scope: 'openid profile orders.read',
-        code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-        code_challenge_method: 'S256',
-        state: 'consent-state',
-      }).href,
-    );
+    const request = await authorizationRequest(rp, {
+      redirect_uri: 'https://mobile.example.com/callback',
+      scope: 'openid profile orders.read',
+      state: 'consent-state',
+    });
+    await person.open(request.url);
     await person.submit('/email', { email: emailOf(24) });
     const consent = await person.submit('/password', { password: FIXTURE_PASSWORD });
     expect(textOf(consent)).toContain('Allow access?');
@@ -364,12 +353,7 @@ describe('sign-out', () => {
 
     // The session is gone: the next authorization asks for the e-mail again.
     const again = await started.page.open(
-      oidc.buildAuthorizationUrl(rp, {
-        redirect_uri: WEB_CALLBACK,
-        scope: 'openid',
-        code_challenge: await oidc.calculatePKCECodeChallenge(oidc.randomPKCECodeVerifier()),
-        code_challenge_method: 'S256',
-      }).href,
+      (await authorizationRequest(rp, { redirect_uri: WEB_CALLBACK, scope: 'openid' })).url,
     );
     expect(textOf(again)).toContain('E-mail');
   });
@@ -551,18 +535,15 @@ describe('clients through the admin API', () => {
       });
     const old = await browser('https://spa.example.com/').open(authorize('https://spa.example.com/one').href);
     expect(textOf(old)).toMatch(/redirect_uri did not match/);
-    const challenge = await oidc.calculatePKCECodeChallenge(verifier);
-    const url = oidc.buildAuthorizationUrl(rp, {
+    const two = await authorizationRequest(rp, {
       redirect_uri: 'https://spa.example.com/two',
       scope: 'openid profile',
-      code_challenge: challenge,
-      code_challenge_method: 'S256',
     });
     const page = browser('https://spa.example.com/two');
-    await page.open(url.href);
+    await page.open(two.url);
     await page.submit('/email', { email: emailOf(19) });
     const callback = await page.submit('/password', { password: FIXTURE_PASSWORD });
-    const tokens = await oidc.authorizationCodeGrant(rp, callback as URL, { pkceCodeVerifier: verifier });
+    const tokens = await oidc.authorizationCodeGrant(rp, callback as URL, { pkceCodeVerifier: two.verifier });
     expect(tokens.claims()).toMatchObject({ sub: userId(19), aud: 'spa' });
   });
 
@@ -729,16 +710,12 @@ describe('provider state lives in PostgreSQL', () => {
     const config = { ...h.config, Api: { ...h.config.Api, Port: port, PublicUrl: publicUrl } };
     let api = await startApi(config, h.context, h.env.client);
     const rp = await relyingPartyOf(publicUrl, 'web', 'web-secret');
-    const verifier = oidc.randomPKCECodeVerifier();
     const person = browser(WEB_CALLBACK);
-    const authorize = async () =>
-      oidc.buildAuthorizationUrl(rp, {
-        redirect_uri: WEB_CALLBACK,
-        scope: 'openid',
-        code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-        code_challenge_method: 'S256',
-      }).href;
-    await person.open(await authorize());
+    const { url: authorize, verifier } = await authorizationRequest(rp, {
+      redirect_uri: WEB_CALLBACK,
+      scope: 'openid',
+    });
+    await person.open(authorize);
     await person.submit('/email', { email: emailOf(26) });
     // Another process takes over at the same address between two steps of the sign-in.
     await api.close();
@@ -750,7 +727,7 @@ describe('provider state lives in PostgreSQL', () => {
       // And after one more restart the session still holds: no sign-in page, straight back to the client.
       await api.close();
       api = await startApi(config, h.context, h.env.client);
-      expect(await person.open(await authorize())).toBeInstanceOf(URL);
+      expect(await person.open(authorize)).toBeInstanceOf(URL);
     } finally {
       await api.close();
     }

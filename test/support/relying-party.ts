@@ -28,3 +28,17 @@ export async function registerPortal(h: Pick<Harness, 'admin'>): Promise<void> {
   });
   if (portal.status !== 201) throw new Error(`registering the portal client answered ${portal.status}`);
 }
+
+/** An authorization request with PKCE (S256): where to send the browser, and the verifier for the code exchange. */
+export async function authorizationRequest(
+  rp: oidc.Configuration,
+  params: { redirect_uri: string; scope: string; state?: string },
+): Promise<{ url: string; verifier: string }> {
+  const verifier = oidc.randomPKCECodeVerifier();
+  const url = oidc.buildAuthorizationUrl(rp, {
+    ...params,
+    code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+  });
+  return { url: url.href, verifier };
+}

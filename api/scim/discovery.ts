@@ -1,5 +1,5 @@
 import { Router, type Response } from 'express';
-import { SCIM_CONTENT_TYPE } from './errors';
+import { SCIM_CONTENT_TYPE, sendScimError } from './errors';
 import { GROUP_SCHEMA, listResponse, USER_SCHEMA } from './resources';
 
 const attribute = (name: string, type: string, extra: Record<string, unknown> = {}) => ({
@@ -117,5 +117,16 @@ export function scimDiscoveryRouter(scimUrl: string): Router {
     if (found) send(res, found);
     else next();
   });
+
+  // The discovery endpoints are read-only (RFC 7644 §4): any other method is 405, in SCIM's error schema.
+  router.all(
+    ['/ServiceProviderConfig', '/ResourceTypes', '/ResourceTypes/:id', '/Schemas', '/Schemas/:id'],
+    (req, res, next) => {
+      // A GET of an unknown resource type or schema is the router's 404.
+      if (req.method === 'GET') return next();
+      res.set('Allow', 'GET');
+      sendScimError(res, 405, `${req.path} answers GET only`);
+    },
+  );
   return router;
 }

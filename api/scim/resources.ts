@@ -115,8 +115,34 @@ export function checkIfMatch(req: Request, updatedAt: Date, noun: string): void 
 }
 
 /** RFC 7644 §3.5.2 PATCH applied to the resource as the client sees it; the result is then validated like a PUT body. */
+/**
+ * Microsoft Entra ID removes group members with `{"op":"Remove","path":"members","value":[{"value":"<id>"}]}`,
+ * which scim-patch ignores: each listed member becomes a `remove` of `members[value eq "<id>"]` (RFC 7644 §3.5.2.2).
+ * Without a value, `remove` of `members` removes them all, as scim-patch does.
+ */
+function expandMemberRemovals(operations: unknown[]): unknown[] {
+  return operations.flatMap((operation) => {
+    const { op, path, value } = (operation ?? {}) as { op?: unknown; path?: unknown; value?: unknown };
+    if (typeof op !== 'string' || op.toLowerCase() !== 'remove') return [operation];
+    if (typeof path !== 'string' || path.trim().toLowerCase() !== 'members' || !Array.isArray(value))
+      return [operation];
+    return value.map((member) => {
+      const id = (member as { value?: unknown } | null)?.value;
+      if (typeof id !== 'string' || id.length > 256 || /["\\]/.test(id))
+        throw new ScimError(
+          400,
+          'Operations.value: each member to remove needs a value, the member id',
+          'invalidValue',
+        );
+      return { op: 'remove', path: `members[value eq "${id}"]` };
+    });
+  });
+}
+
 export function applyPatch(resource: object, body: unknown): unknown {
-  const operations = (body as { Operations?: unknown } | null)?.Operations;
+  const given = (body as { Operations?: unknown } | null)?.Operations;
+  const operations = Array.isArray(given) ? expandMemberRemovals(given) : given;
+  body = { ...(body as object), Operations: operations };
   for (const operation of Array.isArray(operations) ? operations : []) {
     const path = (operation as { path?: unknown } | null)?.path;
     const forbidden = typeof path === 'string' ? forbiddenPathSegment(path) : undefined;

@@ -344,6 +344,56 @@ describe('SCIM /Groups', () => {
   });
 });
 
+describe('SCIM as Microsoft Entra ID sends it', () => {
+  test("Entra's member removal (a value list on path members, $ref null) removes those members; no value removes all", async () => {
+    const [carol, dan, erin] = await Promise.all(
+      ['e-carol', 'e-dan', 'e-erin'].map((label) => scim('POST', '/Users', oktaUser(uniqueEmail(label)))),
+    );
+    const created = await scim('POST', '/Groups', {
+      schemas: [GROUP],
+      displayName: `Entra ${Date.now()}`,
+      members: [carol, dan, erin].map((u) => ({ value: u.body.id })),
+    });
+    const id = created.body.id;
+    const removed = await scim('PATCH', `/Groups/${id}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'Remove', path: 'members', value: [{ $ref: null, value: dan.body.id }] }],
+    });
+    expect(removed.status).toBe(200);
+    expect(removed.body.members.map((m: { value: string }) => m.value).sort()).toEqual(
+      [carol.body.id, erin.body.id].sort(),
+    );
+    const all = await scim('PATCH', `/Groups/${id}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'remove', path: 'members' }],
+    });
+    expect(all.status).toBe(200);
+    expect(all.body.members ?? []).toEqual([]);
+    expectScimError(
+      await scim('PATCH', `/Groups/${id}`, {
+        schemas: [PATCH_OP],
+        Operations: [{ op: 'Remove', path: 'members', value: [{ display: 'no id' }] }],
+      }),
+      400,
+      'invalidValue',
+    );
+  });
+
+  test('the discovery endpoints answer 405 with Allow: GET to other methods, in the SCIM error schema', async () => {
+    for (const [method, path] of [
+      ['POST', '/ServiceProviderConfig'],
+      ['PUT', '/ResourceTypes/User'],
+      ['PATCH', '/Schemas'],
+      ['DELETE', `/Schemas/${encodeURIComponent(USER)}`],
+    ]) {
+      const answer = await scim(method, path, method === 'DELETE' ? undefined : {});
+      expectScimError(answer, 405);
+      expect(answer.headers.get('allow')).toBe('GET');
+    }
+    expectScimError(await scim('GET', '/Schemas/urn:nothing'), 404);
+  });
+});
+
 describe('SCIM discovery', () => {
   test('ServiceProviderConfig, ResourceTypes and Schemas describe what is supported', async () => {
     const config = await scim('GET', '/ServiceProviderConfig');

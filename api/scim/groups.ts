@@ -16,7 +16,18 @@ import { normalize } from '../../store/users';
 import { describeIssues } from '../problem';
 import { ScimError, SCIM_CONTENT_TYPE } from './errors';
 import { scimFilterToSql, type AttributeMap } from './filter';
-import { applyPatch, checkIfMatch, GROUP_SCHEMA, listResponse, meta, parseListQuery } from './resources';
+import {
+  applyPatch,
+  checkIfMatch,
+  GROUP_SCHEMA,
+  listResponse,
+  meta,
+  parseListQuery,
+  parseSelection,
+  project,
+  searchRequestQuery,
+  type Selection,
+} from './resources';
 
 const groupAttributes: AttributeMap<Database, 'scim_groups'> = {
   id: (eb, v) => eb('id', '=', String(v)),
@@ -52,10 +63,10 @@ export function scimGroupsRouter({ db, scimUrl }: { db: Db; scimUrl: string }): 
     return row;
   }
 
-  function send(res: Response, row: GroupRow, status = 200): void {
+  function send(res: Response, row: GroupRow, status = 200, selection: Selection = {}): void {
     const resource = groupResource(row, groupsUrl, usersUrl);
     if (status === 201) res.location(resource.meta.location);
-    res.status(status).type(SCIM_CONTENT_TYPE).set('ETag', resource.meta.version).json(resource);
+    res.status(status).type(SCIM_CONTENT_TYPE).set('ETag', resource.meta.version).json(project(resource, selection));
   }
 
   async function save(body: unknown, id?: string): Promise<GroupRow> {
@@ -81,20 +92,24 @@ export function scimGroupsRouter({ db, scimUrl }: { db: Db; scimUrl: string }): 
 
   router.post('/', async (req, res) => send(res, await save(req.body), 201));
 
-  router.get('/', async (req, res) => {
-    const { startIndex, count, filter } = parseListQuery(req.query);
+  /** A list, from a GET's query or a POST search's body. */
+  async function list(res: Response, query: unknown) {
+    const { startIndex, count, filter, ...selection } = parseListQuery(query);
     const where: GroupFilter | undefined = filter ? scimFilterToSql(filter, groupAttributes) : undefined;
     const { total, rows } = await listGroups(db, where, startIndex, count);
     res.type(SCIM_CONTENT_TYPE).json(
       listResponse(
-        rows.map((row) => groupResource(row, groupsUrl, usersUrl)),
+        rows.map((row) => project(groupResource(row, groupsUrl, usersUrl), selection)),
         total,
         startIndex,
       ),
     );
-  });
+  }
 
-  router.get('/:id', async (req, res) => send(res, await load(req.params.id)));
+  router.get('/', (req, res) => list(res, req.query));
+  router.post('/.search', (req, res) => list(res, searchRequestQuery(req.body)));
+
+  router.get('/:id', async (req, res) => send(res, await load(req.params.id), 200, parseSelection(req.query)));
 
   router.put('/:id', async (req, res) => {
     checkIfMatch(req, (await load(req.params.id)).updated_at, 'group');

@@ -102,7 +102,7 @@ const paginationSchema = z.object({
 
 /** RFC 7644 §3.4.2.4: startIndex is 1-based (smaller values mean 1), count is capped, never negative. */
 export function parseListQuery(query: unknown) {
-  const parsed = paginationSchema.safeParse(query);
+  const parsed = paginationSchema.extend(selectionSchema.shape).safeParse(query);
   if (!parsed.success) throw new ScimError(400, describeIssues(parsed.error), 'invalidValue');
   return parsed.data;
 }
@@ -114,7 +114,6 @@ export function checkIfMatch(req: Request, updatedAt: Date, noun: string): void 
     throw new ScimError(412, `the ${noun} changed since version ${expected}`);
 }
 
-/** RFC 7644 §3.5.2 PATCH applied to the resource as the client sees it; the result is then validated like a PUT body. */
 /**
  * Microsoft Entra ID removes group members with `{"op":"Remove","path":"members","value":[{"value":"<id>"}]}`,
  * which scim-patch ignores: each listed member becomes a `remove` of `members[value eq "<id>"]` (RFC 7644 §3.5.2.2).
@@ -139,6 +138,7 @@ function expandMemberRemovals(operations: unknown[]): unknown[] {
   });
 }
 
+/** RFC 7644 §3.5.2 PATCH applied to the resource as the client sees it; the result is then validated like a PUT body. */
 export function applyPatch(resource: object, body: unknown): unknown {
   const given = (body as { Operations?: unknown } | null)?.Operations;
   const operations = Array.isArray(given) ? expandMemberRemovals(given) : given;
@@ -159,4 +159,122 @@ export function applyPatch(resource: object, body: unknown): unknown {
   } catch (error) {
     throw new ScimError(400, (error as Error).message, 'invalidSyntax');
   }
+}
+
+/** RFC 7644 §3.4.2.5: which attributes an answer carries (`attributes`) or leaves out (`excludedAttributes`). */
+export interface Selection {
+  attributes?: string;
+  excludedAttributes?: string;
+}
+
+const selectionSchema = z.object({
+  attributes: z.string().max(2000).optional(),
+  excludedAttributes: z.string().max(2000).optional(),
+});
+
+export function parseSelection(query: unknown): Selection {
+  const parsed = selectionSchema.safeParse(query);
+  if (!parsed.success) throw new ScimError(400, describeIssues(parsed.error), 'invalidValue');
+  return parsed.data;
+}
+
+/** Attributes every answer keeps whatever the selection. */
+const ALWAYS_RETURNED = new Set(['id', 'schemas']);
+
+/**
+ * A selection name as [attribute key of the resource, sub-attribute key] (case-insensitive, the core schema's URN
+ * prefix optional, an extension's attributes under its URN), or undefined when the resource has no such attribute.
+ * Only keys the resource itself has are ever used, so a name cannot reach anything else.
+ */
+function resolveName(resource: Record<string, unknown>, raw: string): [string, string | undefined] | undefined {
+  const name = raw.trim().replace(/^urn:ietf:params:scim:schemas:core:2\.0:(User|Group):/i, '');
+  const keys = Object.keys(resource);
+  const lower = name.toLowerCase();
+  const urn = keys
+    .filter((k) => k.startsWith('urn:') && lower.startsWith(`${k.toLowerCase()}:`))
+    .sort((a, b) => b.length - a.length)[0];
+  const [top, sub] = urn ? [urn, name.slice(urn.length + 1)] : name.split('.', 2);
+  const key = urn ?? keys.find((k) => k.toLowerCase() === top.toLowerCase());
+  if (!key) return undefined;
+  if (sub === undefined) return [key, undefined];
+  const value = resource[key];
+  const inner = (Array.isArray(value) ? value : [value]).filter(
+    (v): v is Record<string, unknown> => !!v && typeof v === 'object',
+  );
+  const subKey = inner.flatMap((v) => Object.keys(v)).find((k) => k.toLowerCase() === sub.toLowerCase());
+  return subKey ? [key, subKey] : undefined;
+}
+
+type Attributes = Record<string, unknown>;
+
+/** One sub-attribute of a complex attribute, or of each value of a multi-valued one. */
+const pick = (value: unknown, subKey: string): Attributes | Attributes[] =>
+  Array.isArray(value)
+    ? value.map((v) => ({ [subKey]: (v as Attributes | null)?.[subKey] }))
+    : { [subKey]: (value as Attributes)[subKey] };
+
+/** The resource as the selection asks; `id` and `schemas` always stay. */
+export function project<T extends Record<string, unknown>>(resource: T, selection: Selection): Record<string, unknown> {
+  const names = (list?: string) => (list ?? '').split(',').filter((n) => n.trim() !== '');
+  if (selection.attributes !== undefined && names(selection.attributes).length > 0) {
+    const result: Record<string, unknown> = { schemas: resource.schemas, id: resource.id };
+    for (const name of names(selection.attributes)) {
+      const found = resolveName(resource, name);
+      if (!found) continue;
+      const [key, subKey] = found;
+      if (subKey === undefined) result[key] = resource[key];
+      else if (!(key in result) || result[key] !== resource[key]) {
+        const picked = pick(resource[key], subKey);
+        const had = result[key];
+        result[key] = Array.isArray(picked)
+          ? picked.map((p, i) => ({ ...((had as Attributes[] | undefined)?.[i] ?? {}), ...p }))
+          : { ...(had ?? {}), ...picked };
+      }
+    }
+    return result;
+  }
+  const result: Record<string, unknown> = { ...resource };
+  for (const name of names(selection.excludedAttributes)) {
+    const found = resolveName(resource, name);
+    if (!found || ALWAYS_RETURNED.has(found[0])) continue;
+    const [key, subKey] = found;
+    if (subKey === undefined) delete result[key];
+    else if (Array.isArray(result[key]))
+      result[key] = (result[key] as Record<string, unknown>[]).map(({ [subKey]: _dropped, ...rest }) => rest);
+    else if (result[key] && typeof result[key] === 'object') {
+      const { [subKey]: _dropped, ...rest } = result[key] as Record<string, unknown>;
+      result[key] = rest;
+    }
+  }
+  return result;
+}
+
+/**
+ * A search over POST (RFC 7644 §3.4.3): the query of a GET list as a JSON body, the attribute lists as arrays. Turned
+ * into the GET list's query, so both take one path.
+ */
+const searchRequestSchema = z
+  .object({
+    schemas: z.array(z.string()).optional(),
+    filter: z.string().max(2000).optional(),
+    startIndex: z.number().int().optional(),
+    count: z.number().int().optional(),
+    sortBy: z.string().max(200).optional(),
+    sortOrder: z.string().max(20).optional(),
+    attributes: z.array(z.string().max(200)).max(100).optional(),
+    excludedAttributes: z.array(z.string().max(200)).max(100).optional(),
+  })
+  .strict();
+
+export function searchRequestQuery(body: unknown): Record<string, string | number | undefined> {
+  const parsed = searchRequestSchema.safeParse(body);
+  if (!parsed.success) throw new ScimError(400, describeIssues(parsed.error), 'invalidValue');
+  const { filter, startIndex, count, attributes, excludedAttributes } = parsed.data;
+  return {
+    filter,
+    startIndex,
+    count,
+    attributes: attributes?.join(','),
+    excludedAttributes: excludedAttributes?.join(','),
+  };
 }

@@ -38,6 +38,10 @@ export function scimRouter(deps: ScimDependencies): Router {
   router.use(scimDiscoveryRouter(deps.scimUrl));
   router.use('/Users', scimUsersRouter(deps));
   router.use('/Groups', scimGroupsRouter(deps));
+  // A search across resource types (RFC 7644 §3.4.3 at the root) is not offered: each type has its own.
+  router.post('/.search', (_req, res) =>
+    sendScimError(res, 501, 'search across resource types is not supported; POST /Users/.search or /Groups/.search'),
+  );
   router.use((req, res) => sendScimError(res, 404, `no SCIM endpoint ${req.method} ${req.path}`));
   return router;
 }

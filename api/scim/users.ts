@@ -19,9 +19,13 @@ import {
   chooseEmail,
   listResponse,
   parseListQuery,
+  parseSelection,
+  project,
   scimUserInputSchema,
+  searchRequestQuery,
   userResource,
   type ScimUserInput,
+  type Selection,
 } from './resources';
 import type { Database } from '../../store/schema';
 
@@ -75,10 +79,10 @@ export function scimUsersRouter({ db, run, passwordPolicy, scimUrl }: ScimDepend
     return row;
   }
 
-  function send(res: Response, row: ScimUserRow, status = 200): void {
+  function send(res: Response, row: ScimUserRow, status = 200, selection: Selection = {}): void {
     const resource = userResource(row, usersUrl);
     if (status === 201) res.location(resource.meta.location);
-    res.status(status).type(SCIM_CONTENT_TYPE).set('ETag', resource.meta.version).json(resource);
+    res.status(status).type(SCIM_CONTENT_TYPE).set('ETag', resource.meta.version).json(project(resource, selection));
   }
 
   async function setActive(row: ScimUserRow, active: boolean): Promise<void> {
@@ -149,21 +153,25 @@ export function scimUsersRouter({ db, run, passwordPolicy, scimUrl }: ScimDepend
     });
   });
 
-  router.get('/', async (req, res) => {
-    const { startIndex, count, filter } = parseListQuery(req.query);
+  /** A list, from a GET's query or a POST search's body. */
+  async function list(res: Response, query: unknown) {
+    const { startIndex, count, filter, ...selection } = parseListQuery(query);
     const where: UserFilter | undefined = filter ? scimFilterToSql(filter, userAttributes) : undefined;
     const { total, rows } = await listScimUsers(db, where, startIndex, count);
     res.type(SCIM_CONTENT_TYPE).json(
       listResponse(
-        rows.map((row) => userResource(row, usersUrl)),
+        rows.map((row) => project(userResource(row, usersUrl), selection)),
         total,
         startIndex,
       ),
     );
-  });
+  }
+
+  router.get('/', (req, res) => list(res, req.query));
+  router.post('/.search', (req, res) => list(res, searchRequestQuery(req.body)));
 
   router.get('/:id', async (req, res) => {
-    send(res, await load(req.params.id));
+    send(res, await load(req.params.id), 200, parseSelection(req.query));
   });
 
   router.put('/:id', async (req, res) => {

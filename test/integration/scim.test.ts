@@ -379,6 +379,64 @@ describe('SCIM as Microsoft Entra ID sends it', () => {
     );
   });
 
+  test('attributes and excludedAttributes select what GET answers carry; id and schemas always stay', async () => {
+    const email = uniqueEmail('e-frank');
+    const user = (await scim('POST', '/Users', oktaUser(email))).body;
+    const group = (
+      await scim('POST', '/Groups', {
+        schemas: [GROUP],
+        displayName: `Selected ${Date.now()}`,
+        members: [{ value: user.id }],
+      })
+    ).body;
+
+    const withoutMembers = await scim(
+      'GET',
+      `/Groups?excludedAttributes=members&filter=${encodeURIComponent(`displayName eq "${group.displayName}"`)}`,
+    );
+    expect(withoutMembers.body.Resources).toEqual([expect.not.objectContaining({ members: expect.anything() })]);
+    expect(withoutMembers.body.Resources[0]).toMatchObject({ id: group.id, displayName: group.displayName });
+    expect((await scim('GET', `/Groups/${group.id}?excludedAttributes=members,id`)).body).toEqual(
+      expect.objectContaining({ id: group.id, schemas: [GROUP] }),
+    );
+
+    const selected = await scim('GET', `${filter(`userName eq "${email}"`)}&attributes=userName,emails.value`);
+    expect(selected.body.Resources).toEqual([
+      { schemas: [USER], id: user.id, userName: email, emails: [{ value: email }] },
+    ]);
+    const one = await scim(
+      'GET',
+      `/Users/${user.id}?attributes=urn:ietf:params:scim:schemas:core:2.0:User:name.givenName`,
+    );
+    expect(one.body).toEqual({ schemas: [USER], id: user.id, name: { givenName: 'Okta' } });
+    const excluded = await scim('GET', `/Users/${user.id}?excludedAttributes=name.familyName,emails,meta`);
+    expect(excluded.body.name).toEqual({ givenName: 'Okta', formatted: 'Okta User' });
+    expect(excluded.body).not.toHaveProperty('emails');
+    expect(excluded.body).not.toHaveProperty('meta');
+  });
+
+  test('search over POST: /Users/.search and /Groups/.search take the list query as a body; the root answers 501', async () => {
+    const email = uniqueEmail('e-grace');
+    const user = (await scim('POST', '/Users', oktaUser(email))).body;
+    const found = await scim('POST', '/Users/.search', {
+      schemas: ['urn:ietf:params:scim:api:messages:2.0:SearchRequest'],
+      filter: `userName eq "${email}"`,
+      attributes: ['userName'],
+      startIndex: 1,
+      count: 10,
+    });
+    expect(found.status).toBe(200);
+    expect(found.body).toMatchObject({
+      totalResults: 1,
+      Resources: [{ schemas: [USER], id: user.id, userName: email }],
+    });
+    expect(found.body.Resources[0]).not.toHaveProperty('emails');
+    const groups = await scim('POST', '/Groups/.search', { filter: 'displayName eq "no such group"' });
+    expect(groups.body).toMatchObject({ totalResults: 0 });
+    expectScimError(await scim('POST', '/Users/.search', { filter: 7 }), 400, 'invalidValue');
+    expectScimError(await scim('POST', '/.search', { filter: `userName eq "${email}"` }), 501);
+  });
+
   test('the discovery endpoints answer 405 with Allow: GET to other methods, in the SCIM error schema', async () => {
     for (const [method, path] of [
       ['POST', '/ServiceProviderConfig'],

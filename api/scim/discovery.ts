@@ -32,6 +32,11 @@ const schemas = [
       }),
       attribute('emails', 'complex', {
         multiValued: true,
+        // Every downstream app's Try carries the user's e-mail, so the service needs one (a userName that is an
+        // e-mail address also counts).
+        required: true,
+        description:
+          "At least one e-mail address: the primary one (else the work one, else the first) is the user's e-mail. A userName that is an e-mail address counts as one.",
         subAttributes: [attribute('value', 'string'), attribute('type', 'string'), attribute('primary', 'boolean')],
       }),
       attribute('active', 'boolean'),

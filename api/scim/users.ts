@@ -60,7 +60,11 @@ function parseUser(body: unknown, policy: PasswordPolicy): ScimUserInput & { ema
   }
   const email = chooseEmail(parsed.data);
   if (!email)
-    throw new ScimError(400, 'emails: an e-mail address is required (or a userName that is one)', 'invalidValue');
+    throw new ScimError(
+      400,
+      "emails: send at least one e-mail address (emails[].value), or a userName that is one; every downstream app receives the user's e-mail",
+      'invalidValue',
+    );
   if (parsed.data.password !== undefined) {
     const violations = passwordPolicyViolations(parsed.data.password, policy);
     if (violations.length > 0)

@@ -437,6 +437,17 @@ describe('SCIM as Microsoft Entra ID sends it', () => {
     expectScimError(await scim('POST', '/.search', { filter: `userName eq "${email}"` }), 501);
   });
 
+  test('a user without any e-mail answers 400 saying what to send, as /Schemas says emails are required', async () => {
+    const schema = await scim('GET', `/Schemas/${encodeURIComponent(USER)}`);
+    const emails = schema.body.attributes.find((a: { name: string }) => a.name === 'emails');
+    expect(emails).toMatchObject({ required: true, multiValued: true });
+    const refused = await scim('POST', '/Users', { schemas: [USER], userName: `no-mail-${Date.now()}` });
+    expectScimError(refused, 400, 'invalidValue');
+    expect(refused.body.detail).toBe(
+      "emails: send at least one e-mail address (emails[].value), or a userName that is one; every downstream app receives the user's e-mail",
+    );
+  });
+
   test('the discovery endpoints answer 405 with Allow: GET to other methods, in the SCIM error schema', async () => {
     for (const [method, path] of [
       ['POST', '/ServiceProviderConfig'],

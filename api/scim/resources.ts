@@ -63,13 +63,16 @@ export function userResource(row: ScimUserRow, usersUrl: string) {
     id: row.id,
     ...(row.external_id ? { externalId: row.external_id } : {}),
     userName: row.user_name,
-    name: {
-      ...(row.first_name ? { givenName: row.first_name } : {}),
-      ...(row.last_name ? { familyName: row.last_name } : {}),
-      ...(row.first_name || row.last_name
-        ? { formatted: [row.first_name, row.last_name].filter(Boolean).join(' ') }
-        : {}),
-    },
+    // A user without a name has no `name` (RFC 7643 §2.5: unassigned attributes are absent, not empty).
+    ...(row.first_name || row.last_name
+      ? {
+          name: {
+            ...(row.first_name ? { givenName: row.first_name } : {}),
+            ...(row.last_name ? { familyName: row.last_name } : {}),
+            formatted: [row.first_name, row.last_name].filter(Boolean).join(' '),
+          },
+        }
+      : {}),
     emails: [{ value: row.email, type: 'work', primary: true }],
     active: row.active,
     meta: meta('User', `${usersUrl}/${row.id}`, row.created_at, row.updated_at),

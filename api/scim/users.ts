@@ -187,7 +187,20 @@ export function scimUsersRouter({ db, run, passwordPolicy, scimUrl }: ScimDepend
   router.patch('/:id', async (req, res) => {
     const row = await load(req.params.id);
     checkIfMatch(req, row.updated_at, 'user');
-    const patched = applyPatch(userResource(row, usersUrl), req.body);
+    const patched = applyPatch(userResource(row, usersUrl), req.body) as Record<string, unknown>;
+    // Every user is active or not, and has an e-mail every app receives: those two cannot be removed.
+    if (!('active' in patched))
+      throw new ScimError(
+        400,
+        'active: cannot be removed; replace it with false to deactivate the user',
+        'invalidValue',
+      );
+    if (!Array.isArray(patched.emails) || patched.emails.length === 0)
+      throw new ScimError(
+        400,
+        "emails: cannot be removed; every downstream app receives the user's e-mail (replace it instead)",
+        'invalidValue',
+      );
     send(res, await replace(row, parseUser(patched, passwordPolicy)));
   });
 

@@ -448,6 +448,26 @@ describe('SCIM as Microsoft Entra ID sends it', () => {
     );
   });
 
+  test('PATCH remove: a removed name is absent afterwards; active and emails cannot be removed and say so', async () => {
+    const user = (await scim('POST', '/Users', oktaUser(uniqueEmail('e-heidi')))).body;
+    const remove = (path: string) =>
+      scim('PATCH', `/Users/${user.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'remove', path }] });
+    const nameless = await remove('name');
+    expect(nameless.status).toBe(200);
+    expect(nameless.body).not.toHaveProperty('name');
+    expect((await scim('GET', `/Users/${user.id}`)).body).not.toHaveProperty('name');
+    const active = await remove('active');
+    expectScimError(active, 400, 'invalidValue');
+    expect(active.body.detail).toMatch(/^active: cannot be removed/);
+    const emails = await remove('emails');
+    expectScimError(emails, 400, 'invalidValue');
+    expect(emails.body.detail).toMatch(/^emails: cannot be removed/);
+    expect((await scim('GET', `/Users/${user.id}`)).body).toMatchObject({
+      active: true,
+      emails: [{ value: user.userName }],
+    });
+  });
+
   test('the discovery endpoints answer 405 with Allow: GET to other methods, in the SCIM error schema', async () => {
     for (const [method, path] of [
       ['POST', '/ServiceProviderConfig'],

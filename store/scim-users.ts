@@ -13,6 +13,7 @@ export const SCIM_USER_COLUMNS = [
   'first_name',
   'last_name',
   'external_id',
+  'custom_attributes',
   'active',
   'created_at',
   'updated_at',
@@ -39,6 +40,7 @@ export interface ScimUserChanges {
   firstName: string | null;
   lastName: string | null;
   externalId: string | null;
+  customAttributes: Record<string, string>;
   /** A new native hash when the client sent a password; the stored one is kept otherwise. */
   passwordHash?: string;
 }
@@ -55,6 +57,7 @@ export async function updateScimUser(db: Db, id: string, changes: ScimUserChange
         first_name: changes.firstName,
         last_name: changes.lastName,
         external_id: changes.externalId,
+        custom_attributes: JSON.stringify(changes.customAttributes),
         ...(changes.passwordHash ? { password_hash: changes.passwordHash, password_format: 'aspnet-v3' } : {}),
         updated_at: new Date(),
       })

@@ -1,6 +1,6 @@
 import { Router, type Response } from 'express';
 import { SCIM_CONTENT_TYPE, sendScimError } from './errors';
-import { GROUP_SCHEMA, listResponse, USER_SCHEMA } from './resources';
+import { ENTERPRISE_ATTRIBUTES, ENTERPRISE_SCHEMA, GROUP_SCHEMA, listResponse, USER_SCHEMA } from './resources';
 
 const attribute = (name: string, type: string, extra: Record<string, unknown> = {}) => ({
   name,
@@ -41,6 +41,18 @@ const schemas = [
       }),
       attribute('active', 'boolean'),
       attribute('password', 'string', { mutability: 'writeOnly', returned: 'never' }),
+    ],
+  },
+  {
+    id: ENTERPRISE_SCHEMA,
+    name: 'EnterpriseUser',
+    description:
+      "Enterprise User. Kept as the user's custom attributes under their plain names (manager as its id), which every downstream app receives.",
+    attributes: [
+      ...ENTERPRISE_ATTRIBUTES.map((name) => attribute(name, 'string')),
+      attribute('manager', 'complex', {
+        subAttributes: [attribute('value', 'string'), attribute('$ref', 'reference', { mutability: 'readOnly' })],
+      }),
     ],
   },
   {
@@ -93,6 +105,7 @@ export function scimDiscoveryRouter(scimUrl: string): Router {
       name: 'User',
       endpoint: '/Users',
       schema: USER_SCHEMA,
+      schemaExtensions: [{ schema: ENTERPRISE_SCHEMA, required: false }],
       meta: { resourceType: 'ResourceType', location: `${scimUrl}/ResourceTypes/User` },
     },
     {

@@ -37,7 +37,8 @@ function translate<DB, TB extends keyof DB>(
       return translate(eb, f.valFilter, attributes, `${f.attrPath.toLowerCase()}.`);
     case 'eq': {
       const path = `${prefix}${f.attrPath.toLowerCase()}`;
-      const column = attributes[path];
+      // Own attributes only: a path such as `constructor` must not find Object.prototype's.
+      const column = Object.hasOwn(attributes, path) ? attributes[path] : undefined;
       if (!column) throw new ScimError(400, `filtering on ${f.attrPath} is not supported`, 'invalidFilter');
       return column(eb, f.compValue);
     }

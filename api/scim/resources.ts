@@ -22,7 +22,31 @@ export const scimBoolean = z.union([
 const optionalText = z.string().trim().max(256).nullish();
 
 /** What this service keeps of a SCIM user; other attributes (enterprise extension, phone numbers, …) are accepted and ignored. */
+/** RFC 7643 §4.3: the enterprise user extension, which Microsoft Entra ID sends. */
+export const ENTERPRISE_SCHEMA = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
+
+/**
+ * The extension's attributes, kept as the user's custom attributes under their plain names (so they reach every
+ * downstream app in Try's `customAttributes`); `manager` as the manager's id.
+ */
+export const ENTERPRISE_ATTRIBUTES = [
+  'employeeNumber',
+  'costCenter',
+  'organization',
+  'division',
+  'department',
+] as const;
+
+const enterpriseSchema = z.looseObject({
+  ...Object.fromEntries(ENTERPRISE_ATTRIBUTES.map((name) => [name, z.string().trim().max(256).nullish()])),
+  // Entra sets the manager by its id alone (`…:User:manager` = "<id>"); RFC 7643 says `{ value }`.
+  manager: z
+    .union([z.string().trim().max(256), z.looseObject({ value: z.string().trim().max(256).nullish() })])
+    .nullish(),
+});
+
 export const scimUserInputSchema = z.looseObject({
+  [ENTERPRISE_SCHEMA]: enterpriseSchema.nullish(),
   userName: z.string().trim().min(1).max(256),
   externalId: optionalText,
   name: z.looseObject({ givenName: optionalText, familyName: optionalText }).nullish(),
@@ -34,6 +58,43 @@ export const scimUserInputSchema = z.looseObject({
 });
 
 export type ScimUserInput = z.infer<typeof scimUserInputSchema>;
+
+/** The enterprise extension of an input as custom attributes (only those it sets). */
+export function enterpriseAttributesOf(input: ScimUserInput): Record<string, string> {
+  const extension = (input[ENTERPRISE_SCHEMA] ?? {}) as Record<string, unknown> & {
+    manager?: { value?: unknown } | null;
+  };
+  const attributes: Record<string, string> = {};
+  for (const name of ENTERPRISE_ATTRIBUTES) {
+    const value = extension[name];
+    if (typeof value === 'string' && value !== '') attributes[name] = value;
+  }
+  const manager = typeof extension.manager === 'string' ? extension.manager : extension.manager?.value;
+  if (typeof manager === 'string' && manager !== '') attributes.manager = manager;
+  return attributes;
+}
+
+/** The custom attributes a user keeps besides the extension's, with the extension's replaced by `input`'s. */
+export function withEnterpriseAttributes(
+  current: Record<string, string>,
+  input: ScimUserInput,
+): Record<string, string> {
+  const kept = Object.fromEntries(
+    Object.entries(current).filter(
+      ([name]) => !(ENTERPRISE_ATTRIBUTES as readonly string[]).includes(name) && name !== 'manager',
+    ),
+  );
+  return { ...kept, ...enterpriseAttributesOf(input) };
+}
+
+/** The extension as a resource shows it, from the user's custom attributes; undefined when it has none. */
+function enterpriseExtensionOf(custom: Record<string, string>, usersUrl: string) {
+  const extension: Record<string, unknown> = {};
+  for (const name of ENTERPRISE_ATTRIBUTES) if (Object.hasOwn(custom, name)) extension[name] = custom[name];
+  if (Object.hasOwn(custom, 'manager'))
+    extension.manager = { value: custom.manager, $ref: `${usersUrl}/${encodeURIComponent(custom.manager)}` };
+  return Object.keys(extension).length > 0 ? extension : undefined;
+}
 
 const emailSchema = z.email();
 
@@ -58,8 +119,9 @@ export function meta(resourceType: 'User' | 'Group', location: string, created: 
 }
 
 export function userResource(row: ScimUserRow, usersUrl: string) {
+  const enterprise = enterpriseExtensionOf(row.custom_attributes, usersUrl);
   return {
-    schemas: [USER_SCHEMA],
+    schemas: enterprise ? [USER_SCHEMA, ENTERPRISE_SCHEMA] : [USER_SCHEMA],
     id: row.id,
     ...(row.external_id ? { externalId: row.external_id } : {}),
     userName: row.user_name,
@@ -75,6 +137,7 @@ export function userResource(row: ScimUserRow, usersUrl: string) {
       : {}),
     emails: [{ value: row.email, type: 'work', primary: true }],
     active: row.active,
+    ...(enterprise ? { [ENTERPRISE_SCHEMA]: enterprise } : {}),
     meta: meta('User', `${usersUrl}/${row.id}`, row.created_at, row.updated_at),
   };
 }
@@ -142,9 +205,20 @@ function expandMemberRemovals(operations: unknown[]): unknown[] {
 }
 
 /** RFC 7644 §3.5.2 PATCH applied to the resource as the client sees it; the result is then validated like a PUT body. */
+/** Entra sets the enterprise manager by its id alone; RFC 7643 and the resource hold `{ value }`. */
+function managerAsObject(operations: unknown[]): unknown[] {
+  const managerPath = `${ENTERPRISE_SCHEMA}:manager`.toLowerCase();
+  return operations.map((operation) => {
+    const { path, value } = (operation ?? {}) as { path?: unknown; value?: unknown };
+    return typeof path === 'string' && path.toLowerCase() === managerPath && typeof value === 'string'
+      ? { ...(operation as object), value: { value } }
+      : operation;
+  });
+}
+
 export function applyPatch(resource: object, body: unknown): unknown {
   const given = (body as { Operations?: unknown } | null)?.Operations;
-  const operations = Array.isArray(given) ? expandMemberRemovals(given) : given;
+  const operations = Array.isArray(given) ? managerAsObject(expandMemberRemovals(given)) : given;
   body = { ...(body as object), Operations: operations };
   for (const operation of Array.isArray(operations) ? operations : []) {
     const path = (operation as { path?: unknown } | null)?.path;

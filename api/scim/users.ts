@@ -1,3 +1,4 @@
+import { sql, type ExpressionBuilder } from 'kysely';
 import { Router, type Response } from 'express';
 import type { PasswordPolicy } from '../../config/schema';
 import { hashPassword } from '../../security/password-hashing';
@@ -17,6 +18,10 @@ import {
   applyPatch,
   checkIfMatch,
   chooseEmail,
+  ENTERPRISE_ATTRIBUTES,
+  ENTERPRISE_SCHEMA,
+  enterpriseAttributesOf,
+  withEnterpriseAttributes,
   listResponse,
   parseListQuery,
   parseSelection,
@@ -40,6 +45,13 @@ const userAttributes: AttributeMap<Database, 'users'> = {
   active: (eb, v) => eb('active', '=', v === true || String(v).toLowerCase() === 'true'),
   'name.givenname': (eb, v) => eb('first_name', '=', String(v)),
   'name.familyname': (eb, v) => eb('last_name', '=', String(v)),
+  ...Object.fromEntries(
+    [...ENTERPRISE_ATTRIBUTES, 'manager.value'].map((name) => [
+      `${ENTERPRISE_SCHEMA.toLowerCase()}:${name.toLowerCase()}`,
+      (eb: ExpressionBuilder<Database, 'users'>, v: string | number | boolean | null) =>
+        eb(sql`custom_attributes->>${name.replace('.value', '')}`, '=', String(v)),
+    ]),
+  ),
 };
 
 /** A provisioning outcome in SCIM terms: the same answers as the admin API's (outcomeProblem), in SCIM's error schema. */
@@ -114,6 +126,7 @@ export function scimUsersRouter({ db, run, passwordPolicy, scimUrl }: ScimDepend
         firstName: desired.name?.givenName ?? null,
         lastName: desired.name?.familyName ?? null,
         externalId: desired.externalId ?? null,
+        customAttributes: withEnterpriseAttributes(row.custom_attributes, desired),
         passwordHash: desired.password === undefined ? undefined : await hashPassword(desired.password),
       });
     } catch (error) {
@@ -140,7 +153,7 @@ export function scimUsersRouter({ db, run, passwordPolicy, scimUrl }: ScimDepend
             firstName: input.name?.givenName ?? null,
             lastName: input.name?.familyName ?? null,
             organizationId: null,
-            customAttributes: {},
+            customAttributes: enterpriseAttributesOf(input),
           },
         },
       );

@@ -16,6 +16,7 @@ const USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
 const GROUP = 'urn:ietf:params:scim:schemas:core:2.0:Group';
 const PATCH_OP = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
 const ERROR = 'urn:ietf:params:scim:api:messages:2.0:Error';
+const ENTERPRISE = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
 
 const h = useHarness({ apps: { crm: {}, billing: {} } }, async (started) => {
   token = (await started.admin('POST', '/api/v1/scim/tokens', { description: 'okta' })).body.token;
@@ -468,6 +469,92 @@ describe('SCIM as Microsoft Entra ID sends it', () => {
     });
   });
 
+  test('an Entra-shaped sequence with the enterprise extension: filter, create, PATCH Replace, members, excludedAttributes, disable with "False", delete', async () => {
+    const manager = (await scim('POST', '/Users', oktaUser(uniqueEmail('e-boss')))).body;
+    const nextManager = (await scim('POST', '/Users', oktaUser(uniqueEmail('e-boss2')))).body;
+    const email = uniqueEmail('e-ivan');
+    expect((await scim('GET', filter(`userName eq "${email}"`))).body.totalResults).toBe(0);
+    const created = await scim('POST', '/Users', {
+      schemas: [USER, ENTERPRISE],
+      externalId: `entra-${Date.now()}`,
+      userName: email,
+      active: true,
+      displayName: 'Ivan Entra',
+      emails: [{ primary: true, type: 'work', value: email }],
+      name: { givenName: 'Ivan', familyName: 'Entra' },
+      [ENTERPRISE]: { employeeNumber: 'E-100', department: 'Sales', manager: { value: manager.id } },
+    });
+    expect(created.status).toBe(201);
+    const id = created.body.id;
+    expect(created.body.schemas).toEqual([USER, ENTERPRISE]);
+    expect(created.body[ENTERPRISE]).toEqual({
+      employeeNumber: 'E-100',
+      department: 'Sales',
+      manager: { value: manager.id, $ref: expect.stringMatching(new RegExp(`/Users/${manager.id}$`)) },
+    });
+    // Downstream apps get the extension as custom attributes under their plain names.
+    const [tried] = h.apps.crm.state.calls.filter(
+      (c) => c.path === '/try' && (c.body as { userId?: string }).userId === id,
+    );
+    expect((tried.body as { customAttributes: unknown }).customAttributes).toEqual({
+      employeeNumber: 'E-100',
+      department: 'Sales',
+      manager: manager.id,
+    });
+    const byNumber = await scim('GET', filter(`${ENTERPRISE}:employeeNumber eq "E-100"`));
+    expect(byNumber.body.Resources.map((r: { id: string }) => r.id)).toEqual([id]);
+
+    const patched = await scim('PATCH', `/Users/${id}`, {
+      schemas: [PATCH_OP],
+      Operations: [
+        { op: 'Replace', path: `${ENTERPRISE}:department`, value: 'Marketing' },
+        { op: 'Add', path: `${ENTERPRISE}:manager`, value: nextManager.id },
+        { op: 'Replace', path: 'displayName', value: 'Ivan E.' },
+      ],
+    });
+    expect(patched.status).toBe(200);
+    expect(patched.body[ENTERPRISE]).toMatchObject({
+      employeeNumber: 'E-100',
+      department: 'Marketing',
+      manager: { value: nextManager.id },
+    });
+
+    const group = (await scim('POST', '/Groups', { schemas: [GROUP], displayName: `Entra seq ${Date.now()}` })).body;
+    const member = (op: string) =>
+      scim('PATCH', `/Groups/${group.id}`, {
+        schemas: [PATCH_OP],
+        Operations: [{ op, path: 'members', value: [{ $ref: null, value: id }] }],
+      });
+    expect((await member('Add')).body.members.map((m: { value: string }) => m.value)).toEqual([id]);
+    expect((await scim('GET', `/Groups/${group.id}?excludedAttributes=members`)).body).not.toHaveProperty('members');
+    expect((await member('Remove')).body.members ?? []).toEqual([]);
+
+    const disabled = await scim('PATCH', `/Users/${id}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'Replace', path: 'active', value: 'False' }],
+    });
+    expect(disabled.body.active).toBe(false);
+    expect((await scim('DELETE', `/Users/${id}`)).status).toBe(204);
+    // The spec's soft-delete: still there, inactive.
+    expect((await scim('GET', `/Users/${id}`)).body).toMatchObject({ id, active: false });
+  });
+
+  test('/Schemas and the User resource type advertise the enterprise extension', async () => {
+    const schema = await scim('GET', `/Schemas/${encodeURIComponent(ENTERPRISE)}`);
+    expect(schema.status).toBe(200);
+    expect(schema.body.attributes.map((a: { name: string }) => a.name)).toEqual([
+      'employeeNumber',
+      'costCenter',
+      'organization',
+      'division',
+      'department',
+      'manager',
+    ]);
+    expect((await scim('GET', '/ResourceTypes/User')).body.schemaExtensions).toEqual([
+      { schema: ENTERPRISE, required: false },
+    ]);
+  });
+
   test('the discovery endpoints answer 405 with Allow: GET to other methods, in the SCIM error schema', async () => {
     for (const [method, path] of [
       ['POST', '/ServiceProviderConfig'],
@@ -495,7 +582,7 @@ describe('SCIM discovery', () => {
     const types = await scim('GET', '/ResourceTypes');
     expect(types.body.Resources.map((t: { id: string }) => t.id)).toEqual(['User', 'Group']);
     const schemas = await scim('GET', '/Schemas');
-    expect(schemas.body.Resources.map((s: { id: string }) => s.id)).toEqual([USER, GROUP]);
+    expect(schemas.body.Resources.map((s: { id: string }) => s.id)).toEqual([USER, ENTERPRISE, GROUP]);
     expect((await scim('GET', `/Schemas/${USER}`)).body.attributes.map((a: { name: string }) => a.name)).toContain(
       'userName',
     );

@@ -8,6 +8,7 @@ import * as protectedAppKeys from './migrations/0005_protected_app_keys';
 import * as creationGuards from './migrations/0006_creation_guards';
 import * as signIn from './migrations/0007_sign_in';
 import * as federation from './migrations/0008_federation';
+import * as scimEmails from './migrations/0009_scim_emails';
 import type { Database } from './schema';
 
 export type Db = Kysely<Database>;
@@ -75,6 +76,7 @@ const provider: MigrationProvider = {
       '0006_creation_guards': creationGuards,
       '0007_sign_in': signIn,
       '0008_federation': federation,
+      '0009_scim_emails': scimEmails,
     }),
 };
 

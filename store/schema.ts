@@ -1,6 +1,13 @@
 import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
 
 /** The kysely view of the service's PostgreSQL stores; one interface per table, named after the spec's store. */
+/** One e-mail of a user as SCIM carries it (RFC 7643 §4.1.2). */
+export interface ScimEmail {
+  value: string;
+  type?: string;
+  primary?: boolean;
+}
+
 export interface UsersTable {
   id: string;
   email: string;
@@ -24,6 +31,8 @@ export interface UsersTable {
   email_confirmed: Generated<boolean>;
   access_failed_count: Generated<number>;
   lockout_end: Date | null;
+  /** Every e-mail a SCIM client sent, with type and primary; null: only `email`. */
+  scim_emails: ColumnType<ScimEmail[] | null, string | null | undefined, string | null>;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
 }

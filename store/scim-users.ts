@@ -1,6 +1,6 @@
 import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
 import type { Db } from './database';
-import type { Database } from './schema';
+import type { Database, ScimEmail } from './schema';
 import { DuplicateUserError, normalize } from './users';
 import { isUniqueViolation } from './errors';
 import { scimPage } from './scim-page';
@@ -14,6 +14,7 @@ export const SCIM_USER_COLUMNS = [
   'last_name',
   'external_id',
   'custom_attributes',
+  'scim_emails',
   'active',
   'created_at',
   'updated_at',
@@ -41,6 +42,7 @@ export interface ScimUserChanges {
   lastName: string | null;
   externalId: string | null;
   customAttributes: Record<string, string>;
+  emails: ScimEmail[];
   /** A new native hash when the client sent a password; the stored one is kept otherwise. */
   passwordHash?: string;
 }
@@ -58,6 +60,7 @@ export async function updateScimUser(db: Db, id: string, changes: ScimUserChange
         last_name: changes.lastName,
         external_id: changes.externalId,
         custom_attributes: JSON.stringify(changes.customAttributes),
+        scim_emails: JSON.stringify(changes.emails),
         ...(changes.passwordHash ? { password_hash: changes.passwordHash, password_format: 'aspnet-v3' } : {}),
         updated_at: new Date(),
       })
@@ -85,4 +88,13 @@ export async function deactivateUserReturningApps(db: Db, id: string): Promise<{
 
 export async function activateUser(db: Db, id: string): Promise<void> {
   await db.updateTable('users').set({ active: true, updated_at: new Date() }).where('id', '=', id).execute();
+}
+
+/** The e-mails a SCIM client sent for a user it just created (the creation itself stores only the sign-in one). */
+export async function setScimEmails(db: Db, id: string, emails: ScimEmail[]): Promise<void> {
+  await db
+    .updateTable('users')
+    .set({ scim_emails: JSON.stringify(emails) })
+    .where('id', '=', id)
+    .execute();
 }

@@ -5,6 +5,7 @@ import { describeIssues } from '../problem';
 import { forbiddenPathSegment } from '../../security/object-keys';
 import { ScimError } from './errors';
 import type { ScimUserRow } from '../../store/scim-users';
+import type { ScimEmail } from '../../store/schema';
 
 export const USER_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:User';
 export const GROUP_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:Group';
@@ -106,6 +107,30 @@ export function chooseEmail(input: ScimUserInput): string | undefined {
   return emailSchema.safeParse(candidate).success ? candidate : undefined;
 }
 
+/**
+ * The e-mails as sent, each with its `type` and `primary` (RFC 7643 §2.4: one primary at most); a value that is not an
+ * e-mail address is refused rather than dropped.
+ */
+export function emailListOf(input: ScimUserInput, signInEmail: string): ScimEmail[] {
+  const sent = input.emails ?? [];
+  if (sent.filter((e) => e.primary === true).length > 1)
+    throw new ScimError(400, 'emails: at most one e-mail can be primary', 'invalidValue');
+  sent.forEach((e, i) => {
+    if (!emailSchema.safeParse(e.value).success)
+      throw new ScimError(
+        400,
+        `emails[${i}].value: ${JSON.stringify(e.value.slice(0, 100))} is not an e-mail address`,
+        'invalidValue',
+      );
+  });
+  if (sent.length === 0) return [{ value: signInEmail, type: 'work', primary: true }];
+  return sent.map((e) => ({
+    value: e.value,
+    ...(e.type ? { type: e.type.slice(0, 64) } : {}),
+    ...(e.primary === true ? { primary: true } : {}),
+  }));
+}
+
 export const versionOf = (updatedAt: Date) => `W/"${updatedAt.getTime()}"`;
 
 export function meta(resourceType: 'User' | 'Group', location: string, created: Date, updated: Date) {
@@ -135,7 +160,10 @@ export function userResource(row: ScimUserRow, usersUrl: string) {
           },
         }
       : {}),
-    emails: [{ value: row.email, type: 'work', primary: true }],
+    // The e-mails as the client sent them, while they still hold the user's e-mail (the admin API may change it).
+    emails: row.scim_emails?.some((e) => e.value.toLowerCase() === row.email.toLowerCase())
+      ? row.scim_emails
+      : [{ value: row.email, type: 'work', primary: true }],
     active: row.active,
     ...(enterprise ? { [ENTERPRISE_SCHEMA]: enterprise } : {}),
     meta: meta('User', `${usersUrl}/${row.id}`, row.created_at, row.updated_at),

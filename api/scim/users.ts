@@ -3,7 +3,15 @@ import { Router, type Response } from 'express';
 import type { PasswordPolicy } from '../../config/schema';
 import { hashPassword } from '../../security/password-hashing';
 import { passwordPolicyViolations } from '../../security/password-policy';
-import { findScimUser, listScimUsers, updateScimUser, type ScimUserRow, type UserFilter } from '../../store/scim-users';
+import {
+  findScimUser,
+  listScimUsers,
+  setScimEmails,
+  updateScimUser,
+  type ScimUserRow,
+  type UserFilter,
+} from '../../store/scim-users';
+import type { ScimEmail } from '../../store/schema';
 import { DuplicateUserError, normalize } from '../../store/users';
 import { deactivationWorkflowId, provisioningWorkflowId } from '../../workflows/ids';
 import { deactivateAndDeprovision, reactivateAndProvision, type CreationOutcome } from '../../workflows/provisioning';
@@ -13,11 +21,12 @@ import { outcomeProblem } from '../provisioning-outcome';
 import { createUserThroughWorkflow } from '../user-creation';
 import { describeIssues } from '../problem';
 import { ScimError, scimErrorAnswer, SCIM_CONTENT_TYPE } from './errors';
-import { always, never, scimFilterToSql, type AttributeMap } from './filter';
+import { never, scimFilterToSql, type AttributeMap } from './filter';
 import {
   applyPatch,
   checkIfMatch,
   chooseEmail,
+  emailListOf,
   ENTERPRISE_ATTRIBUTES,
   ENTERPRISE_SCHEMA,
   enterpriseAttributesOf,
@@ -34,14 +43,26 @@ import {
 } from './resources';
 import type { Database } from '../../store/schema';
 
+/** The sign-in e-mail, or any e-mail a SCIM client sent. */
+const anyEmail = (eb: ExpressionBuilder<Database, 'users'>, value: string) =>
+  eb.or([
+    eb('normalized_email', '=', normalize(value)),
+    sql<boolean>`exists (select from jsonb_array_elements(scim_emails) e where lower(e->>'value') = lower(${value}))`,
+  ]);
+
 const userAttributes: AttributeMap<Database, 'users'> = {
   id: (eb, v) => eb('id', '=', String(v)),
   username: (eb, v) => eb('normalized_user_name', '=', normalize(String(v))),
   externalid: (eb, v) => eb('external_id', '=', String(v)),
-  'emails.value': (eb, v) => eb('normalized_email', '=', normalize(String(v))),
-  emails: (eb, v) => eb('normalized_email', '=', normalize(String(v))),
-  'emails.type': (_eb, v) => (String(v).toLowerCase() === 'work' ? always() : never()),
-  'emails.primary': (_eb, v) => (v === true ? always() : never()),
+  'emails.value': (eb, v) => anyEmail(eb, String(v)),
+  emails: (eb, v) => anyEmail(eb, String(v)),
+  // Each e-mail sub-attribute is matched on its own (a value path's conditions may meet in different e-mails).
+  'emails.type': (_eb, v) =>
+    sql<boolean>`(case when scim_emails is null then lower(${String(v)}) = 'work' else exists (select from jsonb_array_elements(scim_emails) e where lower(e->>'type') = lower(${String(v)})) end)`,
+  'emails.primary': (_eb, v) =>
+    v === true
+      ? sql<boolean>`(scim_emails is null or exists (select from jsonb_array_elements(scim_emails) e where (e->>'primary')::boolean))`
+      : never(),
   active: (eb, v) => eb('active', '=', v === true || String(v).toLowerCase() === 'true'),
   'name.givenname': (eb, v) => eb('first_name', '=', String(v)),
   'name.familyname': (eb, v) => eb('last_name', '=', String(v)),
@@ -65,7 +86,7 @@ function outcomeError(outcome: Exclude<CreationOutcome, { status: 'provisioned' 
   );
 }
 
-function parseUser(body: unknown, policy: PasswordPolicy): ScimUserInput & { email: string } {
+function parseUser(body: unknown, policy: PasswordPolicy): ScimUserInput & { email: string; emailList: ScimEmail[] } {
   const parsed = scimUserInputSchema.safeParse(body);
   if (!parsed.success) {
     throw new ScimError(400, describeIssues(parsed.error), 'invalidValue');
@@ -82,7 +103,7 @@ function parseUser(body: unknown, policy: PasswordPolicy): ScimUserInput & { ema
     if (violations.length > 0)
       throw new ScimError(400, violations.map((v) => `password: ${v}`).join('; '), 'invalidValue');
   }
-  return { ...parsed.data, email };
+  return { ...parsed.data, email, emailList: emailListOf(parsed.data, email) };
 }
 
 export function scimUsersRouter({ db, run, passwordPolicy, scimUrl }: ScimDependencies): Router {
@@ -118,7 +139,10 @@ export function scimUsersRouter({ db, run, passwordPolicy, scimUrl }: ScimDepend
   }
 
   /** PUT and PATCH end here: attributes first, then the change of `active` (deactivate and deprovision, or provision and activate). */
-  async function replace(row: ScimUserRow, desired: ScimUserInput & { email: string }): Promise<ScimUserRow> {
+  async function replace(
+    row: ScimUserRow,
+    desired: ScimUserInput & { email: string; emailList: ScimEmail[] },
+  ): Promise<ScimUserRow> {
     try {
       await updateScimUser(db, row.id, {
         userName: desired.userName,
@@ -127,6 +151,7 @@ export function scimUsersRouter({ db, run, passwordPolicy, scimUrl }: ScimDepend
         lastName: desired.name?.familyName ?? null,
         externalId: desired.externalId ?? null,
         customAttributes: withEnterpriseAttributes(row.custom_attributes, desired),
+        emails: desired.emailList,
         passwordHash: desired.password === undefined ? undefined : await hashPassword(desired.password),
       });
     } catch (error) {
@@ -158,6 +183,7 @@ export function scimUsersRouter({ db, run, passwordPolicy, scimUrl }: ScimDepend
         },
       );
       if (outcome.status !== 'provisioned') return scimErrorAnswer(outcomeError(outcome));
+      await setScimEmails(db, outcome.user.userId, input.emailList);
       const row = await load(outcome.user.userId);
       if (input.active === false) await setActive(row, false);
       const resource = userResource(await load(row.id), usersUrl);

@@ -238,8 +238,9 @@ describe('SCIM /Users', () => {
     expect(replaced.body).toMatchObject({
       userName: newEmail,
       name: { givenName: 'Renamed' },
-      emails: [{ value: newEmail, type: 'work', primary: true }],
     });
+    // Kept as sent: no type is invented.
+    expect(replaced.body.emails).toEqual([{ value: newEmail, primary: true }]);
     expect(replaced.body.externalId).toBeUndefined();
     expect(replaced.body.password).toBeUndefined();
     expectScimError(
@@ -553,6 +554,68 @@ describe('SCIM as Microsoft Entra ID sends it', () => {
     expect((await scim('GET', '/ResourceTypes/User')).body.schemaExtensions).toEqual([
       { schema: ENTERPRISE, required: false },
     ]);
+  });
+
+  test('multi-valued e-mails are kept with their type and primary as sent; the primary one signs in; two primaries are refused', async () => {
+    const work = uniqueEmail('e-judy');
+    const home = uniqueEmail('e-judy-home');
+    const user = (await scim('POST', '/Users', oktaUser(work))).body;
+    const added = await scim('PATCH', `/Users/${user.id}`, {
+      schemas: [PATCH_OP],
+      Operations: [{ op: 'add', path: 'emails', value: [{ value: home, type: 'home' }] }],
+    });
+    expect(added.status).toBe(200);
+    expect(added.body.emails).toEqual([
+      { value: work, type: 'work', primary: true },
+      { value: home, type: 'home' },
+    ]);
+    expect(
+      (await scim('GET', filter(`emails.value eq "${home}"`))).body.Resources.map((r: { id: string }) => r.id),
+    ).toEqual([user.id]);
+    expect((await scim('GET', filter(`emails[type eq "home" and value eq "${home}"]`))).body.totalResults).toBe(1);
+
+    // The home address becomes primary: it is now the user's e-mail, the work one stays as sent.
+    const replaced = await scim('PATCH', `/Users/${user.id}`, {
+      schemas: [PATCH_OP],
+      Operations: [
+        {
+          op: 'replace',
+          path: 'emails',
+          value: [
+            { value: work, type: 'work', primary: false },
+            { value: home, type: 'home', primary: true },
+          ],
+        },
+      ],
+    });
+    expect(replaced.body.emails).toEqual([
+      { value: work, type: 'work' },
+      { value: home, type: 'home', primary: true },
+    ]);
+    const profile = await h.admin('GET', `/api/v1/profile/${user.id}`);
+    expect(profile.body.email).toBe(home);
+
+    expectScimError(
+      await scim('PUT', `/Users/${user.id}`, {
+        schemas: [USER],
+        userName: work,
+        emails: [
+          { value: work, primary: true },
+          { value: home, primary: true },
+        ],
+      }),
+      400,
+      'invalidValue',
+    );
+    expectScimError(
+      await scim('PUT', `/Users/${user.id}`, {
+        schemas: [USER],
+        userName: work,
+        emails: [{ value: 'not an address' }],
+      }),
+      400,
+      'invalidValue',
+    );
   });
 
   test('the discovery endpoints answer 405 with Allow: GET to other methods, in the SCIM error schema', async () => {

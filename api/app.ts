@@ -20,6 +20,7 @@ import { profileRouter } from './routes/profile';
 import { provisioningAppsRouter } from './routes/provisioning-apps';
 import { registerRouter } from './routes/register';
 import { scimTokensRouter } from './routes/scim-tokens';
+import { scimDocumentationPage } from './scim/documentation';
 import { scimRouter } from './scim/router';
 import { createWorkflowRunner } from '../client/workflow-runner';
 
@@ -109,9 +110,17 @@ export function createApiApp({
     );
   }
   if (config.Migration.MapStatusEndpoint) app.use(migrationStatusRouter({ config, db, isAdmin: adminCheck }));
+  // Public: a SCIM client's administrator reads it before holding a token.
+  app.get('/docs/scim', (_req, res) => res.type('html').send(scimDocumentationPage(`${publicUrl}/scim/v2`)));
   app.use(
     '/scim/v2',
-    scimRouter({ db, run, passwordPolicy: config.Auth.PasswordPolicy, scimUrl: `${publicUrl}/scim/v2` }),
+    scimRouter({
+      db,
+      run,
+      passwordPolicy: config.Auth.PasswordPolicy,
+      scimUrl: `${publicUrl}/scim/v2`,
+      documentationUrl: `${publicUrl}/docs/scim`,
+    }),
   );
 
   app.use((req, res) =>

@@ -73,13 +73,14 @@ const schemas = [
   },
 ];
 
-export function scimDiscoveryRouter(scimUrl: string): Router {
+export function scimDiscoveryRouter(scimUrl: string, documentationUrl: string): Router {
   const router = Router();
   const send = (res: Response, body: unknown) => res.type(SCIM_CONTENT_TYPE).json(body);
 
   router.get('/ServiceProviderConfig', (_req, res) =>
     send(res, {
       schemas: ['urn:ietf:params:scim:schemas:core:2.0:ServiceProviderConfig'],
+      documentationUri: documentationUrl,
       patch: { supported: true },
       bulk: { supported: false, maxOperations: 0, maxPayloadSize: 0 },
       filter: { supported: true, maxResults: 1000 },

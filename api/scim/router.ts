@@ -30,12 +30,14 @@ export interface ScimDependencies {
   run: WorkflowRunner;
   passwordPolicy: PasswordPolicy;
   scimUrl: string;
+  /** The public page that documents the service's SCIM rules (the ServiceProviderConfig's documentationUri). */
+  documentationUrl: string;
 }
 
 export function scimRouter(deps: ScimDependencies): Router {
   const router = Router();
   router.use(requireScimToken(deps.db));
-  router.use(scimDiscoveryRouter(deps.scimUrl));
+  router.use(scimDiscoveryRouter(deps.scimUrl, deps.documentationUrl));
   router.use('/Users', scimUsersRouter(deps));
   router.use('/Groups', scimGroupsRouter(deps));
   // A search across resource types (RFC 7644 §3.4.3 at the root) is not offered: each type has its own.

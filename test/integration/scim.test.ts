@@ -618,6 +618,16 @@ describe('SCIM as Microsoft Entra ID sends it', () => {
     );
   });
 
+  test("the ServiceProviderConfig's documentationUri is a public page that explains the soft delete", async () => {
+    const config = await scim('GET', '/ServiceProviderConfig');
+    expect(config.body.documentationUri).toBe(`${h.api.publicUrl}/docs/scim`);
+    const page = await fetch(config.body.documentationUri);
+    expect(page.status).toBe(200);
+    const text = (await page.text()).replace(/<[^>]+>/g, '');
+    expect(text).toContain('DELETE is a soft delete.');
+    expect(text).toContain('still answers 200 with active: false');
+  });
+
   test('the discovery endpoints answer 405 with Allow: GET to other methods, in the SCIM error schema', async () => {
     for (const [method, path] of [
       ['POST', '/ServiceProviderConfig'],

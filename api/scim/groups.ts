@@ -1,4 +1,4 @@
-import { Router, type Response } from 'express';
+import { Router } from 'express';
 import { z } from 'zod';
 import type { Db } from '../../store/database';
 import {
@@ -14,20 +14,10 @@ import {
 import type { Database } from '../../store/schema';
 import { normalize } from '../../store/users';
 import { describeIssues } from '../problem';
-import { ScimError, SCIM_CONTENT_TYPE } from './errors';
+import { ScimError } from './errors';
 import { scimFilterToSql, type AttributeMap } from './filter';
-import {
-  applyPatch,
-  checkIfMatch,
-  GROUP_SCHEMA,
-  listResponse,
-  meta,
-  parseListQuery,
-  parseSelection,
-  project,
-  searchRequestQuery,
-  type Selection,
-} from './resources';
+import { resourceReads } from './resource-reads';
+import { applyPatch, checkIfMatch, GROUP_SCHEMA, meta } from './resources';
 
 const groupAttributes: AttributeMap<Database, 'scim_groups'> = {
   id: (eb, v) => eb('id', '=', String(v)),
@@ -57,17 +47,13 @@ export function scimGroupsRouter({ db, scimUrl }: { db: Db; scimUrl: string }): 
   const groupsUrl = `${scimUrl}/Groups`;
   const usersUrl = `${scimUrl}/Users`;
 
-  async function load(id: string): Promise<GroupRow> {
-    const row = await findGroup(db, id);
-    if (!row) throw new ScimError(404, `no group ${id}`);
-    return row;
-  }
-
-  function send(res: Response, row: GroupRow, status = 200, selection: Selection = {}): void {
-    const resource = groupResource(row, groupsUrl, usersUrl);
-    if (status === 201) res.location(resource.meta.location);
-    res.status(status).type(SCIM_CONTENT_TYPE).set('ETag', resource.meta.version).json(project(resource, selection));
-  }
+  const { load, send } = resourceReads<GroupRow, GroupFilter>(router, {
+    noun: 'group',
+    find: (id) => findGroup(db, id),
+    list: (where, startIndex, count) => listGroups(db, where, startIndex, count),
+    filterToSql: (filter) => scimFilterToSql(filter, groupAttributes),
+    resource: (row) => groupResource(row, groupsUrl, usersUrl),
+  });
 
   async function save(body: unknown, id?: string): Promise<GroupRow> {
     const parsed = groupInputSchema.safeParse(body);
@@ -91,25 +77,6 @@ export function scimGroupsRouter({ db, scimUrl }: { db: Db; scimUrl: string }): 
   }
 
   router.post('/', async (req, res) => send(res, await save(req.body), 201));
-
-  /** A list, from a GET's query or a POST search's body. */
-  async function list(res: Response, query: unknown) {
-    const { startIndex, count, filter, ...selection } = parseListQuery(query);
-    const where: GroupFilter | undefined = filter ? scimFilterToSql(filter, groupAttributes) : undefined;
-    const { total, rows } = await listGroups(db, where, startIndex, count);
-    res.type(SCIM_CONTENT_TYPE).json(
-      listResponse(
-        rows.map((row) => project(groupResource(row, groupsUrl, usersUrl), selection)),
-        total,
-        startIndex,
-      ),
-    );
-  }
-
-  router.get('/', (req, res) => list(res, req.query));
-  router.post('/.search', (req, res) => list(res, searchRequestQuery(req.body)));
-
-  router.get('/:id', async (req, res) => send(res, await load(req.params.id), 200, parseSelection(req.query)));
 
   router.put('/:id', async (req, res) => {
     checkIfMatch(req, (await load(req.params.id)).updated_at, 'group');

@@ -22,7 +22,6 @@ export const scimBoolean = z.union([
 
 const optionalText = z.string().trim().max(256).nullish();
 
-/** What this service keeps of a SCIM user; other attributes (enterprise extension, phone numbers, …) are accepted and ignored. */
 /** RFC 7643 §4.3: the enterprise user extension, which Microsoft Entra ID sends. */
 export const ENTERPRISE_SCHEMA = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
 
@@ -46,6 +45,7 @@ const enterpriseSchema = z.looseObject({
     .nullish(),
 });
 
+/** What this service keeps of a SCIM user; other attributes (phone numbers, addresses, …) are accepted and ignored. */
 export const scimUserInputSchema = z.looseObject({
   [ENTERPRISE_SCHEMA]: enterpriseSchema.nullish(),
   userName: z.string().trim().min(1).max(256),
@@ -232,7 +232,6 @@ function expandMemberRemovals(operations: unknown[]): unknown[] {
   });
 }
 
-/** RFC 7644 §3.5.2 PATCH applied to the resource as the client sees it; the result is then validated like a PUT body. */
 /** Entra sets the enterprise manager by its id alone; RFC 7643 and the resource hold `{ value }`. */
 function managerAsObject(operations: unknown[]): unknown[] {
   const managerPath = `${ENTERPRISE_SCHEMA}:manager`.toLowerCase();
@@ -244,6 +243,7 @@ function managerAsObject(operations: unknown[]): unknown[] {
   });
 }
 
+/** RFC 7644 §3.5.2 PATCH applied to the resource as the client sees it; the result is then validated like a PUT body. */
 export function applyPatch(resource: object, body: unknown): unknown {
   const given = (body as { Operations?: unknown } | null)?.Operations;
   const operations = Array.isArray(given) ? managerAsObject(expandMemberRemovals(given)) : given;

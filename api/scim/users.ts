@@ -1,5 +1,5 @@
 import { sql, type ExpressionBuilder } from 'kysely';
-import { Router, type Response } from 'express';
+import { Router } from 'express';
 import type { PasswordPolicy } from '../../config/schema';
 import { hashPassword } from '../../security/password-hashing';
 import { passwordPolicyViolations } from '../../security/password-policy';
@@ -31,16 +31,11 @@ import {
   ENTERPRISE_SCHEMA,
   enterpriseAttributesOf,
   withEnterpriseAttributes,
-  listResponse,
-  parseListQuery,
-  parseSelection,
-  project,
   scimUserInputSchema,
-  searchRequestQuery,
   userResource,
   type ScimUserInput,
-  type Selection,
 } from './resources';
+import { resourceReads } from './resource-reads';
 import type { Database } from '../../store/schema';
 
 /** The sign-in e-mail, or any e-mail a SCIM client sent. */
@@ -110,17 +105,13 @@ export function scimUsersRouter({ db, run, passwordPolicy, scimUrl }: ScimDepend
   const router = Router();
   const usersUrl = `${scimUrl}/Users`;
 
-  async function load(id: string): Promise<ScimUserRow> {
-    const row = await findScimUser(db, id);
-    if (!row) throw new ScimError(404, `no user ${id}`);
-    return row;
-  }
-
-  function send(res: Response, row: ScimUserRow, status = 200, selection: Selection = {}): void {
-    const resource = userResource(row, usersUrl);
-    if (status === 201) res.location(resource.meta.location);
-    res.status(status).type(SCIM_CONTENT_TYPE).set('ETag', resource.meta.version).json(project(resource, selection));
-  }
+  const { load, send } = resourceReads<ScimUserRow, UserFilter>(router, {
+    noun: 'user',
+    find: (id) => findScimUser(db, id),
+    list: (where, startIndex, count) => listScimUsers(db, where, startIndex, count),
+    filterToSql: (filter) => scimFilterToSql(filter, userAttributes),
+    resource: (row) => userResource(row, usersUrl),
+  });
 
   async function setActive(row: ScimUserRow, active: boolean): Promise<void> {
     if (active === row.active) return;
@@ -194,27 +185,6 @@ export function scimUsersRouter({ db, run, passwordPolicy, scimUrl }: ScimDepend
         body: resource,
       };
     });
-  });
-
-  /** A list, from a GET's query or a POST search's body. */
-  async function list(res: Response, query: unknown) {
-    const { startIndex, count, filter, ...selection } = parseListQuery(query);
-    const where: UserFilter | undefined = filter ? scimFilterToSql(filter, userAttributes) : undefined;
-    const { total, rows } = await listScimUsers(db, where, startIndex, count);
-    res.type(SCIM_CONTENT_TYPE).json(
-      listResponse(
-        rows.map((row) => project(userResource(row, usersUrl), selection)),
-        total,
-        startIndex,
-      ),
-    );
-  }
-
-  router.get('/', (req, res) => list(res, req.query));
-  router.post('/.search', (req, res) => list(res, searchRequestQuery(req.body)));
-
-  router.get('/:id', async (req, res) => {
-    send(res, await load(req.params.id), 200, parseSelection(req.query));
   });
 
   router.put('/:id', async (req, res) => {

@@ -47,13 +47,7 @@ export async function sealOidcProviderSecrets(db: Db, ring: KeyRing): Promise<nu
 }
 
 export async function domainsOf(db: Db, kind: 'saml' | 'oidc', providerId: string): Promise<string[]> {
-  const rows = await db
-    .selectFrom('sso_domains')
-    .select('domain')
-    .where('provider_kind', '=', kind)
-    .where('provider_id', '=', providerId)
-    .execute();
-  return rows.map((r) => r.domain);
+  return (await domainsByProvider(db, kind, providerId)).get(providerId) ?? [];
 }
 
 /** The user an external login (one of the provider's scheme names and the subject there) belongs to. */
@@ -88,12 +82,17 @@ export function listOidcProviders(db: Db): Promise<OidcProviderRow[]> {
   return db.selectFrom('oidc_providers').selectAll().orderBy('id').execute();
 }
 
-/** The SSO domains of every provider of a kind, by provider id. */
-export async function domainsByProvider(db: Db, kind: 'saml' | 'oidc'): Promise<Map<string, string[]>> {
+/** The SSO domains of every provider of a kind (or of one of them), by provider id. */
+export async function domainsByProvider(
+  db: Db,
+  kind: 'saml' | 'oidc',
+  providerId?: string,
+): Promise<Map<string, string[]>> {
   const rows = await db
     .selectFrom('sso_domains')
     .select(['domain', 'provider_id'])
     .where('provider_kind', '=', kind)
+    .$if(providerId !== undefined, (q) => q.where('provider_id', '=', providerId!))
     .orderBy('domain')
     .execute();
   const byProvider = new Map<string, string[]>();

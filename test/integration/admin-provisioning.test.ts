@@ -32,6 +32,14 @@ async function apiOn(db: Db, connection: Connection): Promise<Server> {
   return server;
 }
 
+/** A user created through the admin API (201 expected), with its e-mail. */
+async function createdUser(prefix: string, body: Record<string, unknown> = {}) {
+  const email = uniqueEmail(prefix);
+  const res = await h.admin('POST', '/api/v1/profile/', { email, ...body });
+  expect(res.status).toBe(201);
+  return { email, res };
+}
+
 describe('admin user creation provisions into every configured app', () => {
   test('all apps approve: Confirm to all, one UserProvisions record per app, 201 with the user', async () => {
     const email = uniqueEmail('alice');
@@ -61,9 +69,7 @@ describe('admin user creation provisions into every configured app', () => {
   });
 
   test('Try bodies omit nulls and an empty customAttributes, and Try, Confirm and Cancel carry the app key as bearer', async () => {
-    const email = uniqueEmail('bare');
-    const res = await h.admin('POST', '/api/v1/profile/', { email });
-    expect(res.status).toBe(201);
+    const { email, res } = await createdUser('bare');
     const [bare] = tryCalls('crm', res.body.userId);
     expect(Object.keys(bare.body as object).sort()).toEqual(['email', 'transactionId', 'userId']);
     expect(bare.body).toMatchObject({ email, userId: res.body.userId, transactionId: expect.any(String) });
@@ -221,9 +227,7 @@ describe('admin API input and policy', () => {
   });
 
   test('a duplicate e-mail answers 409 and leaves one user', async () => {
-    const email = uniqueEmail('dup');
-    const first = await h.admin('POST', '/api/v1/profile/', { email });
-    expect(first.status).toBe(201);
+    const { email, res: first } = await createdUser('dup');
     const again = await h.admin('POST', '/api/v1/profile/', { email: email.toUpperCase() });
     expect(again.status).toBe(409);
     // The admin API names the user that holds the e-mail, and finds it by e-mail.
@@ -308,10 +312,8 @@ describe('admin API input and policy', () => {
 
 describe('operators read every attempt in the Temporal UI', () => {
   test('each attempt is one workflow named after the user (no e-mail in its id) on the configured task queue; its history holds no key, password or hash', async () => {
-    const email = uniqueEmail('history');
     const password = 'history-password-123';
-    const res = await h.admin('POST', '/api/v1/profile/', { email, password });
-    expect(res.status).toBe(201);
+    const { email, res } = await createdUser('history', { password });
     const workflowId = provisioningWorkflowId(res.body.userId);
     expect(workflowId).not.toContain(email);
     const description = await h.env.client.workflow.getHandle(workflowId).describe();

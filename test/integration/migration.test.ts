@@ -156,11 +156,7 @@ describe('a real run copies every pass of the mapping table', () => {
   });
 
   test('scopes: seeded names are skipped, claims copied, resource claims become migration-created scopes', async () => {
-    const scopes = await h.context.db
-      .selectFrom('scopes')
-      .select(['name', 'kind', 'user_claims', 'origin'])
-      .orderBy('name')
-      .execute();
+    const scopes = await h.context.db.selectFrom('scopes').selectAll().orderBy('name').execute();
     expect(scopes.find((s) => s.name === 'openid')!.origin).toBe('seed');
     expect(scopes.filter((s) => s.origin === 'migration').map((s) => [s.name, s.kind, s.user_claims])).toEqual([
       ['employee', 'identity', ['employee_id']],
@@ -171,11 +167,7 @@ describe('a real run copies every pass of the mapping table', () => {
   });
 
   test('clients: secrets tagged by digest length, other lengths dropped with a warning, expired skipped; API resources become clients', async () => {
-    const clients = await h.context.db
-      .selectFrom('clients')
-      .select(['client_id', 'allowed_scopes', 'origin', 'settings'])
-      .orderBy('client_id')
-      .execute();
+    const clients = await h.context.db.selectFrom('clients').selectAll().orderBy('client_id').execute();
     expect(clients.map((c) => c.client_id)).toEqual(['machine', 'mobile', 'orders-api', 'web']);
     expect(clients.find((c) => c.client_id === 'orders-api')!.allowed_scopes).toEqual(['orders.read', 'orders.write']);
     const secrets = await h.context.db

@@ -30,6 +30,8 @@ const scim: Harness['request'] = (method, path, body, headers = {}) =>
   });
 
 const filter = (expression: string) => `/Users?filter=${encodeURIComponent(expression)}`;
+/** The ids of a list response's resources, in order. */
+const idsOf = (list: { body: { Resources: Array<{ id: string }> } }) => list.body.Resources.map((r) => r.id);
 
 function oktaUser(email: string, extra: Record<string, unknown> = {}) {
   return {
@@ -168,7 +170,7 @@ describe('SCIM /Users', () => {
     const body = oktaUser(email);
     const created = await scim('POST', '/Users', body);
     const byExternal = await scim('GET', filter(`externalId eq "${body.externalId}"`));
-    expect(byExternal.body.Resources.map((r: { id: string }) => r.id)).toEqual([created.body.id]);
+    expect(idsOf(byExternal)).toEqual([created.body.id]);
     const byEmail = await scim('GET', filter(`emails[type eq "work"].value eq "${email}"`));
     expect(byEmail.body.totalResults).toBe(1);
     const both = await scim('GET', filter(`userName eq "${email}" and externalId eq "${body.externalId}"`));
@@ -186,9 +188,7 @@ describe('SCIM /Users', () => {
     expect(all.body.totalResults).toBe(4);
     const page = await scim('GET', `/Users?filter=${ours}&startIndex=2&count=2`);
     expect(page.body).toMatchObject({ totalResults: 4, startIndex: 2, itemsPerPage: 2 });
-    expect(page.body.Resources.map((r: { id: string }) => r.id)).toEqual(
-      all.body.Resources.slice(1, 3).map((r: { id: string }) => r.id),
-    );
+    expect(idsOf(page)).toEqual(all.body.Resources.slice(1, 3).map((r: { id: string }) => r.id));
   });
 
   test('userName is unique case-insensitively: 409 with scimType uniqueness', async () => {
@@ -307,7 +307,7 @@ describe('SCIM /Groups', () => {
 
     expect((await scim('GET', `/Groups/${id}`)).body.displayName).toBe(name);
     const listed = await scim('GET', `/Groups?filter=${encodeURIComponent(`displayName eq "${name.toLowerCase()}"`)}`);
-    expect(listed.body.Resources.map((g: { id: string }) => g.id)).toEqual([id]);
+    expect(idsOf(listed)).toEqual([id]);
 
     const patched = await scim('PATCH', `/Groups/${id}`, {
       schemas: [PATCH_OP],
@@ -503,7 +503,7 @@ describe('SCIM as Microsoft Entra ID sends it', () => {
       manager: manager.id,
     });
     const byNumber = await scim('GET', filter(`${ENTERPRISE}:employeeNumber eq "E-100"`));
-    expect(byNumber.body.Resources.map((r: { id: string }) => r.id)).toEqual([id]);
+    expect(idsOf(byNumber)).toEqual([id]);
 
     const patched = await scim('PATCH', `/Users/${id}`, {
       schemas: [PATCH_OP],
@@ -543,14 +543,8 @@ describe('SCIM as Microsoft Entra ID sends it', () => {
   test('/Schemas and the User resource type advertise the enterprise extension', async () => {
     const schema = await scim('GET', `/Schemas/${encodeURIComponent(ENTERPRISE)}`);
     expect(schema.status).toBe(200);
-    expect(schema.body.attributes.map((a: { name: string }) => a.name)).toEqual([
-      'employeeNumber',
-      'costCenter',
-      'organization',
-      'division',
-      'department',
-      'manager',
-    ]);
+    const advertised = ['employeeNumber', 'costCenter', 'organization', 'division', 'department', 'manager'];
+    expect(schema.body.attributes.map((a: { name: string }) => a.name)).toEqual(advertised);
     expect((await scim('GET', '/ResourceTypes/User')).body.schemaExtensions).toEqual([
       { schema: ENTERPRISE, required: false },
     ]);
@@ -569,9 +563,7 @@ describe('SCIM as Microsoft Entra ID sends it', () => {
       { value: work, type: 'work', primary: true },
       { value: home, type: 'home' },
     ]);
-    expect(
-      (await scim('GET', filter(`emails.value eq "${home}"`))).body.Resources.map((r: { id: string }) => r.id),
-    ).toEqual([user.id]);
+    expect(idsOf(await scim('GET', filter(`emails.value eq "${home}"`)))).toEqual([user.id]);
     expect((await scim('GET', filter(`emails[type eq "home" and value eq "${home}"]`))).body.totalResults).toBe(1);
 
     // The home address becomes primary: it is now the user's e-mail, the work one stays as sent.
@@ -653,9 +645,9 @@ describe('SCIM discovery', () => {
       etag: { supported: true },
     });
     const types = await scim('GET', '/ResourceTypes');
-    expect(types.body.Resources.map((t: { id: string }) => t.id)).toEqual(['User', 'Group']);
+    expect(idsOf(types)).toEqual(['User', 'Group']);
     const schemas = await scim('GET', '/Schemas');
-    expect(schemas.body.Resources.map((s: { id: string }) => s.id)).toEqual([USER, ENTERPRISE, GROUP]);
+    expect(idsOf(schemas)).toEqual([USER, ENTERPRISE, GROUP]);
     expect((await scim('GET', `/Schemas/${USER}`)).body.attributes.map((a: { name: string }) => a.name)).toContain(
       'userName',
     );

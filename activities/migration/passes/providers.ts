@@ -74,16 +74,21 @@ function providersPass<T extends 'SamlProviderConfigurations' | 'OidcProviderCon
   };
 }
 
+/** The columns both provider tables share. */
+const providerColumns = (p: { Id: string; Name: string; Enabled: boolean }) => ({
+  id: p.Id,
+  name: p.Name,
+  enabled: p.Enabled,
+});
+
 export const samlProvidersPass = providersPass('saml', 'SamlProviderConfigurations', (ctx, providers) =>
   insertSkippingExisting(
     ctx.target.insertInto('saml_providers').values(
       providers.map((p) => ({
-        id: p.Id,
-        name: p.Name,
+        ...providerColumns(p),
         entity_id: p.EntityId,
         sso_url: p.SingleSignOnUrl,
         signing_certificate: p.SigningCertificate,
-        enabled: p.Enabled,
       })),
     ),
   ),
@@ -93,8 +98,7 @@ export const oidcProvidersPass = providersPass('oidc', 'OidcProviderConfiguratio
   insertSkippingExisting(
     ctx.target.insertInto('oidc_providers').values(
       providers.map((p) => ({
-        id: p.Id,
-        name: p.Name,
+        ...providerColumns(p),
         authority: p.Authority,
         client_id: p.ClientId,
         // Sealed where the worker holds the key ring; sign-in seals any left in plaintext at its next start.
@@ -102,7 +106,6 @@ export const oidcProvidersPass = providersPass('oidc', 'OidcProviderConfiguratio
           p.ClientSecret && ctx.dataProtection ? protectText(p.ClientSecret, ctx.dataProtection) : p.ClientSecret,
         client_secret_sealed: Boolean(p.ClientSecret && ctx.dataProtection),
         scopes: JSON.stringify((p.Scopes ?? '').split(/[\s,]+/).filter(Boolean)),
-        enabled: p.Enabled,
       })),
     ),
   ),

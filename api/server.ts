@@ -1,8 +1,9 @@
 import { createServer, type Server } from 'node:http';
-import { Client, Connection } from '@temporalio/client';
+import { Connection, type Client } from '@temporalio/client';
 import { loadConfig } from '../config/load';
 import type { AppConfig } from '../config/schema';
 import { createServiceContext, type ServiceContext } from '../composition/service-context';
+import { temporalClient } from '../composition/temporal-data-converter';
 import { closeServer, listen, listeningUrl } from '../composition/listen';
 import { runMain, standaloneSettings } from '../composition/process';
 import { purgeExpiredIdempotencyKeys } from '../store/creation-guards';
@@ -71,8 +72,7 @@ export async function startApi(
 }
 
 export async function connectTemporal(config: AppConfig, address: string): Promise<Client> {
-  const connection = await Connection.connect({ address });
-  return new Client({ connection, namespace: config.Temporal.Namespace });
+  return temporalClient(await Connection.connect({ address }), config);
 }
 
 if (require.main === module) {

@@ -1,6 +1,5 @@
 import { pipeline } from 'node:stream/promises';
 import { NativeConnection, DefaultLogger, Runtime } from '@temporalio/worker';
-import { Client } from '@temporalio/client';
 import { Client as PgClient } from 'pg';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
 import { parseConfig } from '../config/load';
@@ -9,7 +8,8 @@ import { freePort } from '../dev/ports';
 import { createServiceContext, migrationDependencies } from '../composition/service-context';
 import { startDevServer } from '../dev/temporal-dev-server';
 import { createScratchDatabase, generateSource } from '../test/fixtures/source/generate';
-import { createMigrationWorker } from '../workers/create-worker';
+import { createMigrationWorker, workerHome } from '../workers/create-worker';
+import { temporalClient } from '../composition/temporal-data-converter';
 import { BENCH_ADMIN_URL, runBenchmark } from './stats';
 
 /**
@@ -81,7 +81,6 @@ async function main(): Promise<void> {
     }
 
     const config = parseConfig({
-      Temporal: { Address: server.address },
       // Page size and parallelism are the configuration's defaults unless given.
       Migration: {
         Source: { ConnectionString: source.url },
@@ -89,15 +88,16 @@ async function main(): Promise<void> {
         Parallelism: arg('parallelism'),
       },
       DataProtection: { Key: Buffer.alloc(32, 1).toString('base64') },
+      Temporal: {
+        Address: server.address,
+        PayloadKeys: [{ Id: 'bench', Key: Buffer.alloc(32, 2).toString('base64') }],
+      },
     });
     const context = await createServiceContext(config, target.url);
     const connection = await NativeConnection.connect({ address: server.address });
-    const worker = await createMigrationWorker(
-      { connection, temporal: config.Temporal },
-      migrationDependencies(context),
-    );
+    const worker = await createMigrationWorker(workerHome(connection, config), migrationDependencies(context));
     const running = worker.run();
-    const client = new Client({ connection });
+    const client = temporalClient(connection, config);
     const timed = async (version: string) => {
       const started = performance.now();
       const report = await (

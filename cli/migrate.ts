@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { Client, Connection } from '@temporalio/client';
+import { Connection, type Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import { PASSES } from '../activities/migration/plan';
 import { ConfigError, loadConfig } from '../config/load';
@@ -12,13 +12,15 @@ import {
   setSweepSchedulePaused,
 } from '../client/migration-schedule';
 import { createServiceContext, type ServiceContext, migrationDependencies } from '../composition/service-context';
+import { temporalClient, withEphemeralPayloadKey } from '../composition/temporal-data-converter';
+import { MISSING_PAYLOAD_KEY_MESSAGE, payloadKeyRingFromConfig } from '../security/key-ring-config';
 import { importSigningKey } from '../store/signing-keys';
 import { keyRingFromConfig, MISSING_KEY_MESSAGE } from '../security/key-ring-config';
 import { freePort } from '../dev/ports';
 import { startDevServer } from '../dev/temporal-dev-server';
 import { parseSourceConnectionString } from '../migration-source/connection';
 import { createDb, migrateToLatest } from '../store/database';
-import { createMigrationWorker } from '../workers/create-worker';
+import { createMigrationWorker, workerHome } from '../workers/create-worker';
 import { followProgress, printReport } from './migration-progress';
 
 const USAGE = `Usage: npm run migrate -- [command] [options]
@@ -78,7 +80,7 @@ function targetUrl(config: AppConfig): string {
 async function connectClient(config: AppConfig): Promise<{ client: Client; close: () => Promise<void> }> {
   if (!config.Temporal.Address) throw new ConfigError('schedules live in a Temporal cluster: set TEMPORAL_ADDRESS');
   const connection = await Connection.connect({ address: config.Temporal.Address });
-  return { client: new Client({ connection, namespace: config.Temporal.Namespace }), close: () => connection.close() };
+  return { client: temporalClient(connection, config), close: () => connection.close() };
 }
 
 /** Row counts of the large source tables, so the progress lines can show bars. */
@@ -108,6 +110,9 @@ async function sourceTotals(source: ServiceContext['source']): Promise<Record<st
 async function run(config: AppConfig): Promise<number> {
   if (!config.Migration.Source.ConnectionString && !config.Temporal.Address)
     throw new ConfigError('set --Source:ConnectionString <SOURCE_CONNECTION_STRING>');
+  // A cluster's histories outlive the run and need the service's payload keys; the CLI's own server dies with it.
+  if (!config.Temporal.Address) config = withEphemeralPayloadKey(config);
+  else if (!payloadKeyRingFromConfig(config)) throw new ConfigError(MISSING_PAYLOAD_KEY_MESSAGE);
   const stops: Array<() => Promise<void>> = [];
   try {
     // The target store (migrated to the current schema) and, when given, the source: one context for the whole run.
@@ -125,7 +130,7 @@ async function run(config: AppConfig): Promise<number> {
       const connection = await NativeConnection.connect({ address: server.address });
       stops.push(() => connection.close());
       const worker: Worker = await createMigrationWorker(
-        { connection, temporal: config.Temporal },
+        workerHome(connection, config),
         migrationDependencies(context),
       );
       const running = worker.run();
@@ -133,7 +138,7 @@ async function run(config: AppConfig): Promise<number> {
         worker.shutdown();
         await running;
       });
-      client = new Client({ connection, namespace: config.Temporal.Namespace });
+      client = temporalClient(connection, config);
     }
     const options = migrationOptions(config);
     const totals = await sourceTotals(context.source);

@@ -1,7 +1,14 @@
 import { resolve } from 'node:path';
 import { startApi } from '../api/server';
 import { ConfigError, loadConfig } from '../config/load';
-import { keyRingFromConfig, MISSING_KEY_MESSAGE, withEmbeddedKey } from '../security/key-ring-config';
+import {
+  keyRingFromConfig,
+  MISSING_KEY_MESSAGE,
+  MISSING_PAYLOAD_KEY_MESSAGE,
+  payloadKeyRingFromConfig,
+  withEmbeddedKey,
+  withEmbeddedPayloadKey,
+} from '../security/key-ring-config';
 import { startEmbeddedPostgres } from '../dev/embedded-postgres';
 import { startHostedMigrationRunner } from '../client/migration-runner';
 import { runMain } from '../composition/process';
@@ -16,6 +23,8 @@ runMain('start', async () => {
   let config = loadConfig();
   const keyConfigured = keyRingFromConfig(config) !== undefined;
   if (config.Database.Url && !keyConfigured) throw new ConfigError(MISSING_KEY_MESSAGE);
+  const payloadKeyConfigured = payloadKeyRingFromConfig(config) !== undefined;
+  if (config.Temporal.Address && !payloadKeyConfigured) throw new ConfigError(MISSING_PAYLOAD_KEY_MESSAGE);
   const log = (line: string) => console.log(line);
   const stops: Array<() => Promise<void>> = [];
   const stopAll = async () => {
@@ -34,6 +43,7 @@ runMain('start', async () => {
     }
     let temporalAddress = config.Temporal.Address;
     if (!temporalAddress) {
+      if (!payloadKeyConfigured) config = withEmbeddedPayloadKey(config, dataDir, log);
       const server = await startDevServer({
         port: config.Embedded.TemporalPort,
         uiPort: config.Temporal.UiPort,

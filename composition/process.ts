@@ -1,6 +1,11 @@
 import { ConfigError } from '../config/load';
 import type { AppConfig } from '../config/schema';
-import { keyRingFromConfig, MISSING_KEY_MESSAGE } from '../security/key-ring-config';
+import {
+  keyRingFromConfig,
+  MISSING_KEY_MESSAGE,
+  MISSING_PAYLOAD_KEY_MESSAGE,
+  payloadKeyRingFromConfig,
+} from '../security/key-ring-config';
 
 /** Runs an entry point: configuration errors print as one clear message, signals shut down cleanly. */
 export function runMain(name: string, main: () => Promise<() => Promise<void>>): void {
@@ -36,7 +41,7 @@ export function required(value: string | undefined, what: string): string {
 
 /**
  * What the API or the worker needs when it runs on its own (`npm run api`, `npm run worker`): an external store and
- * Temporal, and the data-protection key ring for the secrets that store holds.
+ * Temporal, the data-protection key ring for the secrets that store holds, and the payload keys for Temporal.
  */
 export function standaloneSettings(
   config: AppConfig,
@@ -51,5 +56,6 @@ export function standaloneSettings(
     `the ${name} alone needs TEMPORAL_ADDRESS (or Temporal:Address); \`npm start\` runs everything embedded`,
   );
   if (!keyRingFromConfig(config)) throw new ConfigError(MISSING_KEY_MESSAGE);
+  if (!payloadKeyRingFromConfig(config)) throw new ConfigError(MISSING_PAYLOAD_KEY_MESSAGE);
   return { databaseUrl, temporalAddress };
 }

@@ -33,6 +33,14 @@ const dataProtectionKey = z
   .string()
   .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be base64 of exactly 32 bytes');
 
+/** `[{ Id, Key }]`: a key ring, the first key sealing new values, the others still opening older ones. */
+const keyList = indexedList(
+  z.object({
+    Id: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'use 1-64 letters, digits, ".", "_" and "-"'),
+    Key: dataProtectionKey,
+  }),
+);
+
 export const provisioningAppSchema = z.object({
   CallbackUrl: z.string().min(1),
   ApiKey: z.string().min(1),
@@ -159,6 +167,13 @@ export const configSchema = z
         TaskQueue: z.string().min(1).default('provisioning'),
         MigrationTaskQueue: z.string().min(1).default('migration'),
         UiPort: z.coerce.number().int().positive().default(8233),
+        /**
+         * Seal every payload the service writes to Temporal (AES-256-GCM): new payloads use the first key, older keys
+         * still open older payloads. Required with Temporal:Address; the embedded default generates one.
+         */
+        PayloadKeys: keyList.optional(),
+        /** Origins of Temporal UIs allowed to call the codec endpoint from a browser (the embedded UI's is added by `npm start`). */
+        CodecCorsOrigins: indexedList(z.url()).default([]),
       })
       .prefault({}),
     Database: z.object({ Url: z.string().optional() }).prefault({}),
@@ -203,12 +218,7 @@ export const configSchema = z
     DataProtection: z
       .object({
         Key: dataProtectionKey.optional(),
-        Keys: indexedList(
-          z.object({
-            Id: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'use 1-64 letters, digits, ".", "_" and "-"'),
-            Key: dataProtectionKey,
-          }),
-        ).optional(),
+        Keys: keyList.optional(),
       })
       .prefault({}),
     /** What `npm start` runs itself when Database:Url or Temporal:Address is not set. */

@@ -1,10 +1,10 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { bundleWorkflowCode } from '@temporalio/worker';
-import { PREBUILT_BUNDLE_PATH, WORKFLOWS_PATH } from '../workers/create-worker';
+import { PREBUILT_BUNDLE_PATH, WORKFLOW_CODE } from '../workers/create-worker';
 
 /** Production workers load this prebuilt bundle instead of bundling the workflow code at every start. */
-bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH }).then(
+bundleWorkflowCode(WORKFLOW_CODE).then(
   ({ code }) => {
     mkdirSync(dirname(PREBUILT_BUNDLE_PATH), { recursive: true });
     writeFileSync(PREBUILT_BUNDLE_PATH, code);

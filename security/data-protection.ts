@@ -13,29 +13,36 @@ export interface KeyRing {
 /** The id the single `DataProtection:Key` of earlier configurations goes by. */
 export const LEGACY_KEY_ID = 'default';
 
-export function createKeyRing(entries: ReadonlyArray<{ id: string; key: Buffer }>): KeyRing {
+export function createKeyRing(
+  entries: ReadonlyArray<{ id: string; key: Buffer }>,
+  what = 'data-protection key',
+): KeyRing {
   if (entries.length === 0) throw new Error('a key ring needs at least one key');
   for (const { id, key } of entries) {
-    if (key.length !== 32) throw new Error(`data-protection key ${id} is not 32 bytes`);
+    if (key.length !== 32) throw new Error(`${what} ${id} is not 32 bytes`);
     if (!/^[A-Za-z0-9._-]{1,64}$/.test(id))
-      throw new Error(`data-protection key id ${id} must be 1-64 letters, digits, ".", "_" or "-"`);
+      throw new Error(`${what} id ${id} must be 1-64 letters, digits, ".", "_" or "-"`);
   }
   return { primary: entries[0], keys: new Map(entries.map((e) => [e.id, e.key])) };
 }
 
-function seal(secret: Buffer, key: Buffer): string {
+/** AES-256-GCM: iv | tag | ciphertext. */
+export function sealBytes(plain: Uint8Array, key: Buffer): Buffer {
   const iv = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', key, iv);
-  const encrypted = Buffer.concat([cipher.update(secret), cipher.final()]);
-  return Buffer.concat([iv, cipher.getAuthTag(), encrypted]).toString('base64');
+  const encrypted = Buffer.concat([cipher.update(plain), cipher.final()]);
+  return Buffer.concat([iv, cipher.getAuthTag(), encrypted]);
 }
 
-function open(sealed: string, key: Buffer): Buffer {
-  const bytes = Buffer.from(sealed, 'base64');
+export function openBytes(sealed: Uint8Array, key: Buffer): Buffer {
+  const bytes = Buffer.from(sealed);
   const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, 12));
   decipher.setAuthTag(bytes.subarray(12, 28));
   return Buffer.concat([decipher.update(bytes.subarray(28)), decipher.final()]);
 }
+
+const seal = (secret: Buffer, key: Buffer) => sealBytes(secret, key).toString('base64');
+const open = (sealed: string, key: Buffer) => openBytes(Buffer.from(sealed, 'base64'), key);
 
 /** `v2:{keyId}:` + base64(iv | tag | ciphertext). */
 export function protectSecret(secret: Buffer, ring: KeyRing): string {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { AppConfig } from '../config/schema';
 import { createKeyRing, LEGACY_KEY_ID, type KeyRing } from './data-protection';
 
@@ -14,27 +14,61 @@ export function keyRingFromConfig(config: AppConfig): KeyRing | undefined {
 }
 
 export const KEY_FILE = 'data-protection-keys.json';
+export const PAYLOAD_KEY_FILE = 'temporal-payload-keys.json';
+
+/** The ring of Temporal:PayloadKeys; undefined when none is set. */
+export function payloadKeyRingFromConfig(config: AppConfig): KeyRing | undefined {
+  const entries = (config.Temporal.PayloadKeys ?? []).map((k) => ({ id: k.Id, key: Buffer.from(k.Key, 'base64') }));
+  return entries.length > 0 ? createKeyRing(entries, 'payload key') : undefined;
+}
+
+/** A key generated once into `file`, readable by this user only, and logged the first time and every later time. */
+function embeddedKeys(file: string, generated: string, reused: string, log: (line: string) => void) {
+  if (!existsSync(file)) {
+    mkdirSync(dirname(file), { recursive: true });
+    const keys = [{ Id: `embedded-${new Date().toISOString().slice(0, 10)}`, Key: randomBytes(32).toString('base64') }];
+    writeFileSync(file, JSON.stringify(keys, null, 2), { mode: 0o600 });
+    log(generated);
+  } else {
+    chmodSync(file, 0o600);
+    log(reused);
+  }
+  return JSON.parse(readFileSync(file, 'utf8')) as Array<{ Id: string; Key: string }>;
+}
 
 /**
  * The embedded default's key: generated once into the data folder next to the embedded database whose secrets it
- * protects, readable by this user only. Returns the configuration with that key in DataProtection:Keys.
+ * protects. Returns the configuration with that key in DataProtection:Keys.
  */
 export function withEmbeddedKey(config: AppConfig, dataDir: string, log: (line: string) => void): AppConfig {
   const file = join(dataDir, KEY_FILE);
-  if (!existsSync(file)) {
-    mkdirSync(dataDir, { recursive: true });
-    const keys = [{ Id: `embedded-${new Date().toISOString().slice(0, 10)}`, Key: randomBytes(32).toString('base64') }];
-    writeFileSync(file, JSON.stringify(keys, null, 2), { mode: 0o600 });
-    log(
-      `data-protection: generated a key into ${file}; it protects the secrets this embedded database holds (back it up with the data, or set DataProtection:Keys)`,
-    );
-  } else {
-    chmodSync(file, 0o600);
-    log(`data-protection: using the generated key in ${file}`);
-  }
-  const keys = JSON.parse(readFileSync(file, 'utf8')) as Array<{ Id: string; Key: string }>;
+  const keys = embeddedKeys(
+    file,
+    `data-protection: generated a key into ${file}; it protects the secrets this embedded database holds (back it up with the data, or set DataProtection:Keys)`,
+    `data-protection: using the generated key in ${file}`,
+    log,
+  );
   return { ...config, DataProtection: { ...config.DataProtection, Keys: keys } };
 }
+
+/**
+ * The embedded Temporal's payload key, generated once next to its history file: histories written under it can be read
+ * only with it. Returns the configuration with that key in Temporal:PayloadKeys.
+ */
+export function withEmbeddedPayloadKey(config: AppConfig, dataDir: string, log: (line: string) => void): AppConfig {
+  const file = join(dataDir, PAYLOAD_KEY_FILE);
+  const keys = embeddedKeys(
+    file,
+    `temporal: generated a payload key into ${file}; every workflow history is sealed with it (back it up with the data, or set Temporal:PayloadKeys)`,
+    `temporal: sealing workflow payloads with the generated key in ${file}`,
+    log,
+  );
+  return { ...config, Temporal: { ...config.Temporal, PayloadKeys: keys } };
+}
+
+export const MISSING_PAYLOAD_KEY_MESSAGE =
+  'Temporal:PayloadKeys is required with Temporal:Address (TEMPORAL_ADDRESS): every workflow payload is sealed with it, so the Temporal cluster sees ciphertext only. ' +
+  'Set Temporal__PayloadKeys__0__Id=<id> and Temporal__PayloadKeys__0__Key=<base64 of 32 random bytes, e.g. `openssl rand -base64 32`>, the same in the API, the worker and the migration CLI';
 
 export const MISSING_KEY_MESSAGE =
   'DataProtection:Keys (or DataProtection:Key) is required with an external database: it protects the secrets the service keeps at rest. ' +

@@ -7,7 +7,9 @@ import {
   type WorkerOptions,
   type WorkflowBundleOption,
 } from '@temporalio/worker';
+import type { DataConverter } from '@temporalio/common';
 import type { AppConfig } from '../config/schema';
+import { FAILURE_CONVERTER_PATH, temporalDataConverter } from '../composition/temporal-data-converter';
 import { createMigrationActivities, type MigrationDependencies } from '../activities/migration';
 import { MIGRATION_PAGES_AT_ONCE } from '../migration-source/connection';
 import {
@@ -17,21 +19,35 @@ import {
 } from '../activities/provisioning';
 
 export const WORKFLOWS_PATH = require.resolve('../workflows');
+/** What every workflow bundle is built from: the workflow code and the failure converter the sandbox encodes with. */
+export const WORKFLOW_CODE = { workflowsPath: WORKFLOWS_PATH, failureConverterPath: FAILURE_CONVERTER_PATH };
 /** Written by `npm run build:workflows`; a worker started without it bundles the workflow code itself. */
 export const PREBUILT_BUNDLE_PATH = join(__dirname, '..', 'dist', 'workflow-bundle.js');
 
-/** Where a worker polls: its connection, the namespace and task queues of the Temporal settings, the workflow code. */
+/**
+ * Where a worker polls: its connection, the namespace and task queues of the Temporal settings, the workflow code, and
+ * the data converter its payloads pass through (temporalDataConverter).
+ */
 export interface WorkerHome {
   connection: NativeConnection;
+  dataConverter: DataConverter;
   temporal: Pick<AppConfig['Temporal'], 'Namespace' | 'TaskQueue' | 'MigrationTaskQueue'>;
   /** One bundle shared by every worker of a process (and, in tests, of a whole run). */
   workflowBundle?: WorkflowBundleOption;
 }
 
+export function workerHome(
+  connection: NativeConnection,
+  config: AppConfig,
+  workflowBundle?: WorkflowBundleOption,
+): WorkerHome {
+  return { connection, temporal: config.Temporal, dataConverter: temporalDataConverter(config), workflowBundle };
+}
+
 /** The prebuilt bundle when there is one; otherwise the workflow code bundled now, once, for all workers of this process. */
 export async function loadWorkflowBundle(): Promise<WorkflowBundleOption> {
   if (existsSync(PREBUILT_BUNDLE_PATH)) return { codePath: PREBUILT_BUNDLE_PATH };
-  return { code: (await bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH })).code };
+  return { code: (await bundleWorkflowCode(WORKFLOW_CODE)).code };
 }
 
 function workflowSource(workflowBundle?: WorkflowBundleOption) {
@@ -53,6 +69,7 @@ function createWorker(
   return Worker.create({
     connection: home.connection,
     namespace: home.temporal.Namespace,
+    dataConverter: home.dataConverter,
     taskQueue,
     activities,
     ...workflowSource(home.workflowBundle),

@@ -1,11 +1,12 @@
-import { Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { loadConfig } from '../config/load';
 import type { AppConfig } from '../config/schema';
 import { runMain, standaloneSettings } from '../composition/process';
 import { startHostedMigrationRunner } from '../client/migration-runner';
+import { temporalClient } from '../composition/temporal-data-converter';
 import { createServiceContext, type ServiceContext, migrationDependencies } from '../composition/service-context';
-import { createMigrationWorker, createProvisioningWorker, loadWorkflowBundle } from './create-worker';
+import { createMigrationWorker, createProvisioningWorker, loadWorkflowBundle, workerHome } from './create-worker';
 
 export interface RunningWorker {
   worker: Worker;
@@ -23,13 +24,13 @@ export async function startWorker(
 ): Promise<RunningWorker> {
   const context = await createServiceContext(config, databaseUrl);
   const connection = await NativeConnection.connect({ address: temporalAddress });
-  const home = { connection, temporal: config.Temporal, workflowBundle: await loadWorkflowBundle() };
+  const home = workerHome(connection, config, await loadWorkflowBundle());
   const worker = await createProvisioningWorker(home, context);
   const migrationWorker = await createMigrationWorker(home, migrationDependencies(context));
   const running = Promise.all([worker.run(), migrationWorker.run()]);
   return {
     worker,
-    client: new Client({ connection, namespace: config.Temporal.Namespace }),
+    client: temporalClient(connection, config),
     context,
     async stop() {
       for (const w of [worker, migrationWorker]) if (w.getState() === 'RUNNING') w.shutdown();

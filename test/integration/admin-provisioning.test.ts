@@ -1,13 +1,14 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Client, Connection } from '@temporalio/client';
+import { Connection } from '@temporalio/client';
+import { temporalClient } from '../../composition/temporal-data-converter';
 import { createApiApp } from '../../api/app';
 import { createDb, type Db } from '../../store/database';
 import { listProvisionedApps } from '../../store/provisions';
 import { findUserIdByEmail } from '../../store/users';
 import { provisioningWorkflowId } from '../../workflows/ids';
 import { ADMIN_KEY, eventually, storedPasswordHash, uniqueEmail, useHarness } from '../support/harness';
-import { historyText } from '../support/history';
+import { codecOf, historyText, payloadValue } from '../support/history';
 
 const h = useHarness({ apps: { crm: {}, billing: {}, wiki: {} } });
 
@@ -23,7 +24,7 @@ async function apiOn(db: Db, connection: Connection): Promise<Server> {
   const server = createApiApp({
     config: h.config,
     db,
-    temporal: new Client({ connection }),
+    temporal: temporalClient(connection, h.config),
     http: h.context.http,
     apps: h.context.apps,
     publicUrl: 'http://127.0.0.1',
@@ -316,11 +317,11 @@ describe('operators read every attempt in the Temporal UI', () => {
     const { email, res } = await createdUser('history', { password });
     const workflowId = provisioningWorkflowId(res.body.userId);
     expect(workflowId).not.toContain(email);
-    const description = await h.env.client.workflow.getHandle(workflowId).describe();
+    const description = await h.client.workflow.getHandle(workflowId).describe();
     expect(description.taskQueue).toBe(h.config.Temporal.TaskQueue);
     expect(description.status.name).toBe('COMPLETED');
 
-    const text = await historyText(h.env.client, workflowId);
+    const text = await historyText(h.client, workflowId, codecOf(h.config));
     expect(text).toContain(email);
     expect(text).toContain(res.body.userId);
     const password_hash = await storedPasswordHash(h, res.body.userId);
@@ -334,12 +335,12 @@ describe('password hashes do not outlive their attempt', () => {
   /** The credential references of every finished creation attempt of this harness, from their workflow inputs. */
   async function credentialRefs(): Promise<string[]> {
     const refs: string[] = [];
-    for await (const run of h.env.client.workflow.list({
+    for await (const run of h.client.workflow.list({
       query: `TaskQueue = '${h.config.Temporal.TaskQueue}' AND WorkflowType = 'createUserAndProvision' AND ExecutionStatus != 'Running'`,
     })) {
-      const history = await h.env.client.workflow.getHandle(run.workflowId, run.runId).fetchHistory();
+      const history = await h.client.workflow.getHandle(run.workflowId, run.runId).fetchHistory();
       const payload = history.events![0].workflowExecutionStartedEventAttributes!.input!.payloads![0];
-      const ref = JSON.parse(Buffer.from(payload.data!).toString('utf8')).credentialRef as string | undefined;
+      const { credentialRef: ref } = (await payloadValue(codecOf(h.config), payload)) as { credentialRef?: string };
       if (ref) refs.push(ref);
     }
     return refs;

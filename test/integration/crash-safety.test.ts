@@ -13,7 +13,8 @@ import { freePort } from '../../dev/ports';
 import { createServiceContext, type ServiceContext } from '../../composition/service-context';
 import { startDevServer, type DevServer } from '../../dev/temporal-dev-server';
 import { createScratchDatabase } from '../fixtures/source/generate';
-import { ADMIN_KEY, eventually, TEST_DATA_PROTECTION_KEY } from '../support/harness';
+import { ADMIN_KEY, eventually, TEST_DATA_PROTECTION_KEY, TEST_PAYLOAD_KEYS } from '../support/harness';
+import { temporalClient } from '../../composition/temporal-data-converter';
 import { TEST_ADMIN_URL } from '../support/scratch-store';
 import { spawnService, waitForOutput, type ServiceProcess } from '../support/service-process';
 
@@ -53,7 +54,7 @@ function serviceSections() {
     ),
     Auth: { AllowedInternalTargets: ['127.0.0.1'], AdminApiKeys: [ADMIN_KEY] },
     Api: { Port: 0, ResultTimeoutSeconds: 60 },
-    Temporal: { Address: `127.0.0.1:${temporalPort}`, TaskQueue: taskQueue },
+    Temporal: { Address: `127.0.0.1:${temporalPort}`, TaskQueue: taskQueue, PayloadKeys: TEST_PAYLOAD_KEYS },
     Database: { Url: scratch.url },
     DataProtection: { Keys: [{ Id: 'test', Key: TEST_DATA_PROTECTION_KEY }] },
   };
@@ -73,7 +74,7 @@ beforeAll(async () => {
   config = parseConfig(sections);
   context = await createServiceContext(config, scratch.url);
   connection = await Connection.connect({ address: config.Temporal.Address! });
-  api = await startApi(config, context, new Client({ connection }));
+  api = await startApi(config, context, temporalClient(connection, config));
 }, 180_000);
 
 afterAll(async () => {

@@ -4,7 +4,7 @@ import { Client, Connection } from '@temporalio/client';
 import { createDb, migrateToLatest, type Db } from '../../store/database';
 import { createScimToken } from '../../store/scim-tokens';
 import { insertUser } from '../../store/users';
-import { ADMIN_KEY, TEST_DATA_PROTECTION_KEY, uniqueEmail } from '../support/harness';
+import { ADMIN_KEY, TEST_DATA_PROTECTION_KEY, TEST_PAYLOAD_KEY_ENV, uniqueEmail } from '../support/harness';
 import { spawnService, waitForOutput, type ServiceProcess } from '../support/service-process';
 
 /**
@@ -27,6 +27,7 @@ const serviceEnv = (extra: Record<string, string> = {}) => ({
   Auth__AdminApiKeys: ADMIN_KEY,
   DataProtection__Keys__0__Id: 'test',
   DataProtection__Keys__0__Key: TEST_DATA_PROTECTION_KEY,
+  ...TEST_PAYLOAD_KEY_ENV,
   Temporal__TaskQueue: taskQueue,
   Provisioning__AppProvider: 'Store',
   Api__PublicUrl: PUBLIC_URL,
@@ -330,5 +331,16 @@ describe('start-up never claims a port it does not hold', () => {
     expect(keyless.output()).toContain(
       'DataProtection:Keys (or DataProtection:Key) is required with an external database',
     );
+  });
+
+  test('with TEMPORAL_ADDRESS and no payload key, the API and the worker stop naming the setting', async () => {
+    const env: Record<string, string> = serviceEnv();
+    delete env.Temporal__PayloadKeys__0__Id;
+    delete env.Temporal__PayloadKeys__0__Key;
+    for (const entry of ['api/server.ts', 'workers/worker.ts']) {
+      const keyless = spawnService(entry, env);
+      expect(await keyless.exited).toBe(1);
+      expect(keyless.output()).toContain('Temporal:PayloadKeys is required with Temporal:Address');
+    }
   });
 });

@@ -10,33 +10,33 @@ const h = useHarness(() => ({ apps: {}, migrationSource: source().url }));
 
 describe('scheduled delta sweeps', () => {
   afterAll(async () => {
-    await sweeps.deleteSweepSchedule(h.env.client).catch(() => undefined);
+    await sweeps.deleteSweepSchedule(h.client).catch(() => undefined);
   });
 
   test('a schedule runs CreateOnly sweeps under a fresh version; it can be listed, paused, resumed and deleted', async () => {
-    await sweeps.createSweepSchedule(h.env.client, h.config, { every: '1h' });
-    const listed = await sweeps.describeSweepSchedule(h.env.client);
+    await sweeps.createSweepSchedule(h.client, h.config, { every: '1h' });
+    const listed = await sweeps.describeSweepSchedule(h.client);
     expect(listed).toMatchObject({ id: sweeps.SWEEP_SCHEDULE_ID, paused: false });
 
-    await h.env.client.schedule.getHandle(sweeps.SWEEP_SCHEDULE_ID).trigger();
+    await h.client.schedule.getHandle(sweeps.SWEEP_SCHEDULE_ID).trigger();
     const sweep = await eventually(async () => {
-      const described = await sweeps.describeSweepSchedule(h.env.client);
+      const described = await sweeps.describeSweepSchedule(h.client);
       expect(described!.recentRuns.length).toBeGreaterThan(0);
       return described!.recentRuns[0];
     }, 30_000);
-    const report = await h.env.client.workflow.getHandle(sweep.workflowId).result();
+    const report = await h.client.workflow.getHandle(sweep.workflowId).result();
     expect(report.version).toMatch(/^sweep-\d{8}-\d{6}/);
     expect(report.state).toBe('Completed');
     expect(report.passes.find((p: { pass: string }) => p.pass === 'users').created).toBe(200 - 0 + 2);
     const marker = await markerOf(h.context.db, report.version);
     expect(marker).toMatchObject({ state: 'Completed', dry_run: false });
 
-    await sweeps.setSweepSchedulePaused(h.env.client, true);
-    expect((await sweeps.describeSweepSchedule(h.env.client))!.paused).toBe(true);
-    await sweeps.setSweepSchedulePaused(h.env.client, false);
-    expect((await sweeps.describeSweepSchedule(h.env.client))!.paused).toBe(false);
-    await sweeps.deleteSweepSchedule(h.env.client);
-    expect(await sweeps.describeSweepSchedule(h.env.client)).toBeUndefined();
+    await sweeps.setSweepSchedulePaused(h.client, true);
+    expect((await sweeps.describeSweepSchedule(h.client))!.paused).toBe(true);
+    await sweeps.setSweepSchedulePaused(h.client, false);
+    expect((await sweeps.describeSweepSchedule(h.client))!.paused).toBe(false);
+    await sweeps.deleteSweepSchedule(h.client);
+    expect(await sweeps.describeSweepSchedule(h.client)).toBeUndefined();
   }, 120_000);
 });
 

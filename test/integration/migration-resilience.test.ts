@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { Client } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { parseConfig } from '../../config/load';
 import { migrationOptions, startOrAttachMigration } from '../../client/migration-control';
@@ -9,8 +8,9 @@ import { startHostedMigrationRunner } from '../../client/migration-runner';
 import { createServiceContext, type ServiceContext, migrationDependencies } from '../../composition/service-context';
 import { createScratchDatabase } from '../fixtures/source/generate';
 import { findMarker, passProgress } from '../../store/migration-markers';
-import { createMigrationWorker } from '../../workers/create-worker';
-import { eventually, TEST_DATA_PROTECTION_KEY, useHarness } from '../support/harness';
+import { createMigrationWorker, workerHome } from '../../workers/create-worker';
+import { temporalClient } from '../../composition/temporal-data-converter';
+import { eventually, TEST_DATA_PROTECTION_KEY, TEST_PAYLOAD_KEYS, useHarness } from '../support/harness';
 import { TEST_ADMIN_URL, useGeneratedSource } from '../support/scratch-store';
 import { countRows } from '../support/rows';
 
@@ -39,7 +39,11 @@ describe('a worker killed mid-run', () => {
     const taskQueue = `test-migration-kill-${randomUUID()}`;
     // Small pages (30 per partition) keep the users pass running well past the check below, so the kill lands in it.
     const config = parseConfig({
-      Temporal: { Address: process.env.TEST_TEMPORAL_ADDRESS, MigrationTaskQueue: taskQueue },
+      Temporal: {
+        Address: process.env.TEST_TEMPORAL_ADDRESS,
+        MigrationTaskQueue: taskQueue,
+        PayloadKeys: TEST_PAYLOAD_KEYS,
+      },
       Migration: { Source: { ConnectionString: source().url }, PageSize: 50, Version: 'kill-1' },
       DataProtection: { Key: TEST_DATA_PROTECTION_KEY },
     });
@@ -66,7 +70,7 @@ describe('a worker killed mid-run', () => {
     });
 
     connection = await NativeConnection.connect({ address: process.env.TEST_TEMPORAL_ADDRESS! });
-    const client = new Client({ connection });
+    const client = temporalClient(connection, config);
     const handle = await startOrAttachMigration(client, config, migrationOptions(config));
 
     // Kill the only worker while the users pass (two partitions) is part-way through.
@@ -79,7 +83,7 @@ describe('a worker killed mid-run', () => {
     expect(usersAtKill).toBeLessThan(MIGRATED_USERS);
 
     worker = await createMigrationWorker(
-      { connection, temporal: config.Temporal, workflowBundle: { codePath: process.env.TEST_WORKFLOW_BUNDLE! } },
+      workerHome(connection, config, { codePath: process.env.TEST_WORKFLOW_BUNDLE! }),
       migrationDependencies(context),
     );
     const running = worker.run();
@@ -113,20 +117,20 @@ describe('the hosted runner', () => {
       },
     };
     const logs: string[][] = [[], [], []];
-    const a = startHostedMigrationRunner(config, h.env.client, h.context.db, (l) => logs[0].push(l));
-    const b = startHostedMigrationRunner(config, h.env.client, h.context.db, (l) => logs[1].push(l));
+    const a = startHostedMigrationRunner(config, h.client, h.context.db, (l) => logs[0].push(l));
+    const b = startHostedMigrationRunner(config, h.client, h.context.db, (l) => logs[1].push(l));
     await Promise.all([a.done, b.done]);
     for (const log of logs.slice(0, 2)) {
       expect(log[0]).toMatch(/MapStatusEndpoint is false/);
       expect(log.join('\n')).toMatch(/migration-hosted-1 Completed/);
     }
-    const description = await h.env.client.workflow.getHandle('migration-hosted-1').describe();
+    const description = await h.client.workflow.getHandle('migration-hosted-1').describe();
     const runs = [];
-    for await (const run of h.env.client.workflow.list({ query: `WorkflowId = 'migration-hosted-1'` })) runs.push(run);
+    for await (const run of h.client.workflow.list({ query: `WorkflowId = 'migration-hosted-1'` })) runs.push(run);
     expect(runs.length).toBeLessThanOrEqual(1);
     expect(description.status.name).toBe('COMPLETED');
 
-    const c = startHostedMigrationRunner(config, h.env.client, h.context.db, (l) => logs[2].push(l));
+    const c = startHostedMigrationRunner(config, h.client, h.context.db, (l) => logs[2].push(l));
     await c.done;
     expect(logs[2].join('\n')).toMatch(/version hosted-1 already completed/);
   }, 120_000);
@@ -135,7 +139,7 @@ describe('the hosted runner', () => {
     const log: string[] = [];
     const runner = startHostedMigrationRunner(
       { ...h.config, Migration: { ...h.config.Migration, Enabled: false } },
-      h.env.client,
+      h.client,
       h.context.db,
       (l) => log.push(l),
     );

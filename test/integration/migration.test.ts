@@ -25,7 +25,7 @@ const firstNameOf = async (id: string) =>
     .first_name;
 
 async function run(overrides: Partial<MigrationOptions>): Promise<MigrationReport> {
-  const handle = await startOrAttachMigration(h.env.client, h.config, migrationOptions(h.config, overrides));
+  const handle = await startOrAttachMigration(h.client, h.config, migrationOptions(h.config, overrides));
   return handle.result();
 }
 

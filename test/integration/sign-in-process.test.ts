@@ -3,7 +3,7 @@ import * as oidc from 'openid-client';
 import { freePort } from '../../dev/ports';
 import { createDb, migrateToLatest, type Db } from '../../store/database';
 import { insertUser } from '../../store/users';
-import { ADMIN_KEY, TEST_DATA_PROTECTION_KEY } from '../support/harness';
+import { ADMIN_KEY, TEST_DATA_PROTECTION_KEY, TEST_PAYLOAD_KEY_ENV } from '../support/harness';
 import { authorizationRequest, relyingParty } from '../support/relying-party';
 import { spawnService, waitForOutput, type ServiceProcess } from '../support/service-process';
 import { authnRequestOf, samlAnswer, samlIdentityProvider } from '../support/saml-idp';
@@ -48,6 +48,7 @@ beforeAll(async () => {
       Auth__AllowedInternalTargets__1: '127.0.0.2',
       DataProtection__Keys__0__Id: 'test',
       DataProtection__Keys__0__Key: TEST_DATA_PROTECTION_KEY,
+      ...TEST_PAYLOAD_KEY_ENV,
       Temporal__TaskQueue: `test-unserved-${randomUUID()}`,
     },
     ['--disable-proto=throw'],

@@ -47,7 +47,7 @@ const currentStep = () => Math.floor(Date.now() / 30_000);
 
 /** A migration run of the generated source into the harness's store; fails unless it completes. */
 async function migrate(overrides: Partial<MigrationOptions>): Promise<MigrationReport> {
-  const handle = await startOrAttachMigration(h.env.client, h.config, migrationOptions(h.config, overrides));
+  const handle = await startOrAttachMigration(h.client, h.config, migrationOptions(h.config, overrides));
   const report = await handle.result();
   expect(report.state).toBe('Completed');
   return report;
@@ -708,7 +708,7 @@ describe('provider state lives in PostgreSQL', () => {
     const port = await freePort();
     const publicUrl = `http://127.0.0.1:${port}`;
     const config = { ...h.config, Api: { ...h.config.Api, Port: port, PublicUrl: publicUrl } };
-    let api = await startApi(config, h.context, h.env.client);
+    let api = await startApi(config, h.context, h.client);
     const rp = await relyingPartyOf(publicUrl, 'web', 'web-secret');
     const person = browser(WEB_CALLBACK);
     const { url: authorize, verifier } = await authorizationRequest(rp, {
@@ -719,14 +719,14 @@ describe('provider state lives in PostgreSQL', () => {
     await person.submit('/email', { email: emailOf(26) });
     // Another process takes over at the same address between two steps of the sign-in.
     await api.close();
-    api = await startApi(config, h.context, h.env.client);
+    api = await startApi(config, h.context, h.client);
     try {
       const callback = await person.submit('/password', { password: FIXTURE_PASSWORD });
       const tokens = await oidc.authorizationCodeGrant(rp, callback as URL, { pkceCodeVerifier: verifier });
       expect(tokens.claims()).toMatchObject({ sub: userId(26), iss: publicUrl });
       // And after one more restart the session still holds: no sign-in page, straight back to the client.
       await api.close();
-      api = await startApi(config, h.context, h.env.client);
+      api = await startApi(config, h.context, h.client);
       expect(await person.open(authorize)).toBeInstanceOf(URL);
     } finally {
       await api.close();

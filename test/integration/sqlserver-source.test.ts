@@ -18,7 +18,7 @@ describeWithSqlServer('a real SQL Server source', () => {
 
   test('a dry run finds the EF Core tables and walks every pass without writing', async () => {
     const handle = await startOrAttachMigration(
-      h.env.client,
+      h.client,
       h.config,
       migrationOptions(h.config, { version: `mssql-${Date.now()}`, dryRun: true }),
     );

@@ -5,7 +5,7 @@ import { bundleWorkflowCode } from '@temporalio/worker';
 import { freePort } from '../../dev/ports';
 import { startDevServer, type DevServer } from '../../dev/temporal-dev-server';
 import { createScratchDatabase } from '../fixtures/source/generate';
-import { WORKFLOWS_PATH } from '../../workers/create-worker';
+import { WORKFLOW_CODE } from '../../workers/create-worker';
 import { TEST_ADMIN_URL } from './scratch-store';
 
 export interface TestRun {
@@ -19,7 +19,7 @@ export default async function globalSetup(): Promise<void> {
   const [server, bundle] = await Promise.all([
     startDevServer({ port: await freePort(), readyTimeoutMs: 120_000 }),
     bundleWorkflowCode({
-      workflowsPath: WORKFLOWS_PATH,
+      ...WORKFLOW_CODE,
       logger: { info() {}, warn: console.warn, error: console.error, debug() {}, trace() {}, log() {} },
     }),
   ]);

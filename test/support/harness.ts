@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { LookupFunction } from 'node:net';
+import type { Client } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { startApi, type RunningApi } from '../../api/server';
 import { parseConfig } from '../../config/load';
@@ -12,7 +13,8 @@ import {
   type ServiceContextOptions,
   migrationDependencies,
 } from '../../composition/service-context';
-import { createMigrationWorker, createProvisioningWorker } from '../../workers/create-worker';
+import { createMigrationWorker, createProvisioningWorker, workerHome } from '../../workers/create-worker';
+import { temporalClient } from '../../composition/temporal-data-converter';
 import { TEST_ADMIN_URL } from './scratch-store';
 
 export const ADMIN_KEY = 'test-admin-key';
@@ -40,6 +42,13 @@ export interface HarnessOptions {
 }
 
 export const TEST_DATA_PROTECTION_KEY = Buffer.alloc(32, 7).toString('base64');
+/** Temporal:PayloadKeys of every test service: histories in the run's dev server are sealed as in production. */
+export const TEST_PAYLOAD_KEYS = [{ Id: 'test', Key: Buffer.alloc(32, 9).toString('base64') }];
+/** The same keys as a spawned service process reads them from its environment. */
+export const TEST_PAYLOAD_KEY_ENV = {
+  Temporal__PayloadKeys__0__Id: TEST_PAYLOAD_KEYS[0].Id,
+  Temporal__PayloadKeys__0__Key: TEST_PAYLOAD_KEYS[0].Key,
+};
 
 export interface HttpResult {
   status: number;
@@ -52,6 +61,8 @@ export interface Harness {
   apps: Record<string, RunningDownstreamApp>;
   context: ServiceContext;
   env: TestWorkflowEnvironment;
+  /** A client with the service's data converter (the environment's own reads sealed payloads as they are). */
+  client: Client;
   api: RunningApi;
   request: (method: string, path: string, body?: unknown, headers?: Record<string, string>) => Promise<HttpResult>;
   admin: (method: string, path: string, body?: unknown) => Promise<HttpResult>;
@@ -84,6 +95,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
       Address: process.env.TEST_TEMPORAL_ADDRESS,
       TaskQueue: `test-${randomUUID()}`,
       MigrationTaskQueue: `test-migration-${randomUUID()}`,
+      PayloadKeys: TEST_PAYLOAD_KEYS,
     },
     Database: { Url: databaseUrl },
     Migration: { Source: { ConnectionString: options.migrationSource } },
@@ -98,15 +110,12 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     appProvider: options.appProvider,
   });
   const env = await TestWorkflowEnvironment.createFromExistingServer({ address: process.env.TEST_TEMPORAL_ADDRESS! });
-  const home = {
-    connection: env.nativeConnection,
-    temporal: config.Temporal,
-    workflowBundle: { codePath: process.env.TEST_WORKFLOW_BUNDLE! },
-  };
+  const home = workerHome(env.nativeConnection, config, { codePath: process.env.TEST_WORKFLOW_BUNDLE! });
   const workers = [await createProvisioningWorker(home, context)];
   if (options.migrationSource) workers.push(await createMigrationWorker(home, migrationDependencies(context)));
   const running = Promise.all(workers.map((w) => w.run()));
-  const api = await startApi(config, context, env.client);
+  const client = temporalClient(env.connection, config);
+  const api = await startApi(config, context, client);
 
   const request: Harness['request'] = async (method, path, body, headers = {}) => {
     const response = await fetch(`${api.url}${path}`, {
@@ -129,6 +138,7 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     apps,
     context,
     env,
+    client,
     api,
     request,
     admin: (method, path, body) => request(method, path, body, { authorization: `Bearer ${ADMIN_KEY}` }),

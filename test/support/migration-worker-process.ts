@@ -2,20 +2,20 @@ import { NativeConnection, type Worker } from '@temporalio/worker';
 import { runWorkerProcess } from './worker-process';
 import { parseConfig } from '../../config/load';
 import { createServiceContext, migrationDependencies } from '../../composition/service-context';
-import { createMigrationWorker } from '../../workers/create-worker';
+import { createMigrationWorker, workerHome } from '../../workers/create-worker';
+import { TEST_PAYLOAD_KEYS } from './harness';
 
 /** A migration worker in a process of its own, so a test can kill it with SIGKILL in the middle of a run. */
 async function startWorker(): Promise<Worker> {
   const [address, targetUrl, sourceUrl, taskQueue, key, bundle] = process.argv.slice(2);
-  const config = parseConfig({ Migration: { Source: { ConnectionString: sourceUrl } }, DataProtection: { Key: key } });
+  const config = parseConfig({
+    Migration: { Source: { ConnectionString: sourceUrl } },
+    DataProtection: { Key: key },
+    Temporal: { MigrationTaskQueue: taskQueue, PayloadKeys: TEST_PAYLOAD_KEYS },
+  });
   const context = await createServiceContext(config, targetUrl);
   const connection = await NativeConnection.connect({ address });
-  const home = {
-    connection,
-    temporal: { ...config.Temporal, MigrationTaskQueue: taskQueue },
-    workflowBundle: { codePath: bundle },
-  };
-  return createMigrationWorker(home, migrationDependencies(context));
+  return createMigrationWorker(workerHome(connection, config, { codePath: bundle }), migrationDependencies(context));
 }
 
 runWorkerProcess(startWorker);

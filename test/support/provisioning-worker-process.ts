@@ -3,7 +3,7 @@ import { runWorkerProcess } from './worker-process';
 import { createProvisioningActivities } from '../../activities/provisioning';
 import { parseConfig } from '../../config/load';
 import { createServiceContext } from '../../composition/service-context';
-import { createProvisioningWorker } from '../../workers/create-worker';
+import { createProvisioningWorker, workerHome } from '../../workers/create-worker';
 
 /**
  * A provisioning worker in a process of its own, so a test can SIGKILL it. With KILL_AFTER_CREATE_USER=N it kills
@@ -27,8 +27,7 @@ async function startWorker(): Promise<Worker> {
   };
   const connection = await NativeConnection.connect({ address: config.Temporal.Address! });
   const bundle = { codePath: process.env.TEST_WORKFLOW_BUNDLE! };
-  const home = { connection, temporal: config.Temporal, workflowBundle: bundle };
-  return createProvisioningWorker(home, context, activities);
+  return createProvisioningWorker(workerHome(connection, config, bundle), context, activities);
 }
 
 runWorkerProcess(startWorker);

@@ -1,0 +1,33 @@
+import { randomBytes } from 'node:crypto';
+import { Client, type ConnectionLike } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
+import { ConfigError } from '../config/load';
+import type { AppConfig } from '../config/schema';
+import { MISSING_PAYLOAD_KEY_MESSAGE, payloadKeyRingFromConfig } from '../security/key-ring-config';
+import { PayloadEncryptionCodec } from '../security/payload-encryption';
+
+/** The failure converter's module; workflow bundles are built with it too (the sandbox encodes failures itself). */
+export const FAILURE_CONVERTER_PATH = require.resolve('./failure-converter');
+
+/**
+ * What every client and worker of the service hands Temporal: payloads sealed under Temporal:PayloadKeys, failures'
+ * messages and stack traces inside them. The API, the worker, the migration CLI and the hosted runner share it.
+ */
+export function temporalDataConverter(config: AppConfig): DataConverter {
+  const ring = payloadKeyRingFromConfig(config);
+  if (!ring) throw new ConfigError(MISSING_PAYLOAD_KEY_MESSAGE);
+  return { payloadCodecs: [new PayloadEncryptionCodec(ring)], failureConverterPath: FAILURE_CONVERTER_PATH };
+}
+
+export function temporalClient(connection: ConnectionLike, config: AppConfig): Client {
+  return new Client({ connection, namespace: config.Temporal.Namespace, dataConverter: temporalDataConverter(config) });
+}
+
+/** For a Temporal server that lives only as long as this process (the migration CLI's own): a key nobody keeps. */
+export function withEphemeralPayloadKey(config: AppConfig): AppConfig {
+  const key = randomBytes(32);
+  return {
+    ...config,
+    Temporal: { ...config.Temporal, PayloadKeys: [{ Id: 'ephemeral', Key: key.toString('base64') }] },
+  };
+}

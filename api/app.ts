@@ -8,7 +8,9 @@ import type { Db } from '../store/database';
 import { identityAdminCheck, requireIdentityAdmin } from './auth/identity-admin';
 import { serviceTokenCheck } from './auth/service-token';
 import { edgeGuard, isSignInPath, JSON_BODY_TYPES, rejectJsonProblems } from './edge-guard';
-import { MISSING_KEY_MESSAGE } from '../security/key-ring-config';
+import { MISSING_KEY_MESSAGE, payloadKeyRingFromConfig } from '../security/key-ring-config';
+import { PayloadEncryptionCodec } from '../security/payload-encryption';
+import { codecRouter } from './routes/codec';
 import { errorHandler } from './error-handler';
 import { sendProblem } from './problem';
 import type { AppProvider } from '../activities/provisioning/apps';
@@ -71,17 +73,28 @@ export function createApiApp({
   // Behind a proxy the client address (the sign-in rate limit's key) comes from X-Forwarded-For.
   if (config.Api.PublicUrl?.startsWith('https:')) app.set('trust proxy', 'loopback, linklocal, uniquelocal');
   app.use(edgeGuard());
-  app.use(signIn ?? signInUnavailable);
-  app.use(express.json({ limit: '100kb', type: JSON_BODY_TYPES }));
-  app.use(rejectJsonProblems());
-
-  const run = apiWorkflowRunner(temporal, config);
   // The service's own access tokens count only where it issues them.
   const adminCheck = identityAdminCheck(
     config.Auth.AdminApiKeys,
     signIn ? serviceTokenCheck(db, publicUrl) : undefined,
   );
   const identityAdmin = requireIdentityAdmin(adminCheck);
+  // Ahead of the JSON parser: a batch of payloads from the Temporal UI may exceed the API's own body limit.
+  const payloadKeys = payloadKeyRingFromConfig(config);
+  app.use(
+    '/codec',
+    codecRouter({
+      codec: payloadKeys && new PayloadEncryptionCodec(payloadKeys),
+      allowedOrigins: config.Temporal.CodecCorsOrigins,
+      identityAdmin,
+      openToLoopback: config.Temporal.CodecOpenToLoopback,
+    }),
+  );
+  app.use(signIn ?? signInUnavailable);
+  app.use(express.json({ limit: '100kb', type: JSON_BODY_TYPES }));
+  app.use(rejectJsonProblems());
+
+  const run = apiWorkflowRunner(temporal, config);
 
   app.use(healthRouter({ db, temporal }));
   app.use('/api/v1/profile', identityAdmin, profileRouter({ db, run }));

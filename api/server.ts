@@ -4,6 +4,7 @@ import { loadConfig } from '../config/load';
 import type { AppConfig } from '../config/schema';
 import { createServiceContext, type ServiceContext } from '../composition/service-context';
 import { temporalClient } from '../composition/temporal-data-converter';
+import { ensureSearchAttributes } from '../client/search-attribute-check';
 import { closeServer, listen, listeningUrl } from '../composition/listen';
 import { runMain, standaloneSettings } from '../composition/process';
 import { purgeExpiredIdempotencyKeys } from '../store/creation-guards';
@@ -81,6 +82,7 @@ if (require.main === module) {
     const { databaseUrl, temporalAddress: address } = standaloneSettings(config, 'API');
     const context = await createServiceContext(config, databaseUrl);
     const temporal = await connectTemporal(config, address);
+    await ensureSearchAttributes(temporal.connection, config.Temporal.Namespace);
     const api = await startApi(config, context, temporal);
     console.log(`api: listening on ${api.url}`);
     return async () => {

@@ -68,6 +68,7 @@ export async function createUserThroughWorkflow(
       workflowId,
       onEnded: 'result',
       args: [{ trigger: request.trigger, credentialRef, user: { ...request.user, userId } }],
+      search: { userId, trigger: request.trigger },
     });
   } catch (error) {
     stillRunning = error instanceof ResultDeadlineError;

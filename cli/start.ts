@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { startApi } from '../api/server';
 import { ConfigError, loadConfig } from '../config/load';
+import type { AppConfig } from '../config/schema';
 import {
   keyRingFromConfig,
   MISSING_KEY_MESSAGE,
@@ -14,6 +15,29 @@ import { startHostedMigrationRunner } from '../client/migration-runner';
 import { runMain } from '../composition/process';
 import { startDevServer } from '../dev/temporal-dev-server';
 import { startWorker } from '../workers/worker';
+
+/**
+ * The embedded UI opens histories through the API's codec endpoint: its origins may call it, and (everything being on
+ * loopback) without a credential, which that UI cannot send. Not when the API listens beyond loopback or on a port
+ * chosen at start.
+ */
+function embeddedCodec(config: AppConfig): { config: AppConfig; endpoint?: string } {
+  const loopback = config.Api.Host === '127.0.0.1' || config.Api.Host === 'localhost' || config.Api.Host === '::1';
+  if (!loopback || config.Api.Port === 0) return { config };
+  const api = config.Api.PublicUrl ?? `http://127.0.0.1:${config.Api.Port}`;
+  const origins = ['127.0.0.1', 'localhost'].map((host) => `http://${host}:${config.Temporal.UiPort}`);
+  return {
+    endpoint: `${api}/codec`,
+    config: {
+      ...config,
+      Temporal: {
+        ...config.Temporal,
+        CodecCorsOrigins: [...config.Temporal.CodecCorsOrigins, ...origins],
+        CodecOpenToLoopback: true,
+      },
+    },
+  };
+}
 
 /**
  * `npm start`: the whole service in one process tree. Whatever is not configured runs embedded
@@ -44,11 +68,14 @@ runMain('start', async () => {
     let temporalAddress = config.Temporal.Address;
     if (!temporalAddress) {
       if (!payloadKeyConfigured) config = withEmbeddedPayloadKey(config, dataDir, log);
+      const codec = embeddedCodec(config);
+      config = codec.config;
       const server = await startDevServer({
         port: config.Embedded.TemporalPort,
         uiPort: config.Temporal.UiPort,
         dbFile: resolve(dataDir, 'temporal.db'),
         namespace: config.Temporal.Namespace,
+        uiCodecEndpoint: codec.endpoint,
       });
       stops.push(server.stop);
       temporalAddress = server.address;

@@ -7,6 +7,8 @@ import {
   type WorkflowStartOptions,
 } from '@temporalio/client';
 import type { Workflow } from '@temporalio/common';
+import type { Trigger } from '../workflows/ids';
+import { PROVISIONING_TRIGGER, USER_ID } from '../workflows/search-attributes';
 
 export class AttemptInProgressError extends Error {
   constructor(readonly workflowId: string) {
@@ -37,6 +39,8 @@ export class TemporalUnavailableError extends Error {
 export interface RunOptions<W extends Workflow> {
   workflowId: string;
   args: Parameters<W>;
+  /** Whom the workflow is for and what started it: search attributes an operator finds it by (never personal data). */
+  search: { userId: string; trigger: Trigger };
   /** `result`: an id whose workflow has already ended answers that workflow's result instead of starting another run. */
   onEnded?: 'start-again' | 'result';
 }
@@ -65,6 +69,10 @@ export function createWorkflowRunner(client: Client, taskQueue: string, deadline
         taskQueue,
         workflowId: options.workflowId,
         args: options.args,
+        typedSearchAttributes: [
+          { key: USER_ID, value: options.search.userId },
+          { key: PROVISIONING_TRIGGER, value: options.search.trigger },
+        ],
         // A second request for an id that is running waits on that run instead of starting another.
         workflowIdConflictPolicy: 'USE_EXISTING',
         workflowIdReusePolicy: options.onEnded === 'result' ? 'REJECT_DUPLICATE' : 'ALLOW_DUPLICATE',

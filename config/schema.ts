@@ -174,6 +174,11 @@ export const configSchema = z
         PayloadKeys: keyList.optional(),
         /** Origins of Temporal UIs allowed to call the codec endpoint from a browser (the embedded UI's is added by `npm start`). */
         CodecCorsOrigins: indexedList(z.url()).default([]),
+        /**
+         * Let loopback callers use the codec endpoint without a credential: set by `npm start` for its embedded Temporal
+         * UI, which cannot send one. Everywhere else the endpoint takes the admin API's credentials.
+         */
+        CodecOpenToLoopback: flag.default(false),
       })
       .prefault({}),
     Database: z.object({ Url: z.string().optional() }).prefault({}),

@@ -4,6 +4,7 @@ import { dirname } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { findTemporalCli } from './temporal-cli';
+import { SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 
 export interface DevServer {
   address: string;
@@ -20,6 +21,8 @@ export interface DevServerOptions {
   namespace?: string;
   /** How long to wait for the frontend to answer; a loaded 2-core machine can need far more than the SDK's 5 s. */
   readyTimeoutMs?: number;
+  /** The service's codec endpoint, so the UI shows histories opened (`…/codec`). */
+  uiCodecEndpoint?: string;
 }
 
 /**
@@ -78,7 +81,10 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
     '--namespace',
     options.namespace ?? 'default',
     ...dynamicConfigArgs,
+    // Every workflow the service starts sets them; registered at start, they are there before the first one.
+    ...SEARCH_ATTRIBUTES.flatMap((key) => ['--search-attribute', `${key.name}=Keyword`]),
   ];
+  if (options.uiCodecEndpoint) args.push('--ui-codec-endpoint', options.uiCodecEndpoint);
   if (options.uiPort) args.push('--ui-port', String(options.uiPort));
   else args.push('--headless');
   if (options.dbFile) {
@@ -138,7 +144,11 @@ async function startWithSdkDownload(options: DevServerOptions): Promise<DevServe
       dbFilename: options.dbFile,
       namespace: options.namespace,
       executable: { type: 'cached-download' },
-      extraArgs: dynamicConfigArgs,
+      searchAttributes: SEARCH_ATTRIBUTES,
+      extraArgs: [
+        ...dynamicConfigArgs,
+        ...(options.uiCodecEndpoint ? ['--ui-codec-endpoint', options.uiCodecEndpoint] : []),
+      ],
     },
   });
   return {

@@ -252,6 +252,7 @@ export function interactionRouter(deps: InteractionDependencies): Router {
       const outcome = await deps.run(provisionExistingUser, {
         workflowId: provisioningWorkflowId(userId),
         args: [{ trigger: 'authorize', userId, appIds }],
+        search: { userId, trigger: 'authorize' },
       });
       return outcome.status === 'provisioned' ? undefined : outcomeProblem(outcome).problem.detail;
     } catch (error) {

@@ -23,25 +23,30 @@ export class PayloadKeyMissingError extends Error {
 export class PayloadEncryptionCodec implements PayloadCodec {
   constructor(private readonly ring: KeyRing) {}
 
+  // Promises built from executors, so a payload that cannot be opened rejects rather than throws.
   encode(payloads: Payload[]): Promise<Payload[]> {
     const { id, key } = this.ring.primary;
-    return Promise.resolve(
-      payloads.map((payload) => ({
-        metadata: { [METADATA_ENCODING_KEY]: text(ENCRYPTED_ENCODING), [KEY_ID_METADATA]: text(id) },
-        data: sealBytes(temporal.api.common.v1.Payload.encode(payload).finish(), key),
-      })),
+    return new Promise((resolve) =>
+      resolve(
+        payloads.map((payload) => ({
+          metadata: { [METADATA_ENCODING_KEY]: text(ENCRYPTED_ENCODING), [KEY_ID_METADATA]: text(id) },
+          data: sealBytes(temporal.api.common.v1.Payload.encode(payload).finish(), key),
+        })),
+      ),
     );
   }
 
   decode(payloads: Payload[]): Promise<Payload[]> {
-    return Promise.resolve(
-      payloads.map((payload) => {
-        if (fromBytes(payload.metadata?.[METADATA_ENCODING_KEY]) !== ENCRYPTED_ENCODING) return payload;
-        const keyId = fromBytes(payload.metadata?.[KEY_ID_METADATA]) ?? '';
-        const key = this.ring.keys.get(keyId);
-        if (!key) throw new PayloadKeyMissingError(keyId);
-        return temporal.api.common.v1.Payload.decode(openBytes(payload.data ?? new Uint8Array(), key));
-      }),
+    return new Promise((resolve) =>
+      resolve(
+        payloads.map((payload) => {
+          if (fromBytes(payload.metadata?.[METADATA_ENCODING_KEY]) !== ENCRYPTED_ENCODING) return payload;
+          const keyId = fromBytes(payload.metadata?.[KEY_ID_METADATA]) ?? '';
+          const key = this.ring.keys.get(keyId);
+          if (!key) throw new PayloadKeyMissingError(keyId);
+          return temporal.api.common.v1.Payload.decode(openBytes(payload.data ?? new Uint8Array(), key));
+        }),
+      ),
     );
   }
 }

@@ -5,6 +5,7 @@ import type { AppConfig } from '../config/schema';
 import { runMain, standaloneSettings } from '../composition/process';
 import { startHostedMigrationRunner } from '../client/migration-runner';
 import { temporalClient } from '../composition/temporal-data-converter';
+import { ensureSearchAttributes } from '../client/search-attribute-check';
 import { createServiceContext, type ServiceContext, migrationDependencies } from '../composition/service-context';
 import { createMigrationWorker, createProvisioningWorker, loadWorkflowBundle, workerHome } from './create-worker';
 
@@ -24,6 +25,7 @@ export async function startWorker(
 ): Promise<RunningWorker> {
   const context = await createServiceContext(config, databaseUrl);
   const connection = await NativeConnection.connect({ address: temporalAddress });
+  await ensureSearchAttributes(connection, config.Temporal.Namespace);
   const home = workerHome(connection, config, await loadWorkflowBundle());
   const worker = await createProvisioningWorker(home, context);
   const migrationWorker = await createMigrationWorker(home, migrationDependencies(context));

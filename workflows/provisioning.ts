@@ -4,6 +4,7 @@ import type { NewUser, UserProfile } from '../store/users';
 import { STORE } from './activity-policies';
 import { deprovisionInBackground } from './background';
 import type { Trigger } from './ids';
+import { recordOutcome } from './search-attributes';
 import { runTransaction, type TransactionResult } from './transaction';
 
 const store = proxyLocalActivities<ProvisioningActivities>(STORE);
@@ -39,6 +40,18 @@ async function provision(user: UserProfile, scope: ProvisionScope): Promise<Prov
 export async function createUserAndProvision(
   input: ProvisionScope & { user: NewUser; credentialRef?: string },
 ): Promise<CreationOutcome> {
+  return recorded(await createAndProvision(input));
+}
+
+/** An ending, recorded as the ProvisioningOutcome search attribute. */
+function recorded<T extends { status: string }>(outcome: T): T {
+  recordOutcome(outcome.status);
+  return outcome;
+}
+
+async function createAndProvision(
+  input: ProvisionScope & { user: NewUser; credentialRef?: string },
+): Promise<CreationOutcome> {
   try {
     const created = await store.createUser({ user: input.user, credentialRef: input.credentialRef });
     if (created.status === 'duplicate') return created;
@@ -57,6 +70,10 @@ export async function createUserAndProvision(
 
 /** Provisioning for an existing user (retry after a partial confirm, first authorization): the user is never deleted. */
 export async function provisionExistingUser(input: ProvisionScope & { userId: string }): Promise<ProvisioningOutcome> {
+  return recorded(await provisionLoadedUser(input));
+}
+
+async function provisionLoadedUser(input: ProvisionScope & { userId: string }): Promise<ProvisioningOutcome> {
   const user = await store.loadUser(input.userId);
   if (!user) return { status: 'not-found', userId: input.userId };
   return provision(user, input);
@@ -64,10 +81,10 @@ export async function provisionExistingUser(input: ProvisionScope & { userId: st
 
 /** SCIM reactivation: provisioning runs while the user is still inactive; only a fully provisioned user becomes active. */
 export async function reactivateAndProvision(input: { userId: string }): Promise<ProvisioningOutcome> {
-  const outcome = await provisionExistingUser({ trigger: 'scim', userId: input.userId });
-  if (outcome.status !== 'provisioned') return outcome;
+  const outcome = await provisionLoadedUser({ trigger: 'scim', userId: input.userId });
+  if (outcome.status !== 'provisioned') return recorded(outcome);
   await store.activateUser(input.userId);
-  return { ...outcome, user: { ...outcome.user, active: true } };
+  return recorded({ ...outcome, user: { ...outcome.user, active: true } });
 }
 
 /** Deletion answers as soon as the user is gone. */
@@ -76,6 +93,7 @@ export async function deleteUserAndDeprovision(input: {
 }): Promise<{ deleted: boolean; appIds: string[] }> {
   const { deleted, appIds } = await store.deleteUser(input.userId);
   if (deleted) await deprovisionInBackground(input.userId, appIds);
+  recordOutcome(deleted ? 'deleted' : 'not-found');
   return { deleted, appIds };
 }
 
@@ -85,5 +103,6 @@ export async function deactivateAndDeprovision(input: {
 }): Promise<{ found: boolean; appIds: string[] }> {
   const { found, appIds } = await store.deactivateUser(input.userId);
   if (found) await deprovisionInBackground(input.userId, appIds);
+  recordOutcome(found ? 'deactivated' : 'not-found');
   return { found, appIds };
 }

@@ -12,6 +12,7 @@ import type { UserProfile } from '../store/users';
 import { STORE, TCC_CALL, tryCall } from './activity-policies';
 import { cancelInBackground, deprovisionInBackground } from './background';
 import { backgroundCancelWorkflowId } from './ids';
+import { userIdOfParent } from './search-attributes';
 
 const store = proxyLocalActivities<ProvisioningActivities>(STORE);
 const tccCalls = proxyLocalActivities<ProvisioningActivities>(TCC_CALL);
@@ -75,6 +76,7 @@ async function cancel(appIds: string[], transactionId: string): Promise<void> {
       await startChild(cancelInBackground, {
         workflowId: backgroundCancelWorkflowId(transactionId, appId),
         args: [{ appId, transactionId }],
+        typedSearchAttributes: userIdOfParent(),
         parentClosePolicy: ParentClosePolicy.ABANDON,
       });
     }

@@ -64,7 +64,11 @@ export function profileRouter({ db, run }: { db: Db; run: WorkflowRunner }): Rou
 
   router.delete('/:userId', async (req, res) => {
     const userId = userIdParam.parse(req.params.userId);
-    const result = await run(deleteUserAndDeprovision, { workflowId: deletionWorkflowId(userId), args: [{ userId }] });
+    const result = await run(deleteUserAndDeprovision, {
+      workflowId: deletionWorkflowId(userId),
+      args: [{ userId }],
+      search: { userId, trigger: 'admin-api' },
+    });
     if (!result.deleted) return sendProblem(res, userNotFound(`id ${userId}`));
     res.status(204).end();
   });
@@ -74,6 +78,7 @@ export function profileRouter({ db, run }: { db: Db; run: WorkflowRunner }): Rou
     const outcome = await run(provisionExistingUser, {
       workflowId: provisioningWorkflowId(userId),
       args: [{ trigger: 'retry', userId }],
+      search: { userId, trigger: 'retry' },
     });
     answer(res, toHttpOutcome(outcome, 200));
   });

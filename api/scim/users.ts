@@ -119,12 +119,14 @@ export function scimUsersRouter({ db, run, passwordPolicy, scimUrl }: ScimDepend
       await run(deactivateAndDeprovision, {
         workflowId: deactivationWorkflowId(row.id),
         args: [{ userId: row.id }],
+        search: { userId: row.id, trigger: 'scim' },
       });
       return;
     }
     const outcome = await run(reactivateAndProvision, {
       workflowId: provisioningWorkflowId(row.id),
       args: [{ userId: row.id }],
+      search: { userId: row.id, trigger: 'scim' },
     });
     if (outcome.status !== 'provisioned') throw outcomeError(outcome);
   }

@@ -1,0 +1,24 @@
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { patched, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+
+/**
+ * How an operator finds a user's workflows in the Temporal UI (`UserId = "…"`): ids and outcomes only, never personal
+ * data, since the cluster stores search attributes in plain text. Registered by the embedded dev server at start and
+ * by the compose file's setup; the API and the worker check for them at start.
+ */
+export const USER_ID = defineSearchAttributeKey('UserId', SearchAttributeType.KEYWORD);
+export const PROVISIONING_TRIGGER = defineSearchAttributeKey('ProvisioningTrigger', SearchAttributeType.KEYWORD);
+export const PROVISIONING_OUTCOME = defineSearchAttributeKey('ProvisioningOutcome', SearchAttributeType.KEYWORD);
+
+export const SEARCH_ATTRIBUTES = [USER_ID, PROVISIONING_TRIGGER, PROVISIONING_OUTCOME];
+
+/** A child's UserId, the same as its parent's, so a user's background workflows show with its attempts. */
+export function userIdOfParent() {
+  const userId = workflowInfo().typedSearchAttributes.get(USER_ID);
+  return userId === undefined ? [] : [{ key: USER_ID, value: userId }];
+}
+
+/** The workflow's ending, set as its last step. Runs recorded before the attribute existed end without it. */
+export function recordOutcome(outcome: string): void {
+  if (patched('outcome-search-attribute')) upsertSearchAttributes([{ key: PROVISIONING_OUTCOME, value: outcome }]);
+}

@@ -4,7 +4,9 @@ import { SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 
 interface OperatorConnection {
   operatorService: {
-    listSearchAttributes(request: { namespace: string }): Promise<{ customAttributes?: Record<string, unknown> | null }>;
+    listSearchAttributes(request: {
+      namespace: string;
+    }): Promise<{ customAttributes?: Record<string, unknown> | null }>;
     addSearchAttributes(request: {
       namespace: string;
       searchAttributes: Record<string, temporal.api.enums.v1.IndexedValueType>;
@@ -30,7 +32,9 @@ export async function ensureSearchAttributes(connection: OperatorConnection, nam
     });
   } catch (error) {
     const commands = missing
-      .map((key) => `temporal operator search-attribute create --namespace ${namespace} --name ${key.name} --type Keyword`)
+      .map(
+        (key) => `temporal operator search-attribute create --namespace ${namespace} --name ${key.name} --type Keyword`,
+      )
       .join(' && ');
     throw new ConfigError(
       `the Temporal namespace ${namespace} lacks the search attributes ${missing.map((k) => k.name).join(', ')} and they cannot be added from here (${(error as Error).message}); register them once: ${commands}`,

@@ -32,7 +32,9 @@ const toPayload = (p: z.infer<typeof bodySchema>['payloads'][number]): Payload =
 });
 
 const fromPayload = (p: Payload) => ({
-  metadata: Object.fromEntries(Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v).toString('base64')])),
+  metadata: Object.fromEntries(
+    Object.entries(p.metadata ?? {}).map(([k, v]) => [k, Buffer.from(v).toString('base64')]),
+  ),
   data: Buffer.from(p.data ?? new Uint8Array()).toString('base64'),
 });
 

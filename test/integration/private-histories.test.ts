@@ -49,7 +49,7 @@ async function codecCall(
     headers: { 'content-type': 'application/json', 'x-namespace': 'default', ...headers },
     body: JSON.stringify(body),
   });
-  return { status: res.status, headers: res.headers, body: (await res.json()) as any };
+  return { status: res.status, headers: res.headers, body: await res.json() };
 }
 
 /** Another API on the harness's store and Temporal, with configuration changes. */

@@ -2,7 +2,7 @@ import { log, ParentClosePolicy, proxyActivities, startChild, workflowInfo } fro
 import type { ProvisioningActivities } from '../activities/provisioning';
 import { BACKGROUND } from './activity-policies';
 import { appDeprovisioningWorkflowId } from './ids';
-import { USER_ID } from './search-attributes';
+import { userIdOfParent } from './search-attributes';
 
 /** Detached workflows that keep telling apps after the caller has its answer; started by function, never by name. */
 const background = proxyActivities<ProvisioningActivities>(BACKGROUND);
@@ -39,7 +39,7 @@ export async function deprovisionInBackground(userId: string, appIds: string[]):
   await startChild(deprovisionApps, {
     workflowId: appDeprovisioningWorkflowId(userId, workflowInfo().runId),
     args: [{ userId, appIds }],
-    typedSearchAttributes: [{ key: USER_ID, value: userId }],
+    typedSearchAttributes: userIdOfParent(),
     parentClosePolicy: ParentClosePolicy.ABANDON,
   });
 }

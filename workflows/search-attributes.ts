@@ -12,13 +12,18 @@ export const PROVISIONING_OUTCOME = defineSearchAttributeKey('ProvisioningOutcom
 
 export const SEARCH_ATTRIBUTES = [USER_ID, PROVISIONING_TRIGGER, PROVISIONING_OUTCOME];
 
-/** A child's UserId, the same as its parent's, so a user's background workflows show with its attempts. */
+/** A child's UserId, its parent's (when it has one), so a user's background workflows show with its attempts. */
 export function userIdOfParent() {
   const userId = workflowInfo().typedSearchAttributes.get(USER_ID);
   return userId === undefined ? [] : [{ key: USER_ID, value: userId }];
 }
 
-/** The workflow's ending, set as its last step. Runs recorded before the attribute existed end without it. */
+/**
+ * The workflow's ending, set as its last step. Only where the workflow was started with the service's UserId: the
+ * cluster then knows the attributes (it refuses a start with unknown ones, but would fail every later task on an
+ * unknown upsert). Runs recorded before the attribute existed end without it.
+ */
 export function recordOutcome(outcome: string): void {
+  if (workflowInfo().typedSearchAttributes.get(USER_ID) === undefined) return;
   if (patched('outcome-search-attribute')) upsertSearchAttributes([{ key: PROVISIONING_OUTCOME, value: outcome }]);
 }

@@ -15,7 +15,7 @@ const label = process.argv[2] ?? new Date().toISOString().slice(0, 10);
 const out = join(__dirname, '..', 'test', 'fixtures', 'histories', label);
 
 async function save(h: Harness, name: string, workflowId: string, runId: string): Promise<void> {
-  const history = await h.env.client.workflow.getHandle(workflowId, runId).fetchHistory();
+  const history = await h.client.workflow.getHandle(workflowId, runId).fetchHistory();
   // The workflow id goes with the history: workflow code derives child ids from it, and a replay must see the same.
   writeFileSync(join(out, `${name}.json`), JSON.stringify({ workflowId, history }));
   console.log(`record-histories: ${name} (${history.events?.length} events)`);
@@ -27,7 +27,7 @@ async function runsOf(
   taskQueue: string,
 ): Promise<Array<{ workflowId: string; runId: string; type: string }>> {
   const runs = [];
-  for await (const execution of h.env.client.workflow.list({ query: `TaskQueue = '${taskQueue}'` })) {
+  for await (const execution of h.client.workflow.list({ query: `TaskQueue = '${taskQueue}'` })) {
     runs.push({
       workflowId: execution.workflowId,
       runId: execution.runId,
@@ -75,7 +75,7 @@ async function main(): Promise<void> {
 
     // Recorded after the runs so that each background child has finished too.
     await new Promise((r) => setTimeout(r, 1000));
-    const migration = await startOrAttachMigration(h.env.client, h.config, migrationOptions(h.config));
+    const migration = await startOrAttachMigration(h.client, h.config, migrationOptions(h.config));
     const report = await migration.result();
     if (report.state !== 'Completed') throw new Error(`migration ended ${report.state}`);
     const runs = [

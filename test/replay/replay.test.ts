@@ -2,6 +2,9 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
+import { temporalDataConverter } from '../../composition/temporal-data-converter';
+import { parseConfig } from '../../config/load';
+import { TEST_PAYLOAD_KEYS } from '../support/harness';
 
 /**
  * Runs in flight when a new build rolls out replay the new workflow code against what the old one recorded.
@@ -27,10 +30,13 @@ function load(path: string): { workflowId?: string; history: object } {
   return recorded.history ? { workflowId: recorded.workflowId, history: recorded.history } : { history: recorded };
 }
 
+/** Histories recorded since payloads are sealed open with the test services' payload keys; older ones pass through. */
+const dataConverter = temporalDataConverter(parseConfig({ Temporal: { PayloadKeys: TEST_PAYLOAD_KEYS } }));
+
 test.each(histories)('$name replays on the current workflow code', async ({ name, path }) => {
   const { workflowId, history } = load(path);
   await Worker.runReplayHistory(
-    { workflowBundle: { codePath: process.env.TEST_WORKFLOW_BUNDLE! }, replayName: name },
+    { workflowBundle: { codePath: process.env.TEST_WORKFLOW_BUNDLE! }, dataConverter, replayName: name },
     temporal.api.history.v1.History.fromObject(history),
     workflowId,
   );

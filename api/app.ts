@@ -8,8 +8,8 @@ import type { Db } from '../store/database';
 import { identityAdminCheck, requireIdentityAdmin } from './auth/identity-admin';
 import { serviceTokenCheck } from './auth/service-token';
 import { edgeGuard, isSignInPath, JSON_BODY_TYPES, rejectJsonProblems } from './edge-guard';
-import { MISSING_KEY_MESSAGE, payloadKeyRingFromConfig } from '../security/key-ring-config';
-import { PayloadEncryptionCodec } from '../security/payload-encryption';
+import { MISSING_KEY_MESSAGE } from '../security/key-ring-config';
+import { payloadCodecOf } from '../composition/temporal-data-converter';
 import { codecRouter } from './routes/codec';
 import { errorHandler } from './error-handler';
 import { sendProblem } from './problem';
@@ -80,11 +80,10 @@ export function createApiApp({
   );
   const identityAdmin = requireIdentityAdmin(adminCheck);
   // Ahead of the JSON parser: a batch of payloads from the Temporal UI may exceed the API's own body limit.
-  const payloadKeys = payloadKeyRingFromConfig(config);
   app.use(
     '/codec',
     codecRouter({
-      codec: payloadKeys && new PayloadEncryptionCodec(payloadKeys),
+      codec: payloadCodecOf(config),
       allowedOrigins: config.Temporal.CodecCorsOrigins,
       identityAdmin,
       openToLoopback: config.Temporal.CodecOpenToLoopback,

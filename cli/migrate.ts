@@ -13,9 +13,13 @@ import {
 } from '../client/migration-schedule';
 import { createServiceContext, type ServiceContext, migrationDependencies } from '../composition/service-context';
 import { temporalClient, withEphemeralPayloadKey } from '../composition/temporal-data-converter';
-import { MISSING_PAYLOAD_KEY_MESSAGE, payloadKeyRingFromConfig } from '../security/key-ring-config';
 import { importSigningKey } from '../store/signing-keys';
-import { keyRingFromConfig, MISSING_KEY_MESSAGE } from '../security/key-ring-config';
+import {
+  keyRingFromConfig,
+  MISSING_KEY_MESSAGE,
+  MISSING_PAYLOAD_KEY_MESSAGE,
+  payloadKeyRingFromConfig,
+} from '../security/key-ring-config';
 import { freePort } from '../dev/ports';
 import { startDevServer } from '../dev/temporal-dev-server';
 import { parseSourceConnectionString } from '../migration-source/connection';

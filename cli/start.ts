@@ -10,6 +10,7 @@ import {
   withEmbeddedKey,
   withEmbeddedPayloadKey,
 } from '../security/key-ring-config';
+import { isLoopbackAddress } from '../security/callback-address';
 import { startEmbeddedPostgres } from '../dev/embedded-postgres';
 import { startHostedMigrationRunner } from '../client/migration-runner';
 import { runMain } from '../composition/process';
@@ -22,7 +23,7 @@ import { startWorker } from '../workers/worker';
  * chosen at start.
  */
 function embeddedCodec(config: AppConfig): { config: AppConfig; endpoint?: string } {
-  const loopback = config.Api.Host === '127.0.0.1' || config.Api.Host === 'localhost' || config.Api.Host === '::1';
+  const loopback = config.Api.Host === 'localhost' || isLoopbackAddress(config.Api.Host);
   if (!loopback || config.Api.Port === 0) return { config };
   const api = config.Api.PublicUrl ?? `http://127.0.0.1:${config.Api.Port}`;
   const origins = ['127.0.0.1', 'localhost'].map((host) => `http://${host}:${config.Temporal.UiPort}`);

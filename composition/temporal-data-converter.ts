@@ -14,9 +14,15 @@ export const FAILURE_CONVERTER_PATH = require.resolve('./failure-converter');
  * messages and stack traces inside them. The API, the worker, the migration CLI and the hosted runner share it.
  */
 export function temporalDataConverter(config: AppConfig): DataConverter {
+  const codec = payloadCodecOf(config);
+  if (!codec) throw new ConfigError(MISSING_PAYLOAD_KEY_MESSAGE);
+  return { payloadCodecs: [codec], failureConverterPath: FAILURE_CONVERTER_PATH };
+}
+
+/** The codec of Temporal:PayloadKeys; undefined when none is configured. */
+export function payloadCodecOf(config: AppConfig): PayloadEncryptionCodec | undefined {
   const ring = payloadKeyRingFromConfig(config);
-  if (!ring) throw new ConfigError(MISSING_PAYLOAD_KEY_MESSAGE);
-  return { payloadCodecs: [new PayloadEncryptionCodec(ring)], failureConverterPath: FAILURE_CONVERTER_PATH };
+  return ring && new PayloadEncryptionCodec(ring);
 }
 
 export function temporalClient(connection: ConnectionLike, config: AppConfig): Client {

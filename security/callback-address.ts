@@ -105,6 +105,11 @@ export function callbackUrlProblem(value: string, allow: AllowList): string | un
   return undefined;
 }
 
+/** Whether an address, as a socket reports it (IPv4, IPv6, IPv4-mapped IPv6), is a loopback one. */
+export function isLoopbackAddress(text: string | undefined): boolean {
+  return text !== undefined && net.isIP(text) !== 0 && ipaddr.process(text).range() === 'loopback';
+}
+
 export function assertCallableUrl(value: string, allow: AllowList): URL {
   const problem = callbackUrlProblem(value, allow);
   if (problem) throw new RefusedAddressError(`CallbackUrl ${problem}`);

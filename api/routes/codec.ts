@@ -1,9 +1,9 @@
-import { isIPv4 } from 'node:net';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import express, { Router, type RequestHandler } from 'express';
 import { z } from 'zod';
 import { rejectJsonProblems } from '../edge-guard';
 import { describeIssues, sendProblem } from '../problem';
+import { isLoopbackAddress } from '../../security/callback-address';
 import { PayloadKeyMissingError } from '../../security/payload-encryption';
 
 export interface CodecDependencies {
@@ -38,12 +38,6 @@ const fromPayload = (p: Payload) => ({
   data: Buffer.from(p.data ?? new Uint8Array()).toString('base64'),
 });
 
-function isLoopback(address: string | undefined): boolean {
-  if (!address) return false;
-  const v4 = address.startsWith('::ffff:') ? address.slice(7) : address;
-  return address === '::1' || (isIPv4(v4) && v4.startsWith('127.'));
-}
-
 /**
  * Temporal's remote codec protocol, for the Temporal UI and `temporal workflow show --codec-endpoint`: `POST /codec/decode`
  * and `POST /codec/encode` take and answer `{ payloads: [{ metadata: { key: base64 }, data: base64 }] }`. Payloads
@@ -71,7 +65,7 @@ export function codecRouter({ codec, allowedOrigins, identityAdmin, openToLoopba
 
   // req.ip honours the proxy setting: behind a proxy, a remote caller is not taken for a loopback one.
   const authorize: RequestHandler = (req, res, next) =>
-    openToLoopback && req.get('authorization') === undefined && isLoopback(req.ip)
+    openToLoopback && req.get('authorization') === undefined && isLoopbackAddress(req.ip)
       ? next()
       : identityAdmin(req, res, next);
 

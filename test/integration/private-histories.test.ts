@@ -7,7 +7,7 @@ import { createKeyRing } from '../../security/data-protection';
 import { ENCRYPTED_ENCODING, KEY_ID_METADATA, PayloadEncryptionCodec } from '../../security/payload-encryption';
 import { deletionWorkflowId, provisioningWorkflowId } from '../../workflows/ids';
 import { ADMIN_KEY, storedPasswordHash, TEST_PAYLOAD_KEYS, uniqueEmail, useHarness } from '../support/harness';
-import { codecOf, historyText } from '../support/history';
+import { codecOf, historyText, isPayload } from '../support/history';
 
 const h = useHarness({ apps: { crm: {}, billing: {} } });
 
@@ -17,7 +17,7 @@ async function storedPayloads(workflowId: string): Promise<Payload[]> {
   const payloads: Payload[] = [];
   const walk = (value: unknown): void => {
     if (!value || typeof value !== 'object' || value instanceof Uint8Array) return;
-    if ('data' in value && value.data instanceof Uint8Array && 'metadata' in value) payloads.push(value as Payload);
+    if (isPayload(value)) payloads.push(value);
     else Object.values(value).forEach(walk);
   };
   walk(history);

@@ -1,13 +1,12 @@
 import type { Client } from '@temporalio/client';
 import type { Payload, PayloadCodec } from '@temporalio/common';
+import { payloadCodecOf } from '../../composition/temporal-data-converter';
 import type { AppConfig } from '../../config/schema';
-import { payloadKeyRingFromConfig } from '../../security/key-ring-config';
-import { PayloadEncryptionCodec } from '../../security/payload-encryption';
 
 /** The codec of a service configuration, to read its histories as the codec endpoint would show them. */
-export const codecOf = (config: AppConfig) => new PayloadEncryptionCodec(payloadKeyRingFromConfig(config)!);
+export const codecOf = (config: AppConfig) => payloadCodecOf(config)!;
 
-const isPayload = (value: object): value is Payload =>
+export const isPayload = (value: object): value is Payload =>
   'data' in value && value.data instanceof Uint8Array && 'metadata' in value;
 
 /**

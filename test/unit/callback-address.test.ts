@@ -1,4 +1,4 @@
-import { callbackUrlProblem, parseAllowList } from '../../security/callback-address';
+import { callbackUrlProblem, isLoopbackAddress, parseAllowList } from '../../security/callback-address';
 
 const none = parseAllowList([]);
 
@@ -68,5 +68,21 @@ describe('Auth:AllowedInternalTargets lets named internal targets through', () =
   test('an entry that is neither a name, an IP nor a CIDR is rejected', () => {
     expect(() => parseAllowList(['10.0.0.0/99'])).toThrow();
     expect(() => parseAllowList(['bad host!'])).toThrow();
+  });
+});
+
+describe('isLoopbackAddress (the codec endpoint lets such callers in on the embedded default)', () => {
+  test.each([
+    ['127.0.0.1', true],
+    ['127.0.0.2', true],
+    ['::1', true],
+    ['::ffff:127.0.0.1', true],
+    ['10.0.0.1', false],
+    ['::ffff:10.0.0.1', false],
+    ['203.0.113.9', false],
+    ['localhost', false],
+    [undefined, false],
+  ])('%s → %s', (address, expected) => {
+    expect(isLoopbackAddress(address)).toBe(expected);
   });
 });

@@ -14,12 +14,7 @@ import {
 import { createServiceContext, type ServiceContext, migrationDependencies } from '../composition/service-context';
 import { temporalClient, withEphemeralPayloadKey } from '../composition/temporal-data-converter';
 import { importSigningKey } from '../store/signing-keys';
-import {
-  keyRingFromConfig,
-  MISSING_KEY_MESSAGE,
-  MISSING_PAYLOAD_KEY_MESSAGE,
-  payloadKeyRingFromConfig,
-} from '../security/key-ring-config';
+import { requireKeyRing, requirePayloadKeyRing } from '../security/key-ring-config';
 import { freePort } from '../dev/ports';
 import { startDevServer } from '../dev/temporal-dev-server';
 import { parseSourceConnectionString } from '../migration-source/connection';
@@ -116,7 +111,7 @@ async function run(config: AppConfig): Promise<number> {
     throw new ConfigError('set --Source:ConnectionString <SOURCE_CONNECTION_STRING>');
   // A cluster's histories outlive the run and need the service's payload keys; the CLI's own server dies with it.
   if (!config.Temporal.Address) config = withEphemeralPayloadKey(config);
-  else if (!payloadKeyRingFromConfig(config)) throw new ConfigError(MISSING_PAYLOAD_KEY_MESSAGE);
+  else requirePayloadKeyRing(config);
   const stops: Array<() => Promise<void>> = [];
   try {
     // The target store (migrated to the current schema) and, when given, the source: one context for the whole run.
@@ -173,8 +168,7 @@ async function main(): Promise<number> {
       return run(config);
     case 'import-signing-key': {
       if (!own.file) throw new ConfigError('import-signing-key needs --File <path to a PEM or JWK file>');
-      const ring = keyRingFromConfig(config);
-      if (!ring) throw new ConfigError(`import-signing-key seals the key at rest: ${MISSING_KEY_MESSAGE}`);
+      const ring = requireKeyRing(config, 'import-signing-key seals the key at rest');
       const db = createDb(targetUrl(config), 1);
       try {
         await migrateToLatest(db);

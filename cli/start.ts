@@ -1,12 +1,12 @@
 import { resolve } from 'node:path';
 import { startApi } from '../api/server';
-import { ConfigError, loadConfig } from '../config/load';
+import { loadConfig } from '../config/load';
 import type { AppConfig } from '../config/schema';
 import {
   keyRingFromConfig,
-  MISSING_KEY_MESSAGE,
-  MISSING_PAYLOAD_KEY_MESSAGE,
   payloadKeyRingFromConfig,
+  requireKeyRing,
+  requirePayloadKeyRing,
   withEmbeddedKey,
   withEmbeddedPayloadKey,
 } from '../security/key-ring-config';
@@ -46,10 +46,11 @@ function embeddedCodec(config: AppConfig): { config: AppConfig; endpoint?: strin
  */
 runMain('start', async () => {
   let config = loadConfig();
+  // What is external needs its keys given; what runs embedded gets keys generated next to its data.
+  if (config.Database.Url) requireKeyRing(config);
+  if (config.Temporal.Address) requirePayloadKeyRing(config);
   const keyConfigured = keyRingFromConfig(config) !== undefined;
-  if (config.Database.Url && !keyConfigured) throw new ConfigError(MISSING_KEY_MESSAGE);
   const payloadKeyConfigured = payloadKeyRingFromConfig(config) !== undefined;
-  if (config.Temporal.Address && !payloadKeyConfigured) throw new ConfigError(MISSING_PAYLOAD_KEY_MESSAGE);
   const log = (line: string) => console.log(line);
   const stops: Array<() => Promise<void>> = [];
   const stopAll = async () => {

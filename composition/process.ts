@@ -1,11 +1,6 @@
 import { ConfigError } from '../config/load';
 import type { AppConfig } from '../config/schema';
-import {
-  keyRingFromConfig,
-  MISSING_KEY_MESSAGE,
-  MISSING_PAYLOAD_KEY_MESSAGE,
-  payloadKeyRingFromConfig,
-} from '../security/key-ring-config';
+import { requireKeyRing, requirePayloadKeyRing } from '../security/key-ring-config';
 
 /** Runs an entry point: configuration errors print as one clear message, signals shut down cleanly. */
 export function runMain(name: string, main: () => Promise<() => Promise<void>>): void {
@@ -55,7 +50,7 @@ export function standaloneSettings(
     config.Temporal.Address,
     `the ${name} alone needs TEMPORAL_ADDRESS (or Temporal:Address); \`npm start\` runs everything embedded`,
   );
-  if (!keyRingFromConfig(config)) throw new ConfigError(MISSING_KEY_MESSAGE);
-  if (!payloadKeyRingFromConfig(config)) throw new ConfigError(MISSING_PAYLOAD_KEY_MESSAGE);
+  requireKeyRing(config);
+  requirePayloadKeyRing(config);
   return { databaseUrl, temporalAddress };
 }

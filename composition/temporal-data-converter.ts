@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { Client, type ConnectionLike } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
-import { ConfigError } from '../config/load';
 import type { AppConfig } from '../config/schema';
-import { MISSING_PAYLOAD_KEY_MESSAGE, payloadKeyRingFromConfig } from '../security/key-ring-config';
+import { payloadKeyRingFromConfig, requirePayloadKeyRing } from '../security/key-ring-config';
 import { PayloadEncryptionCodec } from '../security/payload-encryption';
 
 /** The failure converter's module; workflow bundles are built with it too (the sandbox encodes failures itself). */
@@ -14,8 +13,7 @@ export const FAILURE_CONVERTER_PATH = require.resolve('./failure-converter');
  * messages and stack traces inside them. The API, the worker, the migration CLI and the hosted runner share it.
  */
 export function temporalDataConverter(config: AppConfig): DataConverter {
-  const codec = payloadCodecOf(config);
-  if (!codec) throw new ConfigError(MISSING_PAYLOAD_KEY_MESSAGE);
+  const codec = new PayloadEncryptionCodec(requirePayloadKeyRing(config));
   return { payloadCodecs: [codec], failureConverterPath: FAILURE_CONVERTER_PATH };
 }
 

@@ -42,6 +42,8 @@ interface PendingSecondFactor {
   secondFactor: { accountId: string };
 }
 
+type InteractionDetails = Awaited<ReturnType<Provider['interactionDetails']>>;
+
 const WRONG_CREDENTIALS = 'The e-mail or password is not right.';
 
 /**
@@ -61,6 +63,12 @@ export function interactionRouter(deps: InteractionDependencies): Router {
     return (await findClient(db, clientId))?.client_name ?? clientId;
   }
 
+  /** The e-mail step again (naming the client as the first one did), with what went wrong. */
+  async function emailStep(res: Response, status: number, details: InteractionDetails, error?: string, email?: string) {
+    const clientName = await clientNameOf(String(details.params.client_id));
+    return html(res, status, emailPage(action(details.uid, 'email'), clientName, error, email));
+  }
+
   /** The per-address budget across every account; a refusal says when to come back. */
   async function overBudget(req: Request): Promise<boolean> {
     const { PermitLimit, WindowSeconds } = config.Auth.SignInRateLimit;
@@ -75,7 +83,7 @@ export function interactionRouter(deps: InteractionDependencies): Router {
     if (details.prompt.name === 'login') {
       if ((details.result as Partial<PendingSecondFactor> | undefined)?.secondFactor)
         return html(res, 200, codePage(action(uid, 'code')));
-      return html(res, 200, emailPage(action(uid, 'email'), await clientNameOf(String(details.params.client_id))));
+      return emailStep(res, 200, details);
     }
     const client = await findClient(db, String(details.params.client_id));
     if (client && settingsOf(client).RequireConsent)
@@ -93,29 +101,15 @@ export function interactionRouter(deps: InteractionDependencies): Router {
   router.post('/interaction/:uid/email', form, async (req, res) => {
     const details = await provider.interactionDetails(req, res);
     const parsed = emailForm.safeParse(req.body);
-    const clientName = () => clientNameOf(String(details.params.client_id));
-    if (!parsed.success)
-      return html(
-        res,
-        400,
-        emailPage(action(details.uid, 'email'), await clientName(), 'Enter a valid e-mail address.'),
-      );
+    if (!parsed.success) return emailStep(res, 400, details, 'Enter a valid e-mail address.');
     let upstream: string | undefined;
     try {
       upstream = await deps.federation.startFor(parsed.data.email, details.uid);
     } catch (error) {
       if (!(error instanceof FederationCheckError)) throw error;
       console.warn(`federation: ${error.message}`);
-      return html(
-        res,
-        502,
-        emailPage(
-          action(details.uid, 'email'),
-          await clientName(),
-          "Your organization's sign-in cannot be reached right now; try again later.",
-          parsed.data.email,
-        ),
-      );
+      const unreachable = "Your organization's sign-in cannot be reached right now; try again later.";
+      return emailStep(res, 502, details, unreachable, parsed.data.email);
     }
     if (upstream) return res.redirect(303, upstream);
     html(res, 200, passwordPage(action(details.uid, 'password'), parsed.data.email));
@@ -143,16 +137,7 @@ export function interactionRouter(deps: InteractionDependencies): Router {
   router.post('/interaction/:uid/password', form, async (req, res) => {
     const details = await provider.interactionDetails(req, res);
     const parsed = passwordForm.safeParse(req.body);
-    if (!parsed.success)
-      return html(
-        res,
-        400,
-        emailPage(
-          action(details.uid, 'email'),
-          await clientNameOf(String(details.params.client_id)),
-          WRONG_CREDENTIALS,
-        ),
-      );
+    if (!parsed.success) return emailStep(res, 400, details, WRONG_CREDENTIALS);
     const { email, password } = parsed.data;
     if (await overBudget(req)) return html(res, 429, passwordPage(action(details.uid, 'password'), email, tooMany()));
     const check: PasswordCheck = await checkPassword(db, config, email, password);

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { ConfigError } from '../config/load';
 import type { AppConfig } from '../config/schema';
 import { createKeyRing, LEGACY_KEY_ID, type KeyRing } from './data-protection';
 
@@ -13,6 +14,13 @@ export function keyRingFromConfig(config: AppConfig): KeyRing | undefined {
   return entries.length > 0 ? createKeyRing(entries) : undefined;
 }
 
+/** The data-protection ring, or a configuration error saying how to set one (after `why`, when given). */
+export function requireKeyRing(config: AppConfig, why?: string): KeyRing {
+  const ring = keyRingFromConfig(config);
+  if (!ring) throw new ConfigError(why ? `${why}: ${MISSING_KEY_MESSAGE}` : MISSING_KEY_MESSAGE);
+  return ring;
+}
+
 export const KEY_FILE = 'data-protection-keys.json';
 export const PAYLOAD_KEY_FILE = 'temporal-payload-keys.json';
 
@@ -20,6 +28,13 @@ export const PAYLOAD_KEY_FILE = 'temporal-payload-keys.json';
 export function payloadKeyRingFromConfig(config: AppConfig): KeyRing | undefined {
   const entries = (config.Temporal.PayloadKeys ?? []).map((k) => ({ id: k.Id, key: Buffer.from(k.Key, 'base64') }));
   return entries.length > 0 ? createKeyRing(entries, 'payload key') : undefined;
+}
+
+/** The payload ring, or a configuration error saying how to set one. */
+export function requirePayloadKeyRing(config: AppConfig): KeyRing {
+  const ring = payloadKeyRingFromConfig(config);
+  if (!ring) throw new ConfigError(MISSING_PAYLOAD_KEY_MESSAGE);
+  return ring;
 }
 
 /** A key generated once into `file`, readable by this user only, and logged the first time and every later time. */

@@ -17,6 +17,7 @@ import type { AppProvider } from '../activities/provisioning/apps';
 import { clientsRouter } from './routes/clients';
 import { oidcProvidersRouter, samlProvidersRouter } from './routes/sso-providers';
 import { healthRouter } from './routes/health';
+import { apiDocsRouter } from './routes/api-docs';
 import { migrationStatusRouter } from './routes/migration-status';
 import { profileRouter } from './routes/profile';
 import { provisioningAppsRouter } from './routes/provisioning-apps';
@@ -25,6 +26,8 @@ import { scimTokensRouter } from './routes/scim-tokens';
 import { scimDocumentationPage } from './scim/documentation';
 import { scimRouter } from './scim/router';
 import { createWorkflowRunner } from '../client/workflow-runner';
+import { requestObservability } from '../observability/http';
+import { logger, type Logger } from '../observability/logger';
 
 export interface ApiDependencies {
   config: AppConfig;
@@ -40,7 +43,8 @@ export interface ApiDependencies {
   dataProtection?: KeyRing;
   /** The OpenID Connect provider and its sign-in pages, when the service has a data-protection key ring. */
   signIn?: express.Router;
-  log?: Pick<Console, 'error'>;
+  /** The logger every request's lines go to (each with its request id); the process's logger by default. */
+  log?: Logger;
 }
 
 /** The runner every API route starts workflows with: the provisioning task queue, the API's result deadline. */
@@ -66,10 +70,11 @@ export function createApiApp({
   publicUrl,
   dataProtection,
   signIn,
-  log = console,
+  log = logger,
 }: ApiDependencies): express.Express {
   const app = express();
   app.disable('x-powered-by');
+  app.use(requestObservability(log));
   // Behind a proxy the client address (the sign-in rate limit's key) comes from X-Forwarded-For.
   if (config.Api.PublicUrl?.startsWith('https:')) app.set('trust proxy', 'loopback, linklocal, uniquelocal');
   app.use(edgeGuard());
@@ -96,6 +101,7 @@ export function createApiApp({
   const run = apiWorkflowRunner(temporal, config);
 
   app.use(healthRouter({ db, temporal }));
+  app.use(apiDocsRouter(publicUrl));
   app.use('/api/v1/profile', identityAdmin, profileRouter({ db, run }));
   app.use('/api/auth/register', registerRouter({ config, db, run }));
   app.use('/api/v1/scim/tokens', identityAdmin, scimTokensRouter({ db }));
@@ -139,6 +145,6 @@ export function createApiApp({
     sendProblem(res, { status: 404, title: 'Not found', detail: `no route for ${req.method} ${req.path}` }),
   );
 
-  app.use(errorHandler(log));
+  app.use(errorHandler());
   return app;
 }

@@ -64,11 +64,11 @@ function answerTo(caught: unknown, revealIds: boolean): ErrorAnswer | undefined 
 }
 
 /** The one error middleware: every error becomes an answer rendered for whoever asked (problem+json, or SCIM's schema). */
-export function errorHandler(log: Pick<Console, 'error'>): ErrorRequestHandler {
+export function errorHandler(): ErrorRequestHandler {
   return (caught, req, res, _next) => {
     const answer = answerTo(caught, !req.originalUrl.startsWith('/api/auth/'));
     if (answer) return sendError(req, res, answer);
-    log.error(`${req.method} ${req.path} failed:`, caught);
+    req.log.error({ err: caught }, `${req.method} ${req.path} failed`);
     sendError(req, res, {
       status: 500,
       title: 'Internal error',

@@ -14,6 +14,9 @@ import { purgeSignInAttempts } from '../store/sign-in';
 import { apiWorkflowRunner, createApiApp } from './app';
 import { createSignIn } from '../oidc';
 import { MISSING_KEY_MESSAGE } from '../security/key-ring-config';
+import { logger } from '../observability/logger';
+import { startMetricsServer } from '../observability/metrics-server';
+import { describeApps } from '../activities/provisioning/apps';
 
 export interface RunningApi {
   server: Server;
@@ -29,7 +32,7 @@ export async function startApi(
   temporal: Client,
 ): Promise<RunningApi> {
   if (config.Auth.AdminApiKeys.length === 0)
-    console.warn('api: Auth:AdminApiKeys is empty, so every admin request is refused');
+    logger.warn('api: Auth:AdminApiKeys is empty, so every admin request is refused');
   await purgeAbandonedCredentials(db);
   // The port is bound first: its number, when 0 was asked for, is part of the default public URL the routes build on.
   const server = createServer();
@@ -45,20 +48,26 @@ export async function startApi(
         issuer: publicUrl,
       })
     : undefined;
-  if (!signIn) console.warn(`api: sign-in is off: ${MISSING_KEY_MESSAGE}`);
+  if (!signIn) logger.warn(`api: sign-in is off: ${MISSING_KEY_MESSAGE}`);
   server.on('request', createApiApp({ config, db, temporal, http, apps, publicUrl, dataProtection, signIn }));
+  logger.info(`api: listening on ${url} (health: ${url}/healthz)`);
+  logger.info(
+    `api: API reference ${publicUrl}/docs, OpenAPI document ${publicUrl}/openapi.json, SCIM ${publicUrl}/scim/v2`,
+  );
+  if (signIn) logger.info(`api: sign-in issuer ${publicUrl} (${publicUrl}/.well-known/openid-configuration)`);
+  logger.info(`api: provisioning apps: ${await describeApps(apps)}`);
   const purge = setInterval(() => {
     purgeAbandonedCredentials(db).catch((error: Error) =>
-      console.warn(`api: purging abandoned credentials failed: ${error.message}`),
+      logger.warn(`api: purging abandoned credentials failed: ${error.message}`),
     );
     purgeExpiredIdempotencyKeys(db).catch((error: Error) =>
-      console.warn(`api: purging expired idempotency keys failed: ${error.message}`),
+      logger.warn(`api: purging expired idempotency keys failed: ${error.message}`),
     );
     purgeExpiredOidcPayloads(db).catch((error: Error) =>
-      console.warn(`api: purging expired sign-in artefacts failed: ${error.message}`),
+      logger.warn(`api: purging expired sign-in artefacts failed: ${error.message}`),
     );
     purgeSignInAttempts(db, config.Auth.SignInRateLimit.WindowSeconds).catch((error: Error) =>
-      console.warn(`api: purging counted sign-in attempts failed: ${error.message}`),
+      logger.warn(`api: purging counted sign-in attempts failed: ${error.message}`),
     );
   }, 3600_000).unref();
   return {
@@ -84,8 +93,9 @@ if (require.main === module) {
     const temporal = await connectTemporal(config, address);
     await ensureSearchAttributes(temporal.connection, config.Temporal.Namespace);
     const api = await startApi(config, context, temporal);
-    console.log(`api: listening on ${api.url}`);
+    const metrics = await startMetricsServer(config, 'api');
     return async () => {
+      await metrics?.close();
       await api.close();
       await temporal.connection.close();
       await context.close();

@@ -16,6 +16,9 @@ import { startHostedMigrationRunner } from '../client/migration-runner';
 import { runMain } from '../composition/process';
 import { startDevServer } from '../dev/temporal-dev-server';
 import { startWorker } from '../workers/worker';
+import { logger } from '../observability/logger';
+import { startMetricsServer } from '../observability/metrics-server';
+import { installTemporalRuntime } from '../observability/temporal-runtime';
 
 /**
  * The embedded UI opens histories through the API's codec endpoint: its origins may call it, and (everything being on
@@ -51,11 +54,12 @@ runMain('start', async () => {
   if (config.Temporal.Address) requirePayloadKeyRing(config);
   const keyConfigured = keyRingFromConfig(config) !== undefined;
   const payloadKeyConfigured = payloadKeyRingFromConfig(config) !== undefined;
-  const log = (line: string) => console.log(line);
+  const log = (line: string) => logger.info(line);
+  installTemporalRuntime(config);
   const stops: Array<() => Promise<void>> = [];
   const stopAll = async () => {
     for (const stop of stops.reverse())
-      await stop().catch((error) => console.error('start: shutdown step failed:', error));
+      await stop().catch((error) => logger.error({ err: error }, 'start: shutdown step failed'));
   };
   try {
     const dataDir = resolve(config.Embedded.DataDir);
@@ -85,10 +89,10 @@ runMain('start', async () => {
     }
     const worker = await startWorker(config, temporalAddress, databaseUrl);
     stops.push(worker.stop);
-    log(`worker: polling task queues ${config.Temporal.TaskQueue} and ${config.Temporal.MigrationTaskQueue}`);
     const api = await startApi(config, worker.context, worker.client);
     stops.push(api.close);
-    log(`api: listening on ${api.url} (health: ${api.url}/healthz)`);
+    const metrics = await startMetricsServer(config, 'start');
+    if (metrics) stops.push(metrics.close);
     const runner = startHostedMigrationRunner(config, worker.client, worker.context.db, log);
     stops.push(() => Promise.resolve(runner.stop()));
     log('start: ready; Ctrl-C stops everything');

@@ -3,6 +3,7 @@ import type { AppConfig } from '../config/schema';
 import type { Db } from '../store/database';
 import { findMarker } from '../store/migration-markers';
 import { migrationOptions, startOrAttachMigration, waitForMigration } from './migration-control';
+import { logger } from '../observability/logger';
 
 export interface HostedRunner {
   stop(): void;
@@ -18,7 +19,7 @@ export function startHostedMigrationRunner(
   config: AppConfig,
   client: Client,
   db: Db,
-  log: (line: string) => void = console.log,
+  log: (line: string) => void = (line) => logger.info(line),
 ): HostedRunner {
   const m = config.Migration;
   if (!m.Enabled) return { stop() {}, done: Promise.resolve() };

@@ -9,6 +9,8 @@ import {
 import type { Workflow } from '@temporalio/common';
 import type { Trigger } from '../workflows/ids';
 import { PROVISIONING_TRIGGER, USER_ID } from '../workflows/search-attributes';
+import { provisioningAttempts } from '../observability/metrics';
+import { createUserAndProvision, provisionExistingUser, reactivateAndProvision } from '../workflows/provisioning';
 
 export class AttemptInProgressError extends Error {
   constructor(readonly workflowId: string) {
@@ -44,6 +46,13 @@ export interface RunOptions<W extends Workflow> {
   /** `result`: an id whose workflow has already ended answers that workflow's result instead of starting another run. */
   onEnded?: 'start-again' | 'result';
 }
+
+/** The workflows that are provisioning attempts, counted by trigger and outcome in provisioning_attempts_total. */
+const PROVISIONING_ATTEMPTS = new Set<Workflow>([
+  createUserAndProvision,
+  provisionExistingUser,
+  reactivateAndProvision,
+]);
 
 /** How long starting a workflow may take before the answer is 503: the SDK would otherwise retry for many seconds. */
 const START_DEADLINE_MS = 10_000;
@@ -97,8 +106,15 @@ export function createWorkflowRunner(client: Client, taskQueue: string, deadline
         deadlineSeconds * 1000,
       );
     });
+    const count = (outcome: string) =>
+      PROVISIONING_ATTEMPTS.has(workflow) && provisioningAttempts.inc({ trigger: options.search.trigger, outcome });
     try {
-      return (await Promise.race([handle.result(), deadline])) as Awaited<ReturnType<W>>;
+      const result = (await Promise.race([handle.result(), deadline])) as Awaited<ReturnType<W>>;
+      count((result as { status: string }).status);
+      return result;
+    } catch (error) {
+      count(error instanceof ResultDeadlineError ? 'deadline' : 'error');
+      throw error;
     } finally {
       clearTimeout(timer);
     }

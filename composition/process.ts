@@ -1,6 +1,7 @@
 import { ConfigError } from '../config/load';
 import type { AppConfig } from '../config/schema';
 import { requireKeyRing, requirePayloadKeyRing } from '../security/key-ring-config';
+import { logger } from '../observability/logger';
 
 /** Runs an entry point: configuration errors print as one clear message, signals shut down cleanly. */
 export function runMain(name: string, main: () => Promise<() => Promise<void>>): void {
@@ -10,11 +11,11 @@ export function runMain(name: string, main: () => Promise<() => Promise<void>>):
       const stop = (signal: string) => {
         if (stopping) return;
         stopping = true;
-        console.log(`${name}: ${signal} received, shutting down`);
+        logger.info(`${name}: ${signal} received, shutting down`);
         shutdown()
           .then(() => process.exit(0))
           .catch((error) => {
-            console.error(`${name}: shutdown failed:`, error);
+            logger.error({ err: error }, `${name}: shutdown failed`);
             process.exit(1);
           });
       };
@@ -22,7 +23,7 @@ export function runMain(name: string, main: () => Promise<() => Promise<void>>):
       process.on('SIGTERM', () => stop('SIGTERM'));
     })
     .catch((error) => {
-      console.error(
+      logger.error(
         `${name}: ${error instanceof ConfigError ? error.message : String((error as Error)?.stack ?? error)}`,
       );
       process.exit(1);

@@ -11,6 +11,7 @@ import type { KeyRing } from '../security/data-protection';
 import { keyRingFromConfig, MISSING_KEY_MESSAGE } from '../security/key-ring-config';
 import { ConfigError } from '../config/load';
 import { protectStoredAppKeys } from '../store/provisioning-apps';
+import { logger } from '../observability/logger';
 
 export interface ServiceContext {
   db: Db;
@@ -45,7 +46,7 @@ export async function createServiceContext(
       );
     const sealed = await protectStoredAppKeys(db, dataProtection);
     if (sealed > 0)
-      console.log(
+      logger.info(
         `store: encrypted the API keys of ${sealed} provisioning apps stored before keys were protected at rest`,
       );
   }

@@ -226,6 +226,17 @@ export const configSchema = z
         Keys: keyList.optional(),
       })
       .prefault({}),
+    /**
+     * Prometheus metrics: each process (API, worker, or both under `npm start`) serves GET /metrics on Port, bound to
+     * Host (loopback unless set otherwise); the Temporal SDK's own worker metrics on TemporalPort. Off when unset.
+     */
+    Metrics: z
+      .object({
+        Port: z.coerce.number().int().min(0).max(65535).optional(),
+        Host: z.string().min(1).default('127.0.0.1'),
+        TemporalPort: z.coerce.number().int().min(1).max(65535).optional(),
+      })
+      .prefault({}),
     /** What `npm start` runs itself when Database:Url or Temporal:Address is not set. */
     Embedded: z
       .object({

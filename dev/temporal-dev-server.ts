@@ -5,6 +5,7 @@ import { Connection } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { findTemporalCli } from './temporal-cli';
 import { SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
+import { logger } from '../observability/logger';
 
 export interface DevServer {
   address: string;
@@ -96,7 +97,7 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
       return await launch(cli, args, options);
     } catch (error) {
       if (!(error instanceof DevServerExited) || attempt === START_ATTEMPTS) throw error;
-      console.warn(
+      logger.warn(
         `temporal: ${error.message} while starting; starting it again (attempt ${attempt + 1} of ${START_ATTEMPTS})`,
       );
     }

@@ -12,6 +12,7 @@ import { federatedUser, type FederatedIdentity } from './accounts';
 import { createSamlSignIn } from './saml';
 import { FederationCheckError } from './errors';
 import { createUpstreamOidc } from './upstream-oidc';
+import { logger } from '../observability/logger';
 
 /** How long the browser has to come back from the callback to its sign-in interaction. */
 const TICKET_SECONDS = 120;
@@ -39,7 +40,7 @@ export interface FederationDependencies {
  * the sign-in interaction (whose cookie is scoped to its own path, so the callback cannot finish it itself).
  */
 export async function createFederation(deps: FederationDependencies) {
-  const { db, ring, log = console.warn } = deps;
+  const { db, ring, log = (line: string) => logger.warn(line) } = deps;
   const sealed = await sealOidcProviderSecrets(db, ring);
   if (sealed > 0) log(`federation: sealed the client secrets of ${sealed} OIDC providers stored in plaintext`);
   const adapter = createPostgresAdapter(db);

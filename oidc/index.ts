@@ -13,6 +13,7 @@ import { interactionRouter } from './interactions';
 import { createOidcProvider, isProviderPath, withOfflineConsent } from './provider';
 import { providerSettingsVersion } from '../store/sign-in';
 import { storedApiResources } from './resources';
+import { logger } from '../observability/logger';
 
 /** Federation's dependencies (the issuer is Api:PublicUrl), with the configuration in place of the allow-list. */
 export type SignInDependencies = Omit<FederationDependencies, 'allow'> & { config: AppConfig };
@@ -56,9 +57,9 @@ async function buildSignIn(
  * swap signs nobody out).
  */
 export async function createSignIn(deps: SignInDependencies): Promise<Router> {
-  const { config, db, log = console.log } = deps;
+  const { config, db, log = (line: string) => logger.info(line) } = deps;
   await applyConfiguredClients(db, config);
-  const cookieKeyList = await cookieKeys(db, config.Oidc.CookieKeys, console.warn);
+  const cookieKeyList = await cookieKeys(db, config.Oidc.CookieKeys, (line) => logger.warn(line));
   let version = await providerSettingsVersion(db);
   const federation = await createFederation({
     db,

@@ -16,6 +16,7 @@ import { checkPassword, checkSecondFactor, type PasswordCheck } from './credenti
 import { codePage, consentPage, emailPage, passwordPage, renderErrorPage } from './pages';
 import type { Federation } from '../federation';
 import { FederationCheckError } from '../federation/errors';
+import { logger } from '../observability/logger';
 
 export interface InteractionDependencies {
   provider: Provider;
@@ -107,7 +108,7 @@ export function interactionRouter(deps: InteractionDependencies): Router {
       upstream = await deps.federation.startFor(parsed.data.email, details.uid);
     } catch (error) {
       if (!(error instanceof FederationCheckError)) throw error;
-      console.warn(`federation: ${error.message}`);
+      logger.warn(`federation: ${error.message}`);
       const unreachable = "Your organization's sign-in cannot be reached right now; try again later.";
       return emailStep(res, 502, details, unreachable, parsed.data.email);
     }

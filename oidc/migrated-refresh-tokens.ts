@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { Db } from '../store/database';
 import type { AdapterPayload, OidcAdapter } from './adapter';
 import { RESOURCE_PREFIX } from './resources';
+import { logger } from '../observability/logger';
 
 /**
  * The service's refresh-token data shape: what `grants.data` holds for a migrated refresh token (the spec leaves
@@ -58,7 +59,7 @@ export async function adoptMigratedRefreshToken(
   try {
     data = migratedRefreshTokenData.parse(JSON.parse(row.data));
   } catch {
-    console.warn(`sign-in: migrated refresh token of client ${row.client_id} has data not in the service's shape`);
+    logger.warn(`sign-in: migrated refresh token of client ${row.client_id} has data not in the service's shape`);
     return undefined;
   }
   const scopes = data.scope.split(' ').filter(Boolean);

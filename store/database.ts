@@ -10,6 +10,7 @@ import * as signIn from './migrations/0007_sign_in';
 import * as federation from './migrations/0008_federation';
 import * as scimEmails from './migrations/0009_scim_emails';
 import type { Database } from './schema';
+import { logger } from '../observability/logger';
 
 export type Db = Kysely<Database>;
 
@@ -25,9 +26,9 @@ const pools = new WeakMap<Db, Pool>();
  */
 export function survivesLostConnections(pool: Pool, name: string): Pool {
   const broken = new WeakMap<PoolClient, string>();
-  pool.on('error', (error) => console.warn(`${name}: idle database connection lost: ${error.message}`));
+  pool.on('error', (error) => logger.warn(`${name}: idle database connection lost: ${error.message}`));
   pool.on('connect', (client) => {
-    client.on('error', (error) => console.warn(`${name}: database connection lost: ${error.message}`));
+    client.on('error', (error) => logger.warn(`${name}: database connection lost: ${error.message}`));
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
     client.query = function (...args: unknown[]) {
       const result = query(...args) as Promise<unknown> | undefined;
@@ -44,7 +45,7 @@ export function survivesLostConnections(pool: Pool, name: string): Pool {
   pool.on('release', (_error, client) => {
     const reason = broken.get(client);
     if (reason === undefined) return;
-    console.warn(`${name}: database connection lost (${reason}); the next query opens a new one`);
+    logger.warn(`${name}: database connection lost (${reason}); the next query opens a new one`);
     client.end().catch(() => {});
   });
   return pool;

@@ -4,6 +4,7 @@ import type { Database, UserRow } from './schema';
 import { safeStringMap } from '../security/object-keys';
 import { isUniqueViolation } from './errors';
 import { deletedAny } from './row-counts';
+import { logger } from '../observability/logger';
 
 /** The user as provisioning, the API and downstream apps see it: never the password hash. */
 export interface UserProfile {
@@ -60,7 +61,7 @@ function toProfile(row: Pick<UserRow, (typeof PROFILE_COLUMNS)[number]>): UserPr
     organizationId: row.organization_id,
     // Rows written before the edge refused such keys, or by hand, must not hand a prototype key to code that merges.
     customAttributes: safeStringMap(row.custom_attributes ?? {}, (key) =>
-      console.warn(`store: user ${row.id} has the attribute name "${key}", which is ignored`),
+      logger.warn(`store: user ${row.id} has the attribute name "${key}", which is ignored`),
     ),
     active: row.active,
   };

@@ -8,6 +8,10 @@ import { temporalClient } from '../composition/temporal-data-converter';
 import { ensureSearchAttributes } from '../client/search-attribute-check';
 import { createServiceContext, type ServiceContext, migrationDependencies } from '../composition/service-context';
 import { createMigrationWorker, createProvisioningWorker, loadWorkflowBundle, workerHome } from './create-worker';
+import { logger } from '../observability/logger';
+import { startMetricsServer } from '../observability/metrics-server';
+import { installTemporalRuntime } from '../observability/temporal-runtime';
+import { describeApps } from '../activities/provisioning/apps';
 
 export interface RunningWorker {
   worker: Worker;
@@ -30,6 +34,8 @@ export async function startWorker(
   const worker = await createProvisioningWorker(home, context);
   const migrationWorker = await createMigrationWorker(home, migrationDependencies(context));
   const running = Promise.all([worker.run(), migrationWorker.run()]);
+  logger.info(`worker: polling task queues ${config.Temporal.TaskQueue} and ${config.Temporal.MigrationTaskQueue}`);
+  logger.info(`worker: provisioning apps: ${await describeApps(context.apps)}`);
   return {
     worker,
     client: temporalClient(connection, config),
@@ -47,13 +53,14 @@ if (require.main === module) {
   runMain('worker', async () => {
     const config = loadConfig();
     const { databaseUrl, temporalAddress: address } = standaloneSettings(config, 'worker');
+    installTemporalRuntime(config);
     const running = await startWorker(config, address, databaseUrl);
-    console.log(
-      `worker: polling task queues ${config.Temporal.TaskQueue} and ${config.Temporal.MigrationTaskQueue} on ${address}`,
-    );
+    logger.info(`worker: Temporal at ${address}`);
+    const metrics = await startMetricsServer(config, 'worker');
     const runner = startHostedMigrationRunner(config, running.client, running.context.db);
     return async () => {
       runner.stop();
+      await metrics?.close();
       await running.stop();
     };
   });

@@ -11,6 +11,7 @@ import { oidcProvidersPass, refreshTokensPass, samlProvidersPass } from './passe
 import { usersPass } from './passes/users';
 import type { MigrationOptions, PageResult, Pass, PassName, UserPartition } from './types';
 import { addCounts, type Counts } from './counts';
+import { migrationRows } from '../../observability/metrics';
 import { preflight, type Preflight } from './preflight';
 import { validateSource, type SourceValidation } from './validation';
 
@@ -135,6 +136,8 @@ export function createMigrationActivities({ target, source, dataProtection }: Mi
         ...addCounts({ ...input.totals }, page),
         done: page.next === null,
       });
+      migrationRows.inc({ pass: input.pass, direction: 'read' }, page.read);
+      migrationRows.inc({ pass: input.pass, direction: 'written' }, page.created + page.updated);
       for (const warning of page.warnings.slice(0, 5)) log.warn(`migration ${input.pass}: ${warning}`);
       return page;
     },

@@ -41,3 +41,12 @@ export function createStoreAppProvider(db: Db, ring: KeyRing): AppProvider {
     getApp: (appId) => findStoredApp(db, ring, appId),
   };
 }
+
+/** The apps a provider offers as operators read them at start-up: ids and hosts, never keys. */
+export async function describeApps(provider: AppProvider): Promise<string> {
+  const apps = await provider.listApps({ userId: '', organizationId: null });
+  if (apps.length === 0) return 'none';
+  return apps
+    .map((app) => `${app.appId} (${URL.canParse(app.callbackUrl) ? new URL(app.callbackUrl).host : '?'})`)
+    .join(', ');
+}

@@ -1,4 +1,5 @@
-import { ApplicationFailure, log } from '@temporalio/activity';
+import { ApplicationFailure, Context, log } from '@temporalio/activity';
+import { deprovisioningRetries } from '../../observability/metrics';
 import type { Db } from '../../store/database';
 import { discardPasswordHash, readPasswordHash } from '../../store/pending-credentials';
 import { activateUser, deactivateUserReturningApps } from '../../store/scim-users';
@@ -152,6 +153,7 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
     },
 
     async deprovisionApp(input: { appId: string; userId: string }): Promise<void> {
+      if (Context.current().info.attempt > 1) deprovisioningRetries.inc({ app: input.appId });
       await http.deleteUser(await app(input.appId), input.userId);
     },
   };

@@ -11,6 +11,8 @@ import {
 import { safeStringMap } from '../../security/object-keys';
 import { CONFIRM_CANCEL_TIMEOUT_SECONDS } from '../../workflows/activity-policies';
 import type { ProvisioningApp } from './apps';
+import { logger } from '../../observability/logger';
+import { tccCallDuration, tccCalls, type TccOutcome, type TccPhase } from '../../observability/metrics';
 
 /** The spec's fixed 10 s, named once for the workflows' activity policies and for the HTTP calls here. */
 const CONFIRM_CANCEL_TIMEOUT_MS = CONFIRM_CANCEL_TIMEOUT_SECONDS * 1000;
@@ -40,6 +42,13 @@ export type TryVerdict =
 
 export class AppCallError extends Error {
   readonly code = 'APP_CALL_FAILED';
+  constructor(
+    message: string,
+    /** No answer within the call's timeout. */
+    readonly timedOut = false,
+  ) {
+    super(message);
+  }
 }
 
 /** What an operator's probe of an app's Try endpoint reports. */
@@ -60,12 +69,22 @@ export interface TccClient {
 }
 
 /** Error messages name what went wrong, never the request's headers (the key travels there). */
-function describe(error: unknown): string {
+function appCallError(error: unknown): AppCallError {
   const e = error as { code?: string; message?: string; name?: string };
-  if (e.name === 'TimeoutError' || e.code === 'ETIMEDOUT') return 'timed out';
-  if (error instanceof RefusedAddressError) return `refused: ${e.message}`;
-  return `failed: ${e.message ?? String(error)}`;
+  if (e.name === 'TimeoutError' || e.code === 'ETIMEDOUT') return new AppCallError('timed out', true);
+  if (error instanceof RefusedAddressError) return new AppCallError(`refused: ${e.message}`);
+  return new AppCallError(`failed: ${e.message ?? String(error)}`);
 }
+
+/** Counts a finished call to an app and its duration (the app id is configuration, never user data). */
+function observeCall(app: ProvisioningApp, phase: TccPhase, outcome: TccOutcome, started: number): void {
+  const labels = { app: app.appId, phase, outcome };
+  tccCalls.inc(labels);
+  tccCallDuration.observe(labels, (performance.now() - started) / 1000);
+}
+
+const failureOutcome = (error: unknown): TccOutcome =>
+  error instanceof AppCallError && error.timedOut ? 'timeout' : 'error';
 
 /**
  * Makes the Try/Confirm/Cancel/DELETE calls. Every call re-checks the callback address before connecting
@@ -81,7 +100,7 @@ export interface TccClientOptions {
 
 export function createTccClient(allow: AllowList, options: TccClientOptions = {}): TccClient {
   const agents = createGuardedAgents(allow);
-  const warn = options.warn ?? ((message: string) => console.warn(`provisioning: ${message}`));
+  const warn = options.warn ?? ((message: string) => logger.warn(`provisioning: ${message}`));
 
   async function send(
     app: ProvisioningApp,
@@ -104,13 +123,23 @@ export function createTccClient(allow: AllowList, options: TccClientOptions = {}
         responseType: 'text',
       });
     } catch (error) {
-      throw new AppCallError(describe(error));
+      throw appCallError(error);
     }
   }
 
-  function expectOk(response: Response<string>): void {
-    if (response.statusCode < 200 || response.statusCode >= 300)
-      throw new AppCallError(`answered HTTP ${response.statusCode}`);
+  /** Confirm, Cancel and DELETE: any 2xx answer is success. */
+  async function call(app: ProvisioningApp, phase: TccPhase, method: 'POST' | 'DELETE', path: string, json: unknown) {
+    const started = performance.now();
+    const timeoutMs = phase === 'delete' ? DEPROVISION_TIMEOUT_MS : CONFIRM_CANCEL_TIMEOUT_MS;
+    try {
+      const response = await send(app, method, path, json, timeoutMs);
+      if (response.statusCode < 200 || response.statusCode >= 300)
+        throw new AppCallError(`answered HTTP ${response.statusCode}`);
+      observeCall(app, phase, 'ok', started);
+    } catch (error) {
+      observeCall(app, phase, failureOutcome(error), started);
+      throw error;
+    }
   }
 
   function interpretTry(app: ProvisioningApp, response: Response<string>): TryVerdict {
@@ -141,8 +170,12 @@ export function createTccClient(allow: AllowList, options: TccClientOptions = {}
     const latency = () => Math.round((performance.now() - started) * 10) / 10;
     try {
       const response = await send(app, 'POST', '/try', body, app.tryTimeoutSeconds * 1000);
-      return { verdict: interpretTry(app, response), status: response.statusCode, latencyMs: latency() };
+      const verdict = interpretTry(app, response);
+      const answered = response.statusCode >= 200 && response.statusCode < 300;
+      observeCall(app, 'try', verdict.approved ? 'approved' : answered ? 'rejected' : 'error', started);
+      return { verdict, status: response.statusCode, latencyMs: latency() };
     } catch (error) {
+      observeCall(app, 'try', failureOutcome(error), started);
       return {
         verdict: { approved: false, reason: `Try to app ${app.appId} ${(error as Error).message}` },
         latencyMs: latency(),
@@ -153,16 +186,9 @@ export function createTccClient(allow: AllowList, options: TccClientOptions = {}
   return {
     try: async (app, body) => (await probe(app, body)).verdict,
     probe,
-    async confirm(app, transactionId) {
-      expectOk(await send(app, 'POST', '/confirm', { transactionId }, CONFIRM_CANCEL_TIMEOUT_MS));
-    },
-    async cancel(app, transactionId) {
-      expectOk(await send(app, 'POST', '/cancel', { transactionId }, CONFIRM_CANCEL_TIMEOUT_MS));
-    },
-    async deleteUser(app, userId) {
-      const path = `/users/${encodeURIComponent(userId)}`;
-      expectOk(await send(app, 'DELETE', path, undefined, DEPROVISION_TIMEOUT_MS));
-    },
+    confirm: (app, transactionId) => call(app, 'confirm', 'POST', '/confirm', { transactionId }),
+    cancel: (app, transactionId) => call(app, 'cancel', 'POST', '/cancel', { transactionId }),
+    deleteUser: (app, userId) => call(app, 'delete', 'DELETE', `/users/${encodeURIComponent(userId)}`, undefined),
     close: () => agents.destroy(),
   };
 }

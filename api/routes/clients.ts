@@ -17,7 +17,7 @@ const pascalKeys = (body: unknown) =>
 const absoluteUrl = z.string().max(2000).pipe(z.url());
 
 /** A client as PUT takes it: secrets in plaintext (stored hashed, never shown), the apps first authorization provisions. */
-const clientBodySchema = z.preprocess(
+export const clientBodySchema = z.preprocess(
   pascalKeys,
   clientConfigSchema
     .extend({

@@ -17,7 +17,7 @@ import {
 import { sendProblem, validationProblem, type Problem } from '../problem';
 
 /** The configuration's field names (`CallbackUrl`), with camelCase (`callbackUrl`) accepted too. */
-const appBodySchema = z.preprocess(
+export const appBodySchema = z.preprocess(
   (body) =>
     body && typeof body === 'object' && !Array.isArray(body)
       ? Object.fromEntries(

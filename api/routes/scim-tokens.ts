@@ -4,13 +4,13 @@ import type { Db } from '../../store/database';
 import { createScimToken, listScimTokens, revokeScimToken } from '../../store/scim-tokens';
 import { sendProblem } from '../problem';
 
-const createSchema = z.object({ description: z.string().trim().min(1).max(256).optional() }).strict();
+export const scimTokenCreateSchema = z.object({ description: z.string().trim().min(1).max(256).optional() }).strict();
 
 /** Admin management of the bearer tokens identity providers use on /scim/v2. */
 export function scimTokensRouter({ db }: { db: Db }): Router {
   const router = Router();
   router.post('/', async (req, res) => {
-    const { description } = createSchema.parse(req.body ?? {});
+    const { description } = scimTokenCreateSchema.parse(req.body ?? {});
     const created = await createScimToken(db, description ?? null);
     res.status(201).location(`${req.baseUrl}/${created.id}`).json(created);
   });

@@ -41,7 +41,7 @@ const common = {
   loginProviderNames: z.array(name).max(20).default([]),
 };
 
-const oidcProviderSchema = z
+export const oidcProviderSchema = z
   .object({
     ...common,
     authority: url,
@@ -66,7 +66,7 @@ const certificate = z
     }
   }, 'must be an X.509 certificate, PEM or base64');
 
-const samlProviderSchema = z
+export const samlProviderSchema = z
   .object({
     ...common,
     entityId: z.string().min(1).max(1000),

@@ -25,7 +25,7 @@ const groupAttributes: AttributeMap<Database, 'scim_groups'> = {
   externalid: (eb, v) => eb('external_id', '=', String(v)),
 };
 
-const groupInputSchema = z.looseObject({
+export const groupInputSchema = z.looseObject({
   displayName: z.string().trim().min(1).max(256),
   externalId: z.string().trim().max(256).nullish(),
   members: z.array(z.looseObject({ value: z.string().min(1) })).nullish(),

@@ -358,7 +358,7 @@ export function project<T extends Record<string, unknown>>(resource: T, selectio
  * A search over POST (RFC 7644 §3.4.3): the query of a GET list as a JSON body, the attribute lists as arrays. Turned
  * into the GET list's query, so both take one path.
  */
-const searchRequestSchema = z
+export const searchRequestSchema = z
   .object({
     schemas: z.array(z.string()).optional(),
     filter: z.string().max(2000).optional(),

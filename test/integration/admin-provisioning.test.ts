@@ -9,6 +9,7 @@ import { findUserIdByEmail } from '../../store/users';
 import { provisioningWorkflowId } from '../../workflows/ids';
 import { ADMIN_KEY, eventually, storedPasswordHash, uniqueEmail, useHarness } from '../support/harness';
 import { codecOf, historyText, payloadValue } from '../support/history';
+import { logger } from '../../observability/logger';
 
 const h = useHarness({ apps: { crm: {}, billing: {}, wiki: {} } });
 
@@ -378,7 +379,7 @@ describe('password hashes do not outlive their attempt', () => {
 });
 
 test('attribute names an app hands back that could reach a prototype are dropped with a warning', async () => {
-  const warn = jest.spyOn(console, 'warn').mockImplementation(() => {});
+  const warn = jest.spyOn(logger, 'warn').mockImplementation(() => {});
   try {
     h.apps.crm.state.behaviour = { assignAttributes: JSON.parse('{"__proto__":"x","constructor":"y","team":"blue"}') };
     const res = await h.admin('POST', '/api/v1/profile/', { email: uniqueEmail('proto-attrs') });

@@ -2,6 +2,7 @@ import net from 'node:net';
 import { Connection } from '@temporalio/client';
 import { freePort } from '../../dev/ports';
 import { startDevServer } from '../../dev/temporal-dev-server';
+import { logger } from '../../observability/logger';
 
 /**
  * Holds a loopback port, so a dev server started on it exits at once, as it does when a port it picked is taken.
@@ -16,7 +17,7 @@ async function holdPort(port: number): Promise<net.Server> {
 describe('embedded Temporal dev server start-up', () => {
   let warn: jest.SpyInstance;
   beforeEach(() => {
-    warn = jest.spyOn(console, 'warn').mockImplementation(() => {});
+    warn = jest.spyOn(logger, 'warn').mockImplementation(() => {});
   });
   afterEach(() => warn.mockRestore());
 

@@ -2,12 +2,13 @@ import { sql } from 'kysely';
 import { createDb } from '../../store/database';
 import { createScratchDatabase } from '../fixtures/source/generate';
 import { TEST_ADMIN_URL } from '../support/scratch-store';
+import { logger } from '../../observability/logger';
 
 test('a connection terminated mid-query fails that query only; the process lives and the next query reconnects', async () => {
   const scratch = await createScratchDatabase(TEST_ADMIN_URL, 'ips_conn');
   const db = createDb(scratch.url, 1);
   const admin = createDb(TEST_ADMIN_URL, 1);
-  const warn = jest.spyOn(console, 'warn').mockImplementation(() => {});
+  const warn = jest.spyOn(logger, 'warn').mockImplementation(() => {});
   try {
     const { rows } = await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(db);
     expect(rows).toHaveLength(1);

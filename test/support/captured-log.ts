@@ -7,6 +7,10 @@ import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
  */
 export const logEntries: LogEntry[] = [];
 
+// The service's own logger (observability/logger.ts) stays quiet in tests unless TEST_LOG=1; tests that assert a line
+// spy on it or read a spawned process's output.
+process.env.LOG_LEVEL ??= process.env.TEST_LOG === '1' ? 'info' : 'silent';
+
 Runtime.install({
   logger: new DefaultLogger('INFO', (entry) => {
     logEntries.push(entry);

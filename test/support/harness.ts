@@ -16,6 +16,7 @@ import {
 import { createMigrationWorker, createProvisioningWorker, workerHome } from '../../workers/create-worker';
 import { temporalClient } from '../../composition/temporal-data-converter';
 import { TEST_ADMIN_URL } from './scratch-store';
+import { answerProblem } from './openapi-check';
 
 export const ADMIN_KEY = 'test-admin-key';
 
@@ -130,6 +131,9 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
     } catch {
       parsed = text;
     }
+    // Every answer a test sees is also checked against the OpenAPI document: a status or body it does not describe fails.
+    const mismatch = answerProblem(method, path, response.status, response.headers.get('content-type'), parsed);
+    if (mismatch) throw new Error(mismatch);
     return { status: response.status, headers: response.headers, body: parsed };
   };
 

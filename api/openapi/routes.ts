@@ -1,0 +1,401 @@
+import { z } from 'zod';
+import { clientBodySchema } from '../routes/clients';
+import { createProfileSchema } from '../routes/profile';
+import { appBodySchema } from '../routes/provisioning-apps';
+import { registrationSchema } from '../routes/register';
+import { scimTokenCreateSchema } from '../routes/scim-tokens';
+import { oidcProviderSchema, samlProviderSchema } from '../routes/sso-providers';
+import { groupInputSchema } from '../scim/groups';
+import { scimUserInputSchema, searchRequestSchema } from '../scim/resources';
+import {
+  appProbeSchema,
+  appViewSchema,
+  clientViewSchema,
+  healthSchema,
+  migrationStatusSchema,
+  newScimTokenSchema,
+  scimListSchema,
+  scimResourceSchema,
+  scimTokenSchema,
+  ssoProviderViewSchema,
+  userViewSchema,
+} from './schemas';
+
+export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+/** admin: the IdentityAdmin policy (an admin API key or the service's own admin token); scim: a SCIM token. */
+export type Auth = 'admin' | 'scim' | 'public';
+export type Tag = 'Users' | 'Registration' | 'Clients' | 'SSO providers' | 'Provisioning apps' | 'SCIM' | 'Operations';
+
+/** A success answer with its body (none for 204), or an error status's description (its body is the error shape). */
+export type Answer = { description: string; body?: z.ZodType } | string;
+
+export interface RouteSpec {
+  method: Method;
+  /** The OpenAPI template: `{name}` for a path parameter, as Express's `:name`. */
+  path: string;
+  summary: string;
+  tag: Tag;
+  auth: Auth;
+  body?: z.ZodType;
+  query?: z.ZodObject;
+  /** Starts a workflow and waits for its answer: 503 when Temporal is unreachable, 504 past the API's deadline. */
+  workflow?: boolean;
+  answers: Record<number, Answer>;
+}
+
+const APPS_ABSENT = 'The management routes exist only with Provisioning:AppProvider = Store; otherwise 404';
+const list = <T extends z.ZodType>(item: T) => z.array(item);
+const USER_ANSWERS = {
+  409: 'A user with this e-mail exists, or an attempt for it is still running',
+  422: 'An app rejected the user or failed (the new user is deleted), or the client names unknown apps',
+  502: 'An app failed to confirm after others confirmed; the user is kept and a retry provisions the rest',
+};
+const scimList = { description: 'A page of resources', body: scimListSchema };
+const scimResource = (description: string) => ({ description, body: scimResourceSchema });
+
+/** The SCIM operations one resource type (Users, Groups) answers. */
+function scimResourceRoutes(type: 'Users' | 'Groups', input: z.ZodType, creates: string): RouteSpec[] {
+  const base = `/scim/v2/${type}`;
+  const one = `${base}/{id}`;
+  const scim = { tag: 'SCIM' as const, auth: 'scim' as const };
+  const query = z.object({
+    filter: z.string().max(2000).optional(),
+    startIndex: z.coerce.number().int().optional(),
+    count: z.coerce.number().int().optional(),
+    attributes: z.string().max(2000).optional(),
+    excludedAttributes: z.string().max(2000).optional(),
+  });
+  return [
+    { ...scim, method: 'get', path: base, summary: `List or filter ${type}`, query, answers: { 200: scimList } },
+    {
+      ...scim,
+      method: 'post',
+      path: `${base}/.search`,
+      summary: `Search ${type} (the query as a body)`,
+      body: searchRequestSchema,
+      answers: { 200: scimList },
+    },
+    {
+      ...scim,
+      method: 'post',
+      path: base,
+      summary: creates,
+      body: input,
+      workflow: type === 'Users',
+      answers: { 201: scimResource('Created'), 409: 'The userName or e-mail is taken', 422: USER_ANSWERS[422] },
+    },
+    {
+      ...scim,
+      method: 'get',
+      path: one,
+      summary: `Read one of ${type}`,
+      answers: { 200: scimResource('The resource'), 304: 'Not modified (If-None-Match)', 404: 'No such resource' },
+    },
+    {
+      ...scim,
+      method: 'put',
+      path: one,
+      summary: `Replace one of ${type}`,
+      body: input,
+      workflow: type === 'Users',
+      answers: {
+        200: scimResource('Replaced'),
+        404: 'No such resource',
+        409: 'The userName or e-mail is taken',
+        412: 'The If-Match version is not the current one',
+        422: USER_ANSWERS[422],
+      },
+    },
+    {
+      ...scim,
+      method: 'patch',
+      path: one,
+      summary: `Modify one of ${type} (RFC 7644 §3.5.2)`,
+      body: z.looseObject({ schemas: z.array(z.string()), Operations: z.array(z.looseObject({ op: z.string() })) }),
+      workflow: type === 'Users',
+      answers: {
+        200: scimResource('Modified'),
+        204: 'Modified',
+        404: 'No such resource',
+        409: 'The userName or e-mail is taken',
+        412: 'The If-Match version is not the current one',
+        422: USER_ANSWERS[422],
+      },
+    },
+    {
+      ...scim,
+      method: 'delete',
+      path: one,
+      summary: type === 'Users' ? 'Deactivate a user (soft delete) and deprovision it' : 'Delete a group',
+      workflow: type === 'Users',
+      answers: { 204: 'Done', 404: 'No such resource', 412: 'The If-Match version is not the current one' },
+    },
+  ];
+}
+
+/** The SCIM discovery resources (RFC 7644 §4): public to any SCIM token, GET only. */
+const scimDiscovery: RouteSpec[] = (
+  [
+    ['/scim/v2/ServiceProviderConfig', 'What the service supports of SCIM', false],
+    ['/scim/v2/ResourceTypes', 'The resource types', true],
+    ['/scim/v2/ResourceTypes/{id}', 'One resource type', false],
+    ['/scim/v2/Schemas', 'The schemas', true],
+    ['/scim/v2/Schemas/{id}', 'One schema', false],
+  ] as const
+).map(([path, summary, listed]): RouteSpec => ({
+  method: 'get',
+  path,
+  summary,
+  tag: 'SCIM',
+  auth: 'scim',
+  answers: listed
+    ? { 200: scimList }
+    : path.endsWith('}')
+      ? { 200: scimResource(summary), 404: 'Unknown id' }
+      : { 200: scimResource(summary) },
+}));
+
+/** A store-backed admin collection: list, read, create or replace, delete. */
+function adminCollection(
+  base: string,
+  tag: Tag,
+  noun: string,
+  view: z.ZodType,
+  input: z.ZodType,
+  {
+    create = true,
+    conflict = `${noun} exists, or one of its values belongs to another`,
+    /** Why the whole collection may answer 404 (routes that exist only in some configurations). */
+    absent = undefined as string | undefined,
+  } = {},
+): RouteSpec[] {
+  const admin = { tag, auth: 'admin' as const };
+  const one = `${base}/{id}`;
+  const routes: RouteSpec[] = [
+    {
+      ...admin,
+      method: 'get',
+      path: base,
+      summary: `List ${noun}s`,
+      answers: { 200: { description: noun, body: list(view) } },
+    },
+    {
+      ...admin,
+      method: 'get',
+      path: one,
+      summary: `Read a ${noun}`,
+      answers: { 200: { description: noun, body: view }, 404: `No such ${noun}` },
+    },
+    ...(create
+      ? [
+          {
+            ...admin,
+            method: 'post' as const,
+            path: base,
+            summary: `Create a ${noun}`,
+            body: input,
+            answers: { 201: { description: 'Created', body: view }, 409: conflict },
+          },
+        ]
+      : []),
+    {
+      ...admin,
+      method: 'put',
+      path: one,
+      summary: `Replace a ${noun}`,
+      body: input,
+      answers: {
+        200: { description: 'Replaced', body: view },
+        // Without POST, PUT is also how one is created.
+        ...(create ? { 404: `No such ${noun}`, 409: conflict } : { 201: { description: 'Created', body: view } }),
+      },
+    },
+    {
+      ...admin,
+      method: 'delete',
+      path: one,
+      summary: `Delete a ${noun}`,
+      answers: { 204: 'Deleted', 404: `No such ${noun}` },
+    },
+  ];
+  return absent ? routes.map((route) => ({ ...route, answers: { 404: absent, ...route.answers } })) : routes;
+}
+
+/**
+ * Every HTTP route of the service's API, once: the OpenAPI document is built from this table, request metrics and
+ * access-log lines are labelled with its templates, and a test checks that Express serves exactly these (besides the
+ * sign-in pages and protocol endpoints, which their own standards document).
+ */
+export const ROUTES: RouteSpec[] = [
+  {
+    method: 'post',
+    path: '/api/v1/profile',
+    summary: 'Create a user and provision it into every configured app',
+    tag: 'Users',
+    auth: 'admin',
+    body: createProfileSchema,
+    workflow: true,
+    answers: { 201: { description: 'Created and provisioned', body: userViewSchema }, ...USER_ANSWERS },
+  },
+  {
+    method: 'get',
+    path: '/api/v1/profile',
+    summary: 'Find a user by e-mail',
+    tag: 'Users',
+    auth: 'admin',
+    query: z.object({ email: z.email().max(256) }),
+    answers: { 200: { description: 'The user', body: userViewSchema }, 404: 'No user with this e-mail' },
+  },
+  {
+    method: 'get',
+    path: '/api/v1/profile/{userId}',
+    summary: 'Read a user',
+    tag: 'Users',
+    auth: 'admin',
+    answers: { 200: { description: 'The user', body: userViewSchema }, 404: 'No such user' },
+  },
+  {
+    method: 'delete',
+    path: '/api/v1/profile/{userId}',
+    summary: 'Delete a user, then deprovision it from every app it was provisioned into',
+    tag: 'Users',
+    auth: 'admin',
+    workflow: true,
+    answers: { 204: 'Deleted', 404: 'No such user', 409: 'A deletion of this user is still running' },
+  },
+  {
+    method: 'post',
+    path: '/api/v1/profile/{userId}/provisioning',
+    summary: 'Retry provisioning: only the apps the user is not provisioned into yet',
+    tag: 'Users',
+    auth: 'admin',
+    workflow: true,
+    answers: { 200: { description: 'Provisioned', body: userViewSchema }, 404: 'No such user', ...USER_ANSWERS },
+  },
+  {
+    method: 'post',
+    path: '/api/auth/register',
+    summary: 'Self-service registration (provisions into every configured app)',
+    tag: 'Registration',
+    auth: 'public',
+    body: registrationSchema,
+    workflow: true,
+    answers: {
+      201: { description: 'Registered and provisioned', body: userViewSchema },
+      ...USER_ANSWERS,
+      429: 'Too many registrations from this address; Retry-After says when to come back',
+    },
+  },
+  ...adminCollection('/api/v1/clients', 'Clients', 'client', clientViewSchema, clientBodySchema, { create: false }),
+  ...adminCollection(
+    '/api/v1/sso/oidc-providers',
+    'SSO providers',
+    'OIDC provider',
+    ssoProviderViewSchema,
+    oidcProviderSchema,
+  ),
+  ...adminCollection(
+    '/api/v1/sso/saml-providers',
+    'SSO providers',
+    'SAML provider',
+    ssoProviderViewSchema,
+    samlProviderSchema,
+  ),
+  ...adminCollection(
+    '/api/v1/provisioning/apps',
+    'Provisioning apps',
+    'provisioning app',
+    appViewSchema,
+    appBodySchema,
+    { absent: APPS_ABSENT },
+  ),
+  {
+    method: 'post',
+    path: '/api/v1/provisioning/apps/{id}/test',
+    summary: "Probe the app's Try endpoint (an approved probe is cancelled at once)",
+    tag: 'Provisioning apps',
+    auth: 'admin',
+    answers: {
+      200: { description: 'What the app answered', body: appProbeSchema },
+      400: "The app's CallbackUrl is refused now (see Auth:AllowedInternalTargets)",
+      404: `No such provisioning app. ${APPS_ABSENT}`,
+    },
+  },
+  {
+    method: 'post',
+    path: '/api/v1/scim/tokens',
+    summary: 'Make a SCIM bearer token',
+    tag: 'SCIM',
+    auth: 'admin',
+    body: scimTokenCreateSchema,
+    answers: { 201: { description: 'Made; the value is shown only now', body: newScimTokenSchema } },
+  },
+  {
+    method: 'get',
+    path: '/api/v1/scim/tokens',
+    summary: 'List SCIM tokens (never their values)',
+    tag: 'SCIM',
+    auth: 'admin',
+    answers: { 200: { description: 'The tokens', body: list(scimTokenSchema) } },
+  },
+  {
+    method: 'delete',
+    path: '/api/v1/scim/tokens/{id}',
+    summary: 'Revoke a SCIM token',
+    tag: 'SCIM',
+    auth: 'admin',
+    answers: { 204: 'Revoked', 404: 'No such token' },
+  },
+  ...scimResourceRoutes('Users', scimUserInputSchema, 'Create a user and provision it into every configured app'),
+  ...scimResourceRoutes('Groups', groupInputSchema, 'Create a group'),
+  ...scimDiscovery,
+  {
+    method: 'post',
+    path: '/scim/v2/.search',
+    summary: 'Search across resource types: not supported (POST /Users/.search or /Groups/.search)',
+    tag: 'SCIM',
+    auth: 'scim',
+    answers: { 501: 'Not supported' },
+  },
+  {
+    method: 'get',
+    path: '/admin/migration/status',
+    summary: 'Migration progress and report (404 when not mapped, and to anyone but an IdentityAdmin)',
+    tag: 'Operations',
+    auth: 'public',
+    answers: { 200: { description: 'The marker of Migration:Version', body: migrationStatusSchema }, 404: 'Not found' },
+  },
+  {
+    method: 'get',
+    path: '/healthz',
+    summary: 'Whether the store and Temporal answer',
+    tag: 'Operations',
+    auth: 'public',
+    answers: {
+      200: { description: 'Both answer', body: healthSchema },
+      503: { description: 'One does not', body: healthSchema },
+    },
+  },
+  {
+    method: 'get',
+    path: '/openapi.json',
+    summary: 'This document',
+    tag: 'Operations',
+    auth: 'public',
+    answers: { 200: { description: 'OpenAPI 3.1', body: z.looseObject({ openapi: z.string() }) } },
+  },
+];
+
+/** Express's `:name` form of a template. */
+export const expressPath = (path: string) => path.replace(/\{(\w+)\}/g, ':$1');
+
+const COMPILED = ROUTES.map((route) => ({
+  route,
+  pattern: new RegExp(`^${route.path.replace(/[.]/g, '\\.').replace(/\{\w+\}/g, '[^/]+')}$`),
+}));
+
+/** The route of the table a request is for (method and path), if any. */
+export function findRoute(method: string, path: string): RouteSpec | undefined {
+  const lower = method.toLowerCase();
+  return COMPILED.find(({ route, pattern }) => route.method === lower && pattern.test(path))?.route;
+}

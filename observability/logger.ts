@@ -1,0 +1,69 @@
+import pino, { type DestinationStream, type Logger } from 'pino';
+import { build as prettyStream } from 'pino-pretty';
+
+export type { Logger } from 'pino';
+
+/**
+ * Fields that may carry a secret, wherever they sit in a logged object (top level, or one or two levels down):
+ * credentials in headers, app keys, passwords and their hashes, tokens, client secrets, connection strings.
+ */
+const SECRET_FIELDS = [
+  'authorization',
+  'cookie',
+  'set-cookie',
+  'ApiKey',
+  'apiKey',
+  'api_key',
+  'password',
+  'Password',
+  'passwordHash',
+  'password_hash',
+  'PasswordHash',
+  'secret',
+  'client_secret',
+  'clientSecret',
+  'token',
+  'access_token',
+  'refresh_token',
+  'id_token',
+  'code',
+  'ConnectionString',
+  'connectionString',
+  'Key',
+  'key',
+];
+
+export const REDACTED_PATHS = SECRET_FIELDS.flatMap((field) => {
+  const member = /^\w+$/.test(field) ? `.${field}` : `["${field}"]`;
+  return [/^\w+$/.test(field) ? field : member, `*${member}`, `*.*${member}`];
+});
+
+export interface LoggerOptions {
+  level?: string;
+  /** Readable lines instead of JSON: the default when standard output is a terminal. */
+  pretty?: boolean;
+  /** Where lines go; standard output by default. Tests pass a stream they read. */
+  destination?: DestinationStream;
+}
+
+/** A logger with the service's redaction: JSON lines for machines, readable lines in a terminal. */
+export function createLogger({ level = 'info', pretty = false, destination }: LoggerOptions = {}): Logger {
+  const options = {
+    level,
+    redact: { paths: REDACTED_PATHS, censor: '[Redacted]' },
+    base: { pid: process.pid },
+    timestamp: pino.stdTimeFunctions.isoTime,
+  };
+  if (destination) return pino(options, destination);
+  if (pretty) return pino(options, prettyStream({ colorize: true, sync: true, ignore: 'pid,hostname' }));
+  return pino(options, pino.destination({ dest: 1, sync: true }));
+}
+
+/**
+ * The process's logger. LOG_LEVEL sets its level (info by default); LOG_FORMAT=json or pretty overrides the choice
+ * made from whether standard output is a terminal.
+ */
+export const logger: Logger = createLogger({
+  level: process.env.LOG_LEVEL ?? 'info',
+  pretty: process.env.LOG_FORMAT ? process.env.LOG_FORMAT === 'pretty' : process.stdout.isTTY === true,
+});

@@ -1,0 +1,59 @@
+import { collectDefaultMetrics, Counter, Histogram, register } from 'prom-client';
+
+/**
+ * Every metric the service exports, named once. Labels hold routes, app ids, passes, triggers and outcomes: values
+ * from the service's own configuration and code, never a user's id, e-mail or anything else a request carries.
+ */
+collectDefaultMetrics();
+
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+export const httpRequests = new Counter({
+  name: 'http_requests_total',
+  help: 'HTTP requests answered, by method, route template and status',
+  labelNames: ['method', 'route', 'status'] as const,
+});
+
+export const httpRequestDuration = new Histogram({
+  name: 'http_request_duration_seconds',
+  help: 'Time from a request arriving to its answer being sent, by method, route template and status',
+  labelNames: ['method', 'route', 'status'] as const,
+  buckets: LATENCY_BUCKETS,
+});
+
+export const provisioningAttempts = new Counter({
+  name: 'provisioning_attempts_total',
+  help: 'Provisioning attempts whose answer the API received, by trigger and outcome (provisioned, rejected, ...)',
+  labelNames: ['trigger', 'outcome'] as const,
+});
+
+export type TccPhase = 'try' | 'confirm' | 'cancel' | 'delete';
+/** approved and rejected are Try's verdicts; ok is any other call's 2xx; timeout and error are calls that failed. */
+export type TccOutcome = 'approved' | 'rejected' | 'ok' | 'timeout' | 'error';
+
+export const tccCalls = new Counter({
+  name: 'tcc_calls_total',
+  help: 'Calls to provisioning apps, by app, phase (try, confirm, cancel, delete) and outcome',
+  labelNames: ['app', 'phase', 'outcome'] as const,
+});
+
+export const tccCallDuration = new Histogram({
+  name: 'tcc_call_duration_seconds',
+  help: 'Duration of calls to provisioning apps, by app, phase and outcome',
+  labelNames: ['app', 'phase', 'outcome'] as const,
+  buckets: LATENCY_BUCKETS,
+});
+
+export const deprovisioningRetries = new Counter({
+  name: 'deprovisioning_retries_total',
+  help: 'Deprovisioning DELETE calls made again after an earlier attempt failed, by app',
+  labelNames: ['app'] as const,
+});
+
+export const migrationRows = new Counter({
+  name: 'migration_rows_total',
+  help: 'Rows the migration read from the source and wrote (created or updated) in the target, by pass',
+  labelNames: ['pass', 'direction'] as const,
+});
+
+export const metricsRegistry = register;

@@ -1,0 +1,27 @@
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import type { AppConfig } from '../config/schema';
+import { logger } from './logger';
+
+const PINO_LEVEL = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' } as const;
+
+/**
+ * Installs the Temporal SDK's runtime once per process, before any worker or native connection exists: the SDK's
+ * and its core's log lines go through the service's logger (so they are JSON lines, redacted, like every other), and
+ * its worker metrics are served in Prometheus' format on Metrics:TemporalPort when that is set (the SDK's core runs
+ * that endpoint itself, so it is a second port beside Metrics:Port).
+ */
+export function installTemporalRuntime(config: AppConfig): void {
+  const { Host, TemporalPort } = config.Metrics;
+  Runtime.install({
+    logger: new DefaultLogger('INFO', (entry) =>
+      logger[PINO_LEVEL[entry.level]]({ ...entry.meta, sdk: 'temporal' }, entry.message),
+    ),
+    telemetryOptions: {
+      logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} },
+      ...(TemporalPort !== undefined && {
+        metrics: { prometheus: { bindAddress: `${Host.includes(':') ? `[${Host}]` : Host}:${TemporalPort}` } },
+      }),
+    },
+  });
+  if (TemporalPort !== undefined) logger.info(`temporal: worker metrics on http://${Host}:${TemporalPort}/metrics`);
+}

@@ -167,10 +167,12 @@ function adminCollection(
     conflict = `${noun} exists, or one of its values belongs to another`,
     /** Why the whole collection may answer 404 (routes that exist only in some configurations). */
     absent = undefined as string | undefined,
+    /** The path parameter naming one member. */
+    param = 'id',
   } = {},
 ): RouteSpec[] {
   const admin = { tag, auth: 'admin' as const };
-  const one = `${base}/{id}`;
+  const one = `${base}/{${param}}`;
   const routes: RouteSpec[] = [
     {
       ...admin,
@@ -286,7 +288,10 @@ export const ROUTES: RouteSpec[] = [
       429: 'Too many registrations from this address; Retry-After says when to come back',
     },
   },
-  ...adminCollection('/api/v1/clients', 'Clients', 'client', clientViewSchema, clientBodySchema, { create: false }),
+  ...adminCollection('/api/v1/clients', 'Clients', 'client', clientViewSchema, clientBodySchema, {
+    create: false,
+    param: 'clientId',
+  }),
   ...adminCollection(
     '/api/v1/sso/oidc-providers',
     'SSO providers',
@@ -307,11 +312,11 @@ export const ROUTES: RouteSpec[] = [
     'provisioning app',
     appViewSchema,
     appBodySchema,
-    { absent: APPS_ABSENT },
+    { absent: APPS_ABSENT, param: 'appId' },
   ),
   {
     method: 'post',
-    path: '/api/v1/provisioning/apps/{id}/test',
+    path: '/api/v1/provisioning/apps/{appId}/test',
     summary: "Probe the app's Try endpoint (an approved probe is cancelled at once)",
     tag: 'Provisioning apps',
     auth: 'admin',

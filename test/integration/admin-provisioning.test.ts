@@ -10,6 +10,7 @@ import { provisioningWorkflowId } from '../../workflows/ids';
 import { ADMIN_KEY, eventually, storedPasswordHash, uniqueEmail, useHarness } from '../support/harness';
 import { codecOf, historyText, payloadValue } from '../support/history';
 import { logger } from '../../observability/logger';
+import { counterValue } from '../support/metrics';
 
 const h = useHarness({ apps: { crm: {}, billing: {}, wiki: {} } });
 
@@ -189,6 +190,13 @@ describe('deleting a user deprovisions it from every app it was provisioned into
       expect(h.apps.wiki.state.deletedUsers).toContain(res.body.userId);
     });
     expect(h.apps.billing.state.deletedUsers).not.toContain(res.body.userId);
+    // The background workflow keeps trying; each try after the first is counted for operators.
+    await eventually(async () =>
+      expect(await counterValue('deprovisioning_retries_total', { app: 'billing' })).toBeGreaterThan(0),
+    );
+    expect(
+      await counterValue('tcc_calls_total', { app: 'billing', phase: 'delete', outcome: 'error' }),
+    ).toBeGreaterThan(1);
   });
 
   test('DELETE of an unknown user answers 404', async () => {

@@ -11,6 +11,7 @@ import type { MigrationReport } from '../../workflows/migration';
 import { useHarness } from '../support/harness';
 import { useGeneratedSource } from '../support/scratch-store';
 import { countRows, markerOf } from '../support/rows';
+import { counterValue } from '../support/metrics';
 
 const USERS = 1200;
 const source = useGeneratedSource(USERS);
@@ -71,6 +72,9 @@ describe('a real run copies every pass of the mapping table', () => {
   test('users keep their ids, fold their claims, drop e-mail claims and keep custom attributes', async () => {
     // Two duplicates of an earlier e-mail and two unusable ids are skipped; the two usable odd ids are kept verbatim.
     expect(pass(report, 'users')).toMatchObject({ read: USERS + 4, created: USERS - 2 + 2, skipped: 4 });
+    // Operators see the same on the worker's /metrics (this process: the dry run read them too, and wrote nothing).
+    expect(await counterValue('migration_rows_total', { pass: 'users', direction: 'written' })).toBe(USERS);
+    expect(await counterValue('migration_rows_total', { pass: 'users', direction: 'read' })).toBe(2 * (USERS + 4));
     expect(pass(report, 'users').warnings.join('\n')).toMatch(
       /user user-00000500 skipped: e-mail or user name user499@example.com belongs to user user-00000499/,
     );

@@ -2,6 +2,7 @@ import { listProvisionedApps } from '../../store/provisions';
 import { findUserIdByEmail } from '../../store/users';
 import { logEntries } from '../support/captured-log';
 import { eventually, uniqueEmail, useHarness } from '../support/harness';
+import { counterValue } from '../support/metrics';
 
 // crm, billing and wiki are tried and confirmed in this order; wiki gives up on Try after one second.
 const h = useHarness({ apps: { crm: {}, billing: {}, wiki: { tryTimeoutSeconds: 1 } } });
@@ -37,12 +38,14 @@ describe('Try refusals end the transaction', () => {
     expect(pathsFor('billing', tx)).toEqual(['/try']);
     expect(transactionOf('wiki', email)).toBeUndefined();
     expect([...h.apps.crm.state.records.values()].some((r) => r.transactionId === tx)).toBe(false);
+    expect(await counterValue('tcc_calls_total', { app: 'billing', phase: 'try', outcome: 'rejected' })).toBe(1);
   });
 
   test('Try answering non-2xx counts as failure: Cancel to the apps whose Try succeeded, user deleted, 422', async () => {
     h.apps.billing.state.behaviour = { tryStatus: 503 };
     const email = uniqueEmail('non2xx');
     await expectRejectedCreation(email, 'billing', /HTTP 503/);
+    expect(await counterValue('tcc_calls_total', { app: 'billing', phase: 'try', outcome: 'error' })).toBe(1);
     expect(pathsFor('crm', transactionOf('crm', email))).toEqual(['/try', '/cancel']);
   });
 
@@ -52,6 +55,7 @@ describe('Try refusals end the transaction', () => {
     const started = Date.now();
     await expectRejectedCreation(email, 'wiki', /timed out/);
     expect(Date.now() - started).toBeLessThan(2900);
+    expect(await counterValue('tcc_calls_total', { app: 'wiki', phase: 'try', outcome: 'timeout' })).toBe(1);
     const tx = transactionOf('crm', email);
     expect(pathsFor('crm', tx)).toEqual(['/try', '/cancel']);
     expect(pathsFor('billing', tx)).toEqual(['/try', '/cancel']);

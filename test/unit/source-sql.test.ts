@@ -131,7 +131,9 @@ describe('source queries compile to valid SQL Server SQL', () => {
 });
 
 describe('source connection strings', () => {
-  test('ADO.NET SQL Server form', () => {
+  const sqlServer = (value: string) => parseSourceConnectionString(value).sqlServer;
+
+  test('ADO.NET SQL Server form becomes tedious configuration', () => {
     expect(
       parseSourceConnectionString(
         'Server=sql.example.com,1444;Database=IdentityServer;User Id=migrator;Password=p@ss;TrustServerCertificate=True',
@@ -140,17 +142,110 @@ describe('source connection strings', () => {
       kind: 'sqlserver',
       sqlServer: {
         server: 'sql.example.com',
-        port: 1444,
-        database: 'IdentityServer',
-        user: 'migrator',
-        password: 'p@ss',
-        encrypt: true,
-        trustServerCertificate: true,
+        authentication: { type: 'default', options: { userName: 'migrator', password: 'p@ss' } },
+        options: { port: 1444, database: 'IdentityServer', encrypt: true, trustServerCertificate: true },
       },
     });
+    expect(sqlServer('Data Source=tcp:db;Initial Catalog=Ids;UID=u;PWD=p;Encrypt=False')).toMatchObject({
+      server: 'db',
+      options: { port: 1433, database: 'Ids', encrypt: false, trustServerCertificate: false },
+    });
+  });
+
+  test('the Azure SQL string as the portal shows it: tcp: prefix, port after a comma, every option honoured', () => {
     expect(
-      parseSourceConnectionString('Data Source=tcp:db;Initial Catalog=Ids;UID=u;PWD=p;Encrypt=False').sqlServer,
-    ).toMatchObject({ server: 'db', port: 1433, database: 'Ids', encrypt: false });
+      sqlServer(
+        'Server=tcp:ids.database.windows.net,1433;Initial Catalog=Identity;Persist Security Info=False;User ID=mig;' +
+          'Password={p;w=d};MultipleActiveResultSets=False;Encrypt=True;TrustServerCertificate=False;Connection Timeout=30;',
+      ),
+    ).toEqual({
+      server: 'ids.database.windows.net',
+      authentication: { type: 'default', options: { userName: 'mig', password: 'p;w=d' } },
+      options: {
+        port: 1433,
+        database: 'Identity',
+        encrypt: true,
+        trustServerCertificate: false,
+        connectTimeout: 30_000,
+      },
+    });
+  });
+
+  test('quoted values keep their semicolons and equals signs', () => {
+    expect(sqlServer('Server=db;Database=Ids;User Id=u;Password="a;b=c";')!.authentication).toEqual({
+      type: 'default',
+      options: { userName: 'u', password: 'a;b=c' },
+    });
+  });
+
+  test('a named instance is reached through its instance name, not a port; (local) and . are this machine', () => {
+    expect(sqlServer('Server=db01\\SQLEXPRESS;Database=Ids;User Id=u;Password=p')).toMatchObject({
+      server: 'db01',
+      options: { instanceName: 'SQLEXPRESS', database: 'Ids' },
+    });
+    expect(sqlServer('Server=db01\\SQLEXPRESS;Database=Ids;User Id=u;Password=p')!.options).not.toHaveProperty('port');
+    expect(sqlServer('Server=(local);Database=Ids;User Id=u;Password=p')!.server).toBe('localhost');
+    expect(sqlServer('Server=.\\SQLEXPRESS;Database=Ids;User Id=u;Password=p')).toMatchObject({
+      server: 'localhost',
+      options: { instanceName: 'SQLEXPRESS' },
+    });
+  });
+
+  test('Encrypt=Strict (TDS 8) is kept as strict; Application Name, ApplicationIntent and MultiSubnetFailover pass on', () => {
+    expect(
+      sqlServer(
+        'Server=db;Database=Ids;User Id=u;Password=p;Encrypt=Strict;Application Name=migration;ApplicationIntent=ReadOnly;MultiSubnetFailover=True',
+      )!.options,
+    ).toMatchObject({ encrypt: 'strict', appName: 'migration', readOnlyIntent: true, multiSubnetFailover: true });
+  });
+
+  test('Azure SQL authentication modes that tedious supports', () => {
+    expect(
+      sqlServer('Server=tcp:ids.database.windows.net;Database=Ids;Authentication=Active Directory Default')!
+        .authentication,
+    ).toEqual({ type: 'azure-active-directory-default', options: {} });
+    expect(
+      sqlServer(
+        'Server=ids.database.windows.net;Database=Ids;Authentication="Active Directory Managed Identity";User Id=mi-client',
+      )!.authentication,
+    ).toEqual({ type: 'azure-active-directory-msi-vm', options: { clientId: 'mi-client' } });
+    expect(
+      sqlServer(
+        'Server=ids.database.windows.net;Database=Ids;Authentication=Active Directory Service Principal;User Id=app-id;Password=app-secret;Tenant Id=tenant-1',
+      )!.authentication,
+    ).toEqual({
+      type: 'azure-active-directory-service-principal-secret',
+      options: { clientId: 'app-id', clientSecret: 'app-secret', tenantId: 'tenant-1' },
+    });
+  });
+
+  test('what cannot be honoured is refused by name, without repeating the string', () => {
+    const refusals: Array<[string, RegExp]> = [
+      [
+        'Server=db;Database=Ids;Integrated Security=SSPI',
+        /integrated security is not supported: Windows authentication/,
+      ],
+      ['Server=db;Database=Ids;Trusted_Connection=True', /trusted_connection is not supported/],
+      [
+        'Server=db;Database=Ids;User Id=u;Password=p;Authentication=Active Directory Interactive',
+        /Authentication=Active Directory Interactive is not supported/,
+      ],
+      [
+        'Server=db;Database=Ids;User Id=u;Password=secret-1;Authentication=Active Directory Service Principal',
+        /needs Tenant Id/,
+      ],
+      ['Server=np:\\\\db\\pipe\\sql\\query;Database=Ids;User Id=u;Password=secret-1', /only TCP connections/],
+      [
+        'Server=db;AttachDbFilename=|DataDirectory|ids.mdf;User Id=u;Password=secret-1',
+        /attachdbfilename is not supported/,
+      ],
+    ];
+    for (const [value, message] of refusals) {
+      expect(() => parseSourceConnectionString(value)).toThrow(message);
+      expect(() => parseSourceConnectionString(value)).not.toThrow(/secret-1/);
+    }
+    // Switched off, those keywords are no obstacle.
+    expect(sqlServer('Server=db;Database=Ids;User Id=u;Password=p;Integrated Security=False')!.server).toBe('db');
   });
 
   test('Npgsql form and URLs are PostgreSQL', () => {

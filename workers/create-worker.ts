@@ -21,8 +21,11 @@ import {
 export const WORKFLOWS_PATH = require.resolve('../workflows');
 /** What every workflow bundle is built from: the workflow code and the failure converter the sandbox encodes with. */
 export const WORKFLOW_CODE = { workflowsPath: WORKFLOWS_PATH, failureConverterPath: FAILURE_CONVERTER_PATH };
-/** Written by `npm run build:workflows`; a worker started without it bundles the workflow code itself. */
-export const PREBUILT_BUNDLE_PATH = join(__dirname, '..', 'dist', 'workflow-bundle.js');
+/**
+ * Written by `npm run build` beside the compiled code (dist/workflow-bundle.js), so the image's workers load it instead
+ * of bundling at start. Run from the sources (tsx), no bundle is there and the worker bundles the code it runs.
+ */
+export const PREBUILT_BUNDLE_PATH = join(__dirname, '..', 'workflow-bundle.js');
 
 /**
  * Where a worker polls: its connection, the namespace and task queues of the Temporal settings, the workflow code, and

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 
 export interface ServiceProcess {
   child: ChildProcess;
@@ -24,10 +24,13 @@ export function spawnService(
   env: Record<string, string>,
   nodeArgs: string[] = [],
   args: string[] = [],
+  /** `none`: a compiled entry point, run by plain node as the image runs it. */
+  { loader = 'tsx' }: { loader?: 'tsx' | 'none' } = {},
 ): ServiceProcess {
   const settings = join(mkdtempSync(join(tmpdir(), 'ips-settings-')), 'appsettings.json');
   writeFileSync(settings, '{}');
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', join(ROOT, entry), ...args], {
+  const imports = loader === 'tsx' ? ['--import', 'tsx'] : [];
+  const child = spawn(process.execPath, [...nodeArgs, ...imports, resolve(ROOT, entry), ...args], {
     cwd: ROOT,
     env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', APPSETTINGS: settings, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -4,7 +4,7 @@ import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { startDownstreamApp, type RunningDownstreamApp } from '../../examples/downstream-app/app';
-import { ADMIN_KEY, TEST_DATA_PROTECTION_KEY, TEST_PAYLOAD_KEY_ENV, uniqueEmail } from '../support/harness';
+import { ADMIN_KEY, standaloneServiceEnv, uniqueEmail } from '../support/harness';
 import { spawnService, waitForOutput, type ServiceProcess } from '../support/service-process';
 
 // What the image runs: the TypeScript compiled by `npm run build` (tsc, then the prebuilt workflow bundle), started by
@@ -23,21 +23,7 @@ beforeAll(async () => {
   await run(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', OUT], { cwd: ROOT });
   await run(process.execPath, [join(OUT, 'scripts', 'build-workflow-bundle.js')], { cwd: ROOT });
   app = await startDownstreamApp({ apiKey: APP_KEY });
-  const taskQueue = `test-compiled-${randomUUID()}`;
-  const env = {
-    DATABASE_URL: process.env.TEST_DATABASE_URL!,
-    TEMPORAL_ADDRESS: process.env.TEST_TEMPORAL_ADDRESS!,
-    NODE_ENV: 'production',
-    Auth__AdminApiKeys: ADMIN_KEY,
-    Auth__AllowedInternalTargets: '127.0.0.1',
-    DataProtection__Keys__0__Id: 'test',
-    DataProtection__Keys__0__Key: TEST_DATA_PROTECTION_KEY,
-    ...TEST_PAYLOAD_KEY_ENV,
-    Temporal__TaskQueue: taskQueue,
-    Temporal__MigrationTaskQueue: `${taskQueue}-migration`,
-    ProvisioningApps__crm__CallbackUrl: app.url,
-    ProvisioningApps__crm__ApiKey: APP_KEY,
-  };
+  const env = { ...standaloneServiceEnv(app.url, APP_KEY), NODE_ENV: 'production' };
   const plainNode = { loader: 'none' as const };
   worker = spawnService(join(OUT, 'workers', 'worker.js'), env, ['--disable-proto=throw'], [], plainNode);
   api = spawnService(join(OUT, 'api', 'server.js'), { ...env, PORT: '0' }, ['--disable-proto=throw'], [], plainNode);

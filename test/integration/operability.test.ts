@@ -3,13 +3,12 @@ import { Writable } from 'node:stream';
 import { startDownstreamApp, type RunningDownstreamApp } from '../../examples/downstream-app/app';
 import { freePort } from '../../dev/ports';
 import { createLogger } from '../../observability/logger';
-import { ADMIN_KEY, TEST_DATA_PROTECTION_KEY, TEST_PAYLOAD_KEY_ENV, uniqueEmail } from '../support/harness';
+import { ADMIN_KEY, standaloneServiceEnv, uniqueEmail } from '../support/harness';
 import { spawnService, waitForOutput, type ServiceProcess } from '../support/service-process';
 
 // The API and the worker as operators run them (`npm run api`, `npm run worker`): separate processes, each with its
 // own /metrics, JSON log lines on standard output (not a terminal), the Temporal SDK's metrics on a second port.
 const APP_KEY = `app-key-${randomUUID()}`;
-const taskQueue = `test-ops-${randomUUID()}`;
 let app: RunningDownstreamApp;
 let api: ServiceProcess;
 let worker: ServiceProcess;
@@ -19,19 +18,7 @@ const ports = { api: 0, worker: 0, temporal: 0 };
 beforeAll(async () => {
   app = await startDownstreamApp({ apiKey: APP_KEY });
   [ports.api, ports.worker, ports.temporal] = [await freePort(), await freePort(), await freePort()];
-  const env = {
-    DATABASE_URL: process.env.TEST_DATABASE_URL!,
-    TEMPORAL_ADDRESS: process.env.TEST_TEMPORAL_ADDRESS!,
-    Auth__AdminApiKeys: ADMIN_KEY,
-    Auth__AllowedInternalTargets: '127.0.0.1',
-    DataProtection__Keys__0__Id: 'test',
-    DataProtection__Keys__0__Key: TEST_DATA_PROTECTION_KEY,
-    ...TEST_PAYLOAD_KEY_ENV,
-    Temporal__TaskQueue: taskQueue,
-    Temporal__MigrationTaskQueue: `${taskQueue}-migration`,
-    ProvisioningApps__crm__CallbackUrl: app.url,
-    ProvisioningApps__crm__ApiKey: APP_KEY,
-  };
+  const env = standaloneServiceEnv(app.url, APP_KEY);
   worker = spawnService('workers/worker.ts', {
     ...env,
     Metrics__Port: String(ports.worker),
@@ -127,7 +114,7 @@ describe('a provisioning request through separate API and worker processes', () 
 
   test("the Temporal SDK's own worker metrics are served on Metrics:TemporalPort", async () => {
     const text = await scrape(ports.temporal);
-    expect(text).toMatch(/^temporal_workflow_completed\{.*task_queue="test-ops-/m);
+    expect(text).toMatch(/^temporal_workflow_completed\{.*task_queue="test-process-/m);
   });
 });
 

@@ -51,6 +51,27 @@ export const TEST_PAYLOAD_KEY_ENV = {
   Temporal__PayloadKeys__0__Key: TEST_PAYLOAD_KEYS[0].Key,
 };
 
+/**
+ * The environment of an API or worker process of its own (spawnService) against the run's PostgreSQL and Temporal, on a
+ * task queue of its own, provisioning into one app `crm` at `appUrl` on loopback.
+ */
+export function standaloneServiceEnv(appUrl: string, appKey: string): Record<string, string> {
+  const taskQueue = `test-process-${randomUUID()}`;
+  return {
+    DATABASE_URL: process.env.TEST_DATABASE_URL!,
+    TEMPORAL_ADDRESS: process.env.TEST_TEMPORAL_ADDRESS!,
+    Auth__AdminApiKeys: ADMIN_KEY,
+    Auth__AllowedInternalTargets: '127.0.0.1',
+    DataProtection__Keys__0__Id: 'test',
+    DataProtection__Keys__0__Key: TEST_DATA_PROTECTION_KEY,
+    ...TEST_PAYLOAD_KEY_ENV,
+    Temporal__TaskQueue: taskQueue,
+    Temporal__MigrationTaskQueue: `${taskQueue}-migration`,
+    ProvisioningApps__crm__CallbackUrl: appUrl,
+    ProvisioningApps__crm__ApiKey: appKey,
+  };
+}
+
 export interface HttpResult {
   status: number;
   headers: Headers;

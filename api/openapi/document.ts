@@ -18,11 +18,6 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
 function hoist(schema: JsonSchema, components: Record<string, JsonSchema>): JsonSchema {
   const { $defs, ...rest } = schema as JsonSchema & { $defs?: Record<string, JsonSchema> };
   for (const [id, definition] of Object.entries($defs ?? {})) components[id] ??= definition;
-  if (typeof rest.id === 'string') {
-    const { id, ...definition } = rest;
-    components[id] ??= definition;
-    return { $ref: `#/components/schemas/${id}` };
-  }
   return rest;
 }
 
@@ -142,12 +137,7 @@ export function buildOpenApiDocument(serverUrl: string): JsonSchema {
     tags: [...new Set(ROUTES.map((r) => r.tag))].map((name) => ({ name })),
     paths,
     components: {
-      schemas: Object.fromEntries(
-        Object.entries(components).map(([id, schema]) => {
-          const { id: _id, ...rest } = schema;
-          return [id, rest];
-        }),
-      ),
+      schemas: components,
       securitySchemes: {
         adminBearer: {
           type: 'http',

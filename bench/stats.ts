@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from 'node:fs';
+
 export function percentile(sortedMs: number[], p: number): number {
   if (sortedMs.length === 0) return NaN;
   const index = Math.min(sortedMs.length - 1, Math.ceil((p / 100) * sortedMs.length) - 1);
@@ -14,19 +16,27 @@ export interface LoadResult {
   failures: number;
 }
 
-/** Runs `task` `count` times with at most `concurrency` in flight; latencies in milliseconds. */
-export async function runLoad(
+/** What one load run saw: each task's latency in milliseconds, the wall time, the failures. */
+export interface LoadSamples {
+  latencies: number[];
+  seconds: number;
+  failures: number;
+}
+
+/** Runs `task` `count` times with at most `concurrency` in flight. */
+export async function loadSamples(
   count: number,
   concurrency: number,
   task: (i: number) => Promise<boolean>,
-): Promise<LoadResult> {
+  first = 0,
+): Promise<LoadSamples> {
   const latencies: number[] = [];
-  let next = 0;
+  let next = first;
   let failures = 0;
   const started = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
-      while (next < count) {
+      while (next < first + count) {
         const i = next++;
         const t0 = performance.now();
         if (!(await task(i))) failures++;
@@ -34,18 +44,32 @@ export async function runLoad(
       }
     }),
   );
-  const seconds = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
+  return { latencies, seconds: (performance.now() - started) / 1000, failures };
+}
+
+/** Several runs' samples as one result: throughput over their summed wall time, percentiles over all latencies. */
+export function summarize(runs: LoadSamples[]): LoadResult {
+  const latencies = runs.flatMap((r) => r.latencies).sort((a, b) => a - b);
+  const seconds = runs.reduce((sum, r) => sum + r.seconds, 0);
   const round = (n: number) => Math.round(n * 10) / 10;
   return {
-    count,
+    count: latencies.length,
     seconds: round(seconds),
-    perSecond: round(count / seconds),
+    perSecond: round(latencies.length / seconds),
     p50: round(percentile(latencies, 50)),
     p95: round(percentile(latencies, 95)),
     p99: round(percentile(latencies, 99)),
-    failures,
+    failures: runs.reduce((sum, r) => sum + r.failures, 0),
   };
+}
+
+/** Runs `task` `count` times with at most `concurrency` in flight; latencies in milliseconds. */
+export async function runLoad(
+  count: number,
+  concurrency: number,
+  task: (i: number) => Promise<boolean>,
+): Promise<LoadResult> {
+  return summarize([await loadSamples(count, concurrency, task)]);
 }
 
 /** The PostgreSQL server the benchmarks make their throw-away databases on. */
@@ -64,3 +88,32 @@ export function runBenchmark(main: () => Promise<void>): void {
     process.exit(1);
   });
 }
+
+/** One result line, on standard error: standard output carries the service's own log lines, as in `npm start`. */
+export function report(result: object): void {
+  process.stderr.write(`${JSON.stringify(result)}\n`);
+}
+
+/** CPU seconds used so far: this process (all its threads), and every process of this machine with the given name. */
+export function cpuSeconds(names: string[]): Record<string, number> {
+  const { user, system } = process.cpuUsage();
+  const totals: Record<string, number> = { 'this process': (user + system) / 1e6 };
+  for (const name of names) totals[name] = 0;
+  for (const pid of readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      continue; // ended while the list was read
+    }
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    if (!names.includes(name)) continue;
+    // Fields after the name: state is the 3rd field of the line, utime the 14th and stime the 15th, in clock ticks.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    totals[name] += (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+  }
+  return totals;
+}
+
+/** Linux's USER_HZ, 100 on every architecture Node runs on. */
+const CLOCK_TICKS_PER_SECOND = 100;

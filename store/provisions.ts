@@ -19,15 +19,38 @@ export async function recordProvision(
   db: Db,
   provision: { userId: string; appId: string; transactionId: string },
 ): Promise<boolean> {
+  return (await recordProvisions(db, { ...provision, appIds: [provision.appId] })) !== undefined;
+}
+
+/**
+ * recordProvision for the apps of one attempt, answering every app the user is provisioned into afterwards (sorted,
+ * as listProvisionedApps), in one round trip; undefined when the user is gone. The statement's own inserts are not
+ * in its snapshot of the table, hence the union.
+ */
+export async function recordProvisions(
+  db: Db,
+  provisions: { userId: string; appIds: string[]; transactionId: string },
+): Promise<string[] | undefined> {
+  const { userId, appIds, transactionId } = provisions;
+  if (appIds.length === 0) return listProvisionedApps(db, userId);
   try {
-    await db
-      .insertInto('user_provisions')
-      .values({ user_id: provision.userId, app_id: provision.appId, transaction_id: provision.transactionId })
-      .onConflict((oc) => oc.columns(['user_id', 'app_id']).doNothing())
+    const rows = await db
+      .with('recorded', (db) =>
+        db
+          .insertInto('user_provisions')
+          .values(appIds.map((appId) => ({ user_id: userId, app_id: appId, transaction_id: transactionId })))
+          .onConflict((oc) => oc.columns(['user_id', 'app_id']).doNothing())
+          .returning('app_id'),
+      )
+      .selectFrom('user_provisions')
+      .select('app_id')
+      .where('user_id', '=', userId)
+      .union((eb) => eb.selectFrom('recorded').select('app_id'))
+      .orderBy('app_id')
       .execute();
-    return true;
+    return rows.map((r) => r.app_id);
   } catch (error) {
-    if (isForeignKeyViolation(error)) return false;
+    if (isForeignKeyViolation(error)) return undefined;
     throw error;
   }
 }

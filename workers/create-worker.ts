@@ -80,16 +80,24 @@ function createWorker(
   });
 }
 
+/** How much a provisioning worker runs at once (the provisioning benchmark's one-step baseline polls with the same). */
+export const PROVISIONING_WORKER_LIMITS = {
+  maxConcurrentWorkflowTaskExecutions: 100,
+  maxConcurrentLocalActivityExecutions: 200,
+} satisfies Partial<WorkerOptions>;
+
 /** `activities` replaces the ones built from `dependencies` (a test wraps them to fail at a chosen step). */
 export function createProvisioningWorker(
   home: WorkerHome,
   dependencies: ProvisioningDependencies,
   activities?: ProvisioningActivities,
 ): Promise<Worker> {
-  return createWorker(home, home.temporal.TaskQueue, activities ?? createProvisioningActivities(dependencies), {
-    maxConcurrentWorkflowTaskExecutions: 100,
-    maxConcurrentLocalActivityExecutions: 200,
-  });
+  return createWorker(
+    home,
+    home.temporal.TaskQueue,
+    activities ?? createProvisioningActivities(dependencies),
+    PROVISIONING_WORKER_LIMITS,
+  );
 }
 
 /** Migration pages are regular activities that heartbeat, MIGRATION_PAGES_AT_ONCE at a time per worker. */

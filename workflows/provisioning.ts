@@ -1,9 +1,10 @@
 import { patched, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
-import type { ProvisioningActivities } from '../activities/provisioning';
+import type { ProvisioningActivities, ResolvedApps } from '../activities/provisioning';
 import type { NewUser, UserProfile } from '../store/users';
 import { STORE } from './activity-policies';
 import { deprovisionInBackground } from './background';
 import type { Trigger } from './ids';
+import * as legacy from './legacy/per-app-steps';
 import { recordOutcome } from './search-attributes';
 import { runTransaction, type TransactionResult } from './transaction';
 
@@ -29,11 +30,14 @@ function transactionId(): string {
   return `${info.workflowId}@${info.runId}`;
 }
 
-async function provision(user: UserProfile, scope: ProvisionScope): Promise<ProvisioningOutcome> {
-  const { apps, unknownAppIds } = await store.resolveApps({ user, appIds: scope.appIds });
-  if (unknownAppIds.length > 0) return { status: 'unknown-apps', appIds: unknownAppIds, user };
-  if (apps.length > 0) return runTransaction(apps, transactionId(), user);
-  return { status: 'provisioned', confirmedApps: [], ...(await store.finishProvisioning({ user })) };
+/** Runs started before the phases were one step each replay the steps they recorded (legacy/per-app-steps.ts). */
+const phaseSteps = () => patched(legacy.PHASE_STEPS);
+
+/** The user and the apps it needs come from the attempt's first step; nothing is left to write when none is needed. */
+async function provision(user: UserProfile, resolved: ResolvedApps): Promise<ProvisioningOutcome> {
+  if (resolved.unknownAppIds.length > 0) return { status: 'unknown-apps', appIds: resolved.unknownAppIds, user };
+  if (resolved.apps.length > 0) return runTransaction(resolved.apps, transactionId(), user, resolved.provisionedApps);
+  return { status: 'provisioned', confirmedApps: [], user, provisionedApps: resolved.provisionedApps };
 }
 
 /** Every user-creation path: create the user, provision it, and delete it again when provisioning is refused. */
@@ -52,19 +56,24 @@ function recorded<T extends { status: string }>(outcome: T): T {
 async function createAndProvision(
   input: ProvisionScope & { user: NewUser; credentialRef?: string },
 ): Promise<CreationOutcome> {
+  if (!phaseSteps()) return legacy.createAndProvision(input, transactionId());
   try {
-    const created = await store.createUser({ user: input.user, credentialRef: input.credentialRef });
+    const created = await store.createUserForApps({
+      user: input.user,
+      credentialRef: input.credentialRef,
+      appIds: input.appIds,
+    });
     if (created.status === 'duplicate') return created;
-    const outcome = await provision(created.user, input);
+    const outcome = await provision(created.user, created);
     if (outcome.status === 'rejected' || outcome.status === 'unknown-apps') {
       await store.deleteUser(created.user.userId);
       return { ...outcome, userDeleted: true };
     }
     return outcome;
   } finally {
-    // The stashed hash is read, not taken, by createUser (a replay must find it again), so the attempt's last step
-    // removes it, whatever the ending. Runs recorded before this step existed end without it.
-    if (input.credentialRef && patched('discard-credential-last')) await store.discardCredential(input.credentialRef);
+    // The stashed hash is read, not taken, by the first step (a replay must find it again), so the attempt's last
+    // step removes it, whatever the ending.
+    if (input.credentialRef) await store.discardCredential(input.credentialRef);
   }
 }
 
@@ -74,9 +83,10 @@ export async function provisionExistingUser(input: ProvisionScope & { userId: st
 }
 
 async function provisionLoadedUser(input: ProvisionScope & { userId: string }): Promise<ProvisioningOutcome> {
-  const user = await store.loadUser(input.userId);
-  if (!user) return { status: 'not-found', userId: input.userId };
-  return provision(user, input);
+  if (!phaseSteps()) return legacy.provisionLoadedUser(input, transactionId());
+  const loaded = await store.loadUserForApps({ userId: input.userId, appIds: input.appIds });
+  if (!loaded) return { status: 'not-found', userId: input.userId };
+  return provision(loaded.user, loaded);
 }
 
 /** SCIM reactivation: provisioning runs while the user is still inactive; only a fully provisioned user becomes active. */

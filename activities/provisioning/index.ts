@@ -3,7 +3,7 @@ import { deprovisioningRetries } from '../../observability/metrics';
 import type { Db } from '../../store/database';
 import { discardPasswordHash, readPasswordHash } from '../../store/pending-credentials';
 import { activateUser, deactivateUserReturningApps } from '../../store/scim-users';
-import { listProvisionedApps, recordProvision } from '../../store/provisions';
+import { listProvisionedApps, recordProvision, recordProvisions } from '../../store/provisions';
 import {
   deleteUserReturningApps,
   DuplicateUserError,
@@ -17,6 +17,7 @@ import {
 import type { AppRef } from '../../store/provisioning-apps';
 import type { AppProvider, ProvisioningApp } from './apps';
 import type { TccClient, TryRequestBody, TryVerdict } from './tcc-client';
+import { confirmInTurn, tryInTurn, type ConfirmRound, type TryRound } from './rounds';
 
 export interface ProvisioningDependencies {
   db: Db;
@@ -29,6 +30,16 @@ export type { AppRef };
 /** A duplicate names the user that holds the e-mail or user name; the API decides who may learn that id. */
 export type CreateUserResult =
   { status: 'created'; user: UserProfile } | { status: 'duplicate'; detail: string; existingUserId?: string };
+
+/** The apps an attempt must provision (in the provider's order), the ones asked for that do not exist, and the ones the user has. */
+export interface ResolvedApps {
+  apps: AppRef[];
+  unknownAppIds: string[];
+  provisionedApps: string[];
+}
+
+/** What an attempt's last step wrote: false when the user was deleted while the attempt ran. */
+export type FinishResult = { recorded: true; user: UserProfile; provisionedApps: string[] } | { recorded: false };
 
 /** Omits nulls and an empty attribute map, as the spec's Try body table asks. */
 export function buildTryBody(transactionId: string, user: UserProfile): TryRequestBody {
@@ -47,39 +58,62 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
     return found;
   }
 
-  return {
-    /**
-     * Safe to run twice: the user id is the attempt's own, so a second run (a retry, or the replay of a workflow task
-     * lost with its worker) finds the user the first one created and returns it. The stashed hash is only read here;
-     * the workflow removes it as its last step.
-     */
-    async createUser(input: { user: NewUser; credentialRef?: string }): Promise<CreateUserResult> {
+  /**
+   * The apps this attempt must provision, in the provider's order, minus those the user already has (`provisioned`,
+   * when the caller knows them: a user created this moment has none).
+   */
+  async function resolve(user: UserProfile, appIds?: string[], provisioned?: string[]): Promise<ResolvedApps> {
+    const configured = await apps.listApps({ userId: user.userId, organizationId: user.organizationId });
+    const wanted = appIds ?? configured.map((a) => a.appId);
+    const unknownAppIds = wanted.filter((id) => !configured.some((a) => a.appId === id));
+    const provisionedApps = provisioned ?? (await listProvisionedApps(db, user.userId));
+    const needed = configured
+      .filter((a) => wanted.includes(a.appId) && !provisionedApps.includes(a.appId))
+      .map((a) => ({ appId: a.appId, tryTimeoutSeconds: a.tryTimeoutSeconds }));
+    return { apps: needed, unknownAppIds, provisionedApps };
+  }
+
+  /**
+   * Safe to run twice: the user id is the attempt's own, so a second run (a retry, or the replay of a workflow task
+   * lost with its worker) meets its own row and returns it (`inserted` false). The stashed hash is only read here; the
+   * workflow removes it as its last step, so a replay that no longer finds it finds the user instead.
+   */
+  async function insertOrFind(input: {
+    user: NewUser;
+    credentialRef?: string;
+  }): Promise<CreateUserResult & { inserted?: boolean }> {
+    const hash = input.credentialRef ? await readPasswordHash(db, input.credentialRef) : undefined;
+    if (input.credentialRef && hash === undefined) {
       const existing = await findUser(db, input.user.userId);
       if (existing) return { status: 'created', user: existing };
-      const hash = input.credentialRef ? await readPasswordHash(db, input.credentialRef) : undefined;
-      if (input.credentialRef && hash === undefined) {
-        throw ApplicationFailure.nonRetryable(
-          'the password for this request is no longer available; submit the request again',
-          'CredentialExpired',
-        );
-      }
-      try {
-        return { status: 'created', user: await insertUser(db, input.user, hash ?? null) };
-      } catch (error) {
-        if (!(error instanceof DuplicateUserError)) throw error;
-        const raced = await findUser(db, input.user.userId);
-        if (raced) return { status: 'created', user: raced };
-        const existingUserId = await findUserIdByEmailOrUserName(
-          db,
-          input.user.email,
-          input.user.userName ?? input.user.email,
-        );
-        return {
-          status: 'duplicate',
-          detail: `a user with e-mail ${input.user.email}${input.user.userName ? ` or user name ${input.user.userName}` : ''} already exists`,
-          ...(existingUserId ? { existingUserId } : {}),
-        };
-      }
+      throw ApplicationFailure.nonRetryable(
+        'the password for this request is no longer available; submit the request again',
+        'CredentialExpired',
+      );
+    }
+    try {
+      return { status: 'created', user: await insertUser(db, input.user, hash ?? null), inserted: true };
+    } catch (error) {
+      if (!(error instanceof DuplicateUserError)) throw error;
+      const existing = await findUser(db, input.user.userId);
+      if (existing) return { status: 'created', user: existing };
+      const existingUserId = await findUserIdByEmailOrUserName(
+        db,
+        input.user.email,
+        input.user.userName ?? input.user.email,
+      );
+      return {
+        status: 'duplicate',
+        detail: `a user with e-mail ${input.user.email}${input.user.userName ? ` or user name ${input.user.userName}` : ''} already exists`,
+        ...(existingUserId ? { existingUserId } : {}),
+      };
+    }
+  }
+
+  const activities = {
+    async createUser(input: { user: NewUser; credentialRef?: string }): Promise<CreateUserResult> {
+      const { inserted: _, ...result } = await insertOrFind(input);
+      return result;
     },
 
     async discardCredential(credentialRef: string): Promise<void> {
@@ -90,18 +124,11 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
       return (await findUser(db, userId)) ?? null;
     },
 
-    /** The apps this attempt must provision, in the provider's order, minus those the user already has. */
     async resolveApps(input: {
       user: UserProfile;
       appIds?: string[];
     }): Promise<{ apps: AppRef[]; unknownAppIds: string[] }> {
-      const configured = await apps.listApps({ userId: input.user.userId, organizationId: input.user.organizationId });
-      const wanted = input.appIds ?? configured.map((a) => a.appId);
-      const unknownAppIds = wanted.filter((id) => !configured.some((a) => a.appId === id));
-      const already = new Set(await listProvisionedApps(db, input.user.userId));
-      const needed = configured
-        .filter((a) => wanted.includes(a.appId) && !already.has(a.appId))
-        .map((a) => ({ appId: a.appId, tryTimeoutSeconds: a.tryTimeoutSeconds }));
+      const { apps: needed, unknownAppIds } = await resolve(input.user, input.appIds);
       return { apps: needed, unknownAppIds };
     },
 
@@ -140,6 +167,57 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
       return { user, provisionedApps: await listProvisionedApps(db, input.user.userId) };
     },
 
+    /** An attempt's first step: the user created (see createUser) and the apps it needs, which the spec does not order. */
+    async createUserForApps(input: {
+      user: NewUser;
+      credentialRef?: string;
+      appIds?: string[];
+    }): Promise<
+      ({ status: 'created'; user: UserProfile } & ResolvedApps) | Extract<CreateUserResult, { status: 'duplicate' }>
+    > {
+      const { inserted, ...created } = await insertOrFind(input);
+      if (created.status === 'duplicate') return created;
+      return { ...created, ...(await resolve(created.user, input.appIds, inserted ? [] : undefined)) };
+    },
+
+    /** The first step of an attempt for an existing user: the user as stored and the apps it needs; null when gone. */
+    async loadUserForApps(input: {
+      userId: string;
+      appIds?: string[];
+    }): Promise<({ user: UserProfile } & ResolvedApps) | null> {
+      const user = await findUser(db, input.userId);
+      return user ? { user, ...(await resolve(user, input.appIds)) } : null;
+    },
+
+    /** Trying, every app in one step (see rounds.ts). */
+    async tryApps(input: { apps: AppRef[]; transactionId: string; user: UserProfile }): Promise<TryRound> {
+      return tryInTurn(input.apps, input.user, (appId, user) =>
+        activities.tryApp({ appId, transactionId: input.transactionId, user }),
+      );
+    },
+
+    /** Confirming, every app in one step: the calls alone; the workflow records the provisions as a step of their own. */
+    async confirmApps(input: { appIds: string[]; transactionId: string; userId: string }): Promise<ConfirmRound> {
+      return confirmInTurn(input.appIds, (appId) => activities.confirmApp({ ...input, appId }));
+    },
+
+    /**
+     * An attempt's last step, retried until it lands: a provision record for every app that confirmed (first, so an
+     * app that confirmed is always recorded), then what they assigned. Idempotent, like each write in it.
+     */
+    async recordAndFinish(input: {
+      user: UserProfile;
+      transactionId: string;
+      confirmedApps: string[];
+      assigned?: { organizationId: string | null; customAttributes: Record<string, string> };
+    }): Promise<FinishResult> {
+      const { user, transactionId, confirmedApps, assigned } = input;
+      const provisionedApps = await recordProvisions(db, { userId: user.userId, transactionId, appIds: confirmedApps });
+      if (!provisionedApps) return { recorded: false };
+      const stored = assigned && (await updateUserAttributes(db, user.userId, assigned));
+      return { recorded: true, user: stored || user, provisionedApps };
+    },
+
     async deleteUser(userId: string): Promise<{ deleted: boolean; appIds: string[] }> {
       return deleteUserReturningApps(db, userId);
     },
@@ -157,6 +235,7 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
       await http.deleteUser(await app(input.appId), input.userId);
     },
   };
+  return activities;
 }
 
 export type ProvisioningActivities = ReturnType<typeof createProvisioningActivities>;

@@ -7,7 +7,7 @@ import { createProvisioningWorker, workerHome } from '../../workers/create-worke
 
 /**
  * A provisioning worker in a process of its own, so a test can SIGKILL it. With KILL_AFTER_CREATE_USER=N it kills
- * itself right after its N-th createUser step for a user with a password has written the user, before the workflow
+ * itself right after its N-th first step (createUserForApps) for a user with a password has written the user, before the workflow
  * task that ran it is recorded: the replay on the next worker runs that step again, the fault the crash-safety suite
  * reproduces (it stranded users whose stashed password hash the first run had consumed).
  */
@@ -19,8 +19,8 @@ async function startWorker(): Promise<Worker> {
   const real = createProvisioningActivities(context);
   const activities = {
     ...real,
-    async createUser(input: Parameters<typeof real.createUser>[0]) {
-      const result = await real.createUser(input);
+    async createUserForApps(input: Parameters<typeof real.createUserForApps>[0]) {
+      const result = await real.createUserForApps(input);
       if (input.credentialRef && ++created === killAfter) process.kill(process.pid, 'SIGKILL');
       return result;
     },

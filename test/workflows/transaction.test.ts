@@ -4,6 +4,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import type { ProvisioningActivities } from '../../activities/provisioning';
 import type { TryVerdict } from '../../activities/provisioning/tcc-client';
+import { confirmInTurn, tryInTurn } from '../../activities/provisioning/rounds';
 import { findTemporalTestServer } from '../../dev/temporal-cli';
 import type { UserProfile } from '../../store/users';
 import { createUserAndProvision } from '../../workflows/provisioning';
@@ -25,45 +26,55 @@ afterAll(async () => {
   await env?.teardown();
 });
 
-function stubs(apps: Record<string, AppBehaviour>) {
+/** Faults of a whole step rather than of one app: the user deleted meanwhile, the Try step's own limit hit. */
+type StepFaults = { userGone?: boolean; tryStepFails?: boolean };
+
+function stubs(apps: Record<string, AppBehaviour>, faults: StepFaults) {
   const calls: string[] = [];
   const records = new Set<string>();
   const triedWith: Record<string, UserProfile> = {};
   let assigned: unknown;
   let user: UserProfile | undefined;
+  const appRefs = Object.keys(apps).map((appId) => ({ appId, tryTimeoutSeconds: 60 }));
+  // The per-app calls the phase steps make, each one recorded; the steps walk them as the real activities do.
+  const tryOne = (appId: string, triedUser: UserProfile): Promise<TryVerdict> => {
+    calls.push(`try ${appId}`);
+    triedWith[appId] = triedUser;
+    return Promise.resolve(apps[appId].verdict ?? { approved: true });
+  };
+  const confirmOne = (appId: string) => {
+    calls.push(`confirm ${appId}`);
+    if (apps[appId].confirm === 'fail') return Promise.reject(new Error('answered HTTP 500'));
+    return Promise.resolve();
+  };
   const activities: Partial<ProvisioningActivities> = {
-    createUser: (input) => {
+    createUserForApps: (input) => {
       calls.push('createUser');
       user = { ...input.user, active: true };
-      return Promise.resolve({ status: 'created' as const, user });
-    },
-    resolveApps: () =>
-      Promise.resolve({
-        apps: Object.keys(apps).map((appId) => ({ appId, tryTimeoutSeconds: 60 })),
+      return Promise.resolve({
+        status: 'created' as const,
+        user,
+        apps: appRefs,
         unknownAppIds: [],
-      }),
-    tryApp: (input) => {
-      calls.push(`try ${input.appId}`);
-      triedWith[input.appId] = input.user;
-      return Promise.resolve(apps[input.appId].verdict ?? { approved: true });
+        provisionedApps: [],
+      });
     },
-    confirmApp: (input) => {
-      calls.push(`confirm ${input.appId}`);
-      if (apps[input.appId].confirm === 'fail') throw ApplicationFailure.nonRetryable('answered HTTP 500');
-      return Promise.resolve();
-    },
-    recordProvision: (input) => {
-      records.add(input.appId);
-      return Promise.resolve(true);
+    tryApps: (input) =>
+      faults.tryStepFails
+        ? Promise.reject(ApplicationFailure.nonRetryable('the worker stalled'))
+        : tryInTurn(input.apps, input.user, tryOne),
+    confirmApps: (input) => confirmInTurn(input.appIds, confirmOne),
+    recordAndFinish: (input) => {
+      calls.push('recordAndFinish');
+      if (faults.userGone && input.confirmedApps.length > 0) return Promise.resolve({ recorded: false as const });
+      for (const appId of input.confirmedApps) records.add(appId);
+      assigned = input.assigned;
+      return Promise.resolve({ recorded: true as const, user: input.user, provisionedApps: [...records].sort() });
     },
     cancelApp: (input) => {
       calls.push(`cancel ${input.appId}`);
       if (apps[input.appId].cancel === 'fail') throw ApplicationFailure.retryable('answered HTTP 503');
       return Promise.resolve();
-    },
-    finishProvisioning: (input) => {
-      assigned = input.assigned;
-      return Promise.resolve({ user: input.user, provisionedApps: [...records].sort() });
     },
     deleteUser: () => {
       calls.push('deleteUser');
@@ -75,8 +86,8 @@ function stubs(apps: Record<string, AppBehaviour>) {
   return { activities, calls, records, triedWith, assigned: () => assigned, userExists: () => user !== undefined };
 }
 
-async function create(apps: Record<string, AppBehaviour>) {
-  const stub = stubs(apps);
+async function create(apps: Record<string, AppBehaviour>, faults: StepFaults = {}) {
+  const stub = stubs(apps, faults);
   const taskQueue = `wf-${randomUUID()}`;
   const worker = await Worker.create({
     connection: env.nativeConnection,
@@ -104,7 +115,16 @@ describe('the provisioning state table, row by row', () => {
   test('Start → Trying → Confirming → Provisioned: every app approves and confirms, one record per app', async () => {
     const run = await create({ a: {}, b: {}, c: {} });
     expect(run.outcome).toMatchObject({ status: 'provisioned', confirmedApps: ['a', 'b', 'c'] });
-    expect(run.calls).toEqual(['createUser', 'try a', 'try b', 'try c', 'confirm a', 'confirm b', 'confirm c']);
+    expect(run.calls).toEqual([
+      'createUser',
+      'try a',
+      'try b',
+      'try c',
+      'confirm a',
+      'confirm b',
+      'confirm c',
+      'recordAndFinish',
+    ]);
     expect([...run.records].sort()).toEqual(['a', 'b', 'c']);
     expect(run.userExists()).toBe(true);
   });
@@ -131,6 +151,7 @@ describe('the provisioning state table, row by row', () => {
       'try c',
       'confirm a',
       'confirm b',
+      'recordAndFinish',
       'cancel b',
       'cancel c',
     ]);
@@ -164,5 +185,38 @@ describe('the provisioning state table, row by row', () => {
     expect(run.outcome).toMatchObject({ status: 'provisioned' });
     expect(run.triedWith.b.organizationId).toBe('org-a');
     expect(run.assigned()).toEqual({ organizationId: 'org-a', customAttributes: { tier: 'platinum', crm: '1' } });
+  });
+
+  test('a user deleted while its attempt ran: the apps that confirmed are told in the background, the answer is a rejection', async () => {
+    const run = await create({ a: {}, b: {} }, { userGone: true });
+    expect(run.outcome).toMatchObject({
+      status: 'rejected',
+      appId: 'a',
+      reason: 'the user was deleted while it was being provisioned',
+    });
+    const history = await env.client.workflow.getHandle(run.workflowId).fetchHistory();
+    const children = history.events!.map((e) => e.startChildWorkflowExecutionInitiatedEventAttributes).filter(Boolean);
+    expect(children.map((c) => c!.workflowType!.name)).toEqual(['deprovisionApps']);
+  });
+
+  test('a Try step that fails as a whole (its backstop on a stalled worker) cancels every app, since any may have approved', async () => {
+    const run = await create({ a: {}, b: {} }, { tryStepFails: true });
+    expect(run.outcome).toMatchObject({ status: 'rejected', appId: 'a', userDeleted: true });
+    expect(run.outcome).toMatchObject({ reason: expect.stringContaining('the worker stalled') });
+    expect(run.calls).toEqual(['createUser', 'cancel a', 'cancel b', 'deleteUser']);
+  });
+});
+
+describe('the cost of an attempt', () => {
+  test('a creation is four workflow steps whatever the number of apps: first step, Try round, Confirm round, records', async () => {
+    const oneApp: Record<string, AppBehaviour> = { a: {} };
+    for (const apps of [oneApp, { a: {}, b: {}, c: {}, d: {}, e: {} }]) {
+      const run = await create(apps);
+      expect(run.outcome).toMatchObject({ status: 'provisioned' });
+      const history = await env.client.workflow.getHandle(run.workflowId).fetchHistory();
+      const markers = history.events!.map((e) => e.markerRecordedEventAttributes?.markerName).filter(Boolean);
+      expect(markers.filter((name) => name === 'core_local_activity')).toHaveLength(4);
+      expect(history.events!.filter((e) => e.workflowTaskCompletedEventAttributes)).toHaveLength(1);
+    }
   });
 });

@@ -127,11 +127,8 @@ async function main(): Promise<void> {
   for (const [, task] of variants) await runLoad(Math.min(50, users), concurrency, task);
 
   // Interleaved rounds, so a machine that speeds up or slows down during the run weighs on every variant alike.
-  const samples = new Map(
-    variants.map(([variant]) => [
-      variant,
-      { concurrent: [] as LoadSamples[], serial: [] as LoadSamples[], cpu: {} },
-    ]),
+  const samples = new Map<string, { concurrent: LoadSamples[]; serial: LoadSamples[]; cpu: Record<string, number> }>(
+    variants.map(([variant]) => [variant, { concurrent: [], serial: [], cpu: {} }]),
   );
   let next = 0;
   for (let round = 0; round < rounds; round++) {

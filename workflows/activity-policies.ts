@@ -24,20 +24,19 @@ export const TCC_CALL: LocalActivityOptions = {
 };
 
 /** Try: the HTTP call gives up at the app's TryTimeoutSeconds itself; one second more is the backstop for a stuck worker. */
-export const tryCall = (app: { tryTimeoutSeconds: number }): LocalActivityOptions => tryCalls([app]);
-
-/** The Try calls to several apps one after another, in one step: their timeouts added up, and the same backstop. */
-export const tryCalls = (apps: Array<{ tryTimeoutSeconds: number }>): LocalActivityOptions => ({
-  startToCloseTimeout: (apps.reduce((sum, app) => sum + app.tryTimeoutSeconds, 0) + 1) * 1000,
+export const tryCall = (app: { tryTimeoutSeconds: number }): LocalActivityOptions => ({
+  startToCloseTimeout: (app.tryTimeoutSeconds + 1) * 1000,
   retry: { maximumAttempts: 1 },
 });
 
 /**
- * The Confirm calls to `count` apps one after another, in one step: each call gives up at the spec's 10 s itself, so
- * the step's own limit is only the backstop for a stuck worker.
+ * The Try calls to several apps one after another, then their Confirm calls, in one step: each call gives up at its
+ * own timeout (the app's TryTimeoutSeconds, the spec's 10 s), so the step's limit, all of them added up and one second
+ * more, is only the backstop for a stuck worker.
  */
-export const confirmCalls = (count: number): LocalActivityOptions => ({
-  startToCloseTimeout: (count * CONFIRM_CANCEL_TIMEOUT_SECONDS + 1) * 1000,
+export const tccRounds = (apps: Array<{ tryTimeoutSeconds: number }>): LocalActivityOptions => ({
+  startToCloseTimeout:
+    (apps.reduce((sum, app) => sum + app.tryTimeoutSeconds + CONFIRM_CANCEL_TIMEOUT_SECONDS, 0) + 1) * 1000,
   retry: { maximumAttempts: 1 },
 });
 

@@ -30,8 +30,8 @@ function transactionId(): string {
   return `${info.workflowId}@${info.runId}`;
 }
 
-/** Runs started before the phases were one step each replay the steps they recorded (legacy/per-app-steps.ts). */
-const phaseSteps = () => patched(legacy.PHASE_STEPS);
+/** Runs started before the TCC calls were one step replay the per-app steps they recorded (legacy/per-app-steps.ts). */
+const tccRoundsInOneStep = () => patched(legacy.TCC_ROUNDS);
 
 /** The user and the apps it needs come from the attempt's first step; nothing is left to write when none is needed. */
 async function provision(user: UserProfile, resolved: ResolvedApps): Promise<ProvisioningOutcome> {
@@ -56,7 +56,7 @@ function recorded<T extends { status: string }>(outcome: T): T {
 async function createAndProvision(
   input: ProvisionScope & { user: NewUser; credentialRef?: string },
 ): Promise<CreationOutcome> {
-  if (!phaseSteps()) return legacy.createAndProvision(input, transactionId());
+  if (!tccRoundsInOneStep()) return legacy.createAndProvision(input, transactionId());
   try {
     const created = await store.createUserForApps({
       user: input.user,
@@ -83,7 +83,7 @@ export async function provisionExistingUser(input: ProvisionScope & { userId: st
 }
 
 async function provisionLoadedUser(input: ProvisionScope & { userId: string }): Promise<ProvisioningOutcome> {
-  if (!phaseSteps()) return legacy.provisionLoadedUser(input, transactionId());
+  if (!tccRoundsInOneStep()) return legacy.provisionLoadedUser(input, transactionId());
   const loaded = await store.loadUserForApps({ userId: input.userId, appIds: input.appIds });
   if (!loaded) return { status: 'not-found', userId: input.userId };
   return provision(loaded.user, loaded);

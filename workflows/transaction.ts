@@ -7,9 +7,10 @@ import {
   TimeoutFailure,
 } from '@temporalio/workflow';
 import type { AppRef, ProvisioningActivities } from '../activities/provisioning';
+import type { TccRounds } from '../activities/provisioning/rounds';
 import type { UserProfile } from '../store/users';
 import { applyApproval } from './approval';
-import { STORE, TCC_CALL, confirmCalls, tryCalls } from './activity-policies';
+import { STORE, TCC_CALL, tccRounds } from './activity-policies';
 import { cancelInBackground, deprovisionInBackground } from './background';
 import { backgroundCancelWorkflowId } from './ids';
 import { userIdOfParent } from './search-attributes';
@@ -61,9 +62,9 @@ export async function cancel(appIds: string[], transactionId: string): Promise<v
 
 /**
  * The spec's provisioning state table, Start → Trying → Confirming → Provisioned / Partially confirmed / Cancelling →
- * Ended. Each phase walks the apps one after another inside one step (activities/provisioning/rounds.ts), so an
- * attempt costs the same few workflow steps whatever the number of apps. `provisionedBefore`: the apps the user had
- * when the attempt began, its answer when no app confirms.
+ * Ended. The Try and Confirm calls are made by one step that walks the apps one after another in each phase
+ * (activities/provisioning/rounds.ts), so an attempt costs the same few workflow steps whatever the number of apps.
+ * `provisionedBefore`: the apps the user had when the attempt began, its answer when no app confirms.
  */
 export async function runTransaction(
   apps: AppRef[],
@@ -71,33 +72,26 @@ export async function runTransaction(
   user: UserProfile,
   provisionedBefore: string[],
 ): Promise<TransactionResult> {
-  // Trying: one app after another, so a later app sees what an earlier one assigned. A step that fails as a whole
-  // (its backstop timeout on a stalled worker) leaves unknown which apps approved: all are cancelled.
-  const { tryApps } = proxyLocalActivities<ProvisioningActivities>(tryCalls(apps));
-  const tried = await tryApps({ apps, transactionId, user }).catch((error: unknown) => ({
-    approvals: apps,
-    rejection: { appId: apps[0].appId, reason: `Try to app ${apps[0].appId} ${failureReason(error)}` },
+  // Trying, one app after another so that a later app sees what an earlier one assigned; then Confirming in the same
+  // order, each call once with its own timeout. A step that fails as a whole (its backstop timeout on a stalled
+  // worker) leaves unknown which apps approved or confirmed: it counts as a rejection, and every app is cancelled.
+  const { tryThenConfirmApps } = proxyLocalActivities<ProvisioningActivities>(tccRounds(apps));
+  const rounds = await tryThenConfirmApps({ apps, transactionId, user }).catch((error: unknown): TccRounds => ({
+    tried: {
+      approvals: apps.map((a) => ({ appId: a.appId })),
+      rejection: { appId: apps[0].appId, reason: `Try to app ${apps[0].appId} ${failureReason(error)}` },
+    },
   }));
-  if (tried.rejection) {
+  if (!rounds.confirmed) {
     await cancel(
-      tried.approvals.map((a) => a.appId),
+      rounds.tried.approvals.map((a) => a.appId),
       transactionId,
     );
-    return { status: 'rejected', ...tried.rejection, user, provisionedApps: provisionedBefore };
+    return { status: 'rejected', ...rounds.tried.rejection, user, provisionedApps: provisionedBefore };
   }
 
-  // Confirming, in the same order, each Confirm one call with the spec's 10 s. A step that fails as a whole counts as
-  // the first app's Confirm failing, as a one-app step did.
-  const { approvals } = tried;
-  const { confirmApps } = proxyLocalActivities<ProvisioningActivities>(confirmCalls(approvals.length));
-  const round = await confirmApps({
-    appIds: approvals.map((a) => a.appId),
-    transactionId,
-    userId: user.userId,
-  }).catch((error: unknown) => ({
-    confirmed: [] as string[],
-    failure: { appId: approvals[0].appId, reason: `Confirm to app ${approvals[0].appId} ${failureReason(error)}` },
-  }));
+  const { approvals } = rounds.tried;
+  const round = rounds.confirmed;
   const confirmed = approvals.slice(0, round.confirmed.length);
   const unconfirmed = approvals.slice(confirmed.length).map((a) => a.appId);
 

@@ -17,7 +17,7 @@ import {
 import type { AppRef } from '../../store/provisioning-apps';
 import type { AppProvider, ProvisioningApp } from './apps';
 import type { TccClient, TryRequestBody, TryVerdict } from './tcc-client';
-import { confirmInTurn, tryInTurn, type ConfirmRound, type TryRound } from './rounds';
+import { tryThenConfirmInTurn, type TccRounds } from './rounds';
 
 export interface ProvisioningDependencies {
   db: Db;
@@ -189,16 +189,18 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
       return user ? { user, ...(await resolve(user, input.appIds)) } : null;
     },
 
-    /** Trying, every app in one step (see rounds.ts). */
-    async tryApps(input: { apps: AppRef[]; transactionId: string; user: UserProfile }): Promise<TryRound> {
-      return tryInTurn(input.apps, input.user, (appId, user) =>
-        activities.tryApp({ appId, transactionId: input.transactionId, user }),
+    /**
+     * Trying, then Confirming, every app in one step (see rounds.ts): the calls alone; the workflow records the
+     * provisions as a step of their own.
+     */
+    async tryThenConfirmApps(input: { apps: AppRef[]; transactionId: string; user: UserProfile }): Promise<TccRounds> {
+      const { apps: appRefs, transactionId, user } = input;
+      return tryThenConfirmInTurn(
+        appRefs,
+        user,
+        (appId, seen) => activities.tryApp({ appId, transactionId, user: seen }),
+        (appId) => activities.confirmApp({ appId, transactionId, userId: user.userId }),
       );
-    },
-
-    /** Confirming, every app in one step: the calls alone; the workflow records the provisions as a step of their own. */
-    async confirmApps(input: { appIds: string[]; transactionId: string; userId: string }): Promise<ConfirmRound> {
-      return confirmInTurn(input.appIds, (appId) => activities.confirmApp({ ...input, appId }));
     },
 
     /**

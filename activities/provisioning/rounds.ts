@@ -4,9 +4,10 @@ import { applyApproval, type Approval } from '../../workflows/approval';
 import type { TryVerdict } from './tcc-client';
 
 /**
- * The Try and Confirm phases of the spec's state table, each walked as one step: one app after another in the given
- * order, stopping at the first app that does not answer yes. A step run twice (the replay of a workflow task lost with
- * its worker) sends the same calls again with the same transactionId, which is what makes a TCC call safe to repeat.
+ * The Try and Confirm phases of the spec's state table, walked in one step: one app after another in the given order,
+ * each phase stopping at the first app that does not answer yes, Confirming only when every app approved. A step run
+ * twice (the replay of a workflow task lost with its worker) sends the same calls again with the same transactionId,
+ * which is what makes a TCC call safe to repeat.
  */
 export interface TryRound {
   /** The apps that approved, in order, before the first refusal (all of them when there is none). */
@@ -60,4 +61,26 @@ export async function confirmInTurn(
     confirmed.push(appId);
   }
   return { confirmed };
+}
+
+/** Confirming happens only when every app approved; after a refusal nothing is confirmed. */
+export type TccRounds =
+  { tried: Required<TryRound>; confirmed?: undefined } | { tried: { approvals: Approval[] }; confirmed: ConfirmRound };
+
+/** Trying, then Confirming the apps that approved (all of them, or the phase ends before). */
+export async function tryThenConfirmInTurn(
+  apps: AppRef[],
+  user: UserProfile,
+  tryOne: (appId: string, user: UserProfile) => Promise<TryVerdict>,
+  confirmOne: (appId: string) => Promise<void>,
+): Promise<TccRounds> {
+  const { approvals, rejection } = await tryInTurn(apps, user, tryOne);
+  if (rejection) return { tried: { approvals, rejection } };
+  return {
+    tried: { approvals },
+    confirmed: await confirmInTurn(
+      approvals.map((a) => a.appId),
+      confirmOne,
+    ),
+  };
 }

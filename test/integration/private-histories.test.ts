@@ -60,7 +60,7 @@ async function apiWith(change: (config: AppConfig) => AppConfig): Promise<Runnin
 
 describe('workflow histories hold ciphertext only', () => {
   test('a finished provisioning history read straight from the server holds no e-mail, name, custom attribute, hash, app key or failure text; opened with the key it holds them', async () => {
-    h.apps.billing.state.behaviour = { confirmStatus: 503 };
+    h.apps.billing.state.behaviour = { confirmStatus: 503, cancelStatus: 500 };
     const email = uniqueEmail('private');
     const password = 'private-passphrase-42';
     const res = await h.admin('POST', '/api/v1/profile/', {
@@ -70,7 +70,8 @@ describe('workflow histories hold ciphertext only', () => {
       lastName: 'Privatova',
       customAttributes: { employeeNumber: 'EMP-SECRET-77' },
     });
-    // billing refuses Confirm: the attempt ends partially confirmed, with an activity failure in its history.
+    // billing refuses Confirm and then Cancel: the attempt ends partially confirmed; the refused Confirm is in the TCC
+    // step's result, the failed Cancel an activity failure in the history.
     expect(res.status).toBe(502);
     const userId = res.body.userId as string;
     const workflowId = provisioningWorkflowId(userId);
@@ -78,14 +79,15 @@ describe('workflow histories hold ciphertext only', () => {
     const stored = await historyText(h.client, workflowId);
     const hash = (await storedPasswordHash(h, userId))!;
     const appKeys = Object.values(h.config.ProvisioningApps).map((a) => a.ApiKey);
-    for (const secret of [email, 'Prudence', 'Privatova', 'EMP-SECRET-77', password, hash, ...appKeys, 'HTTP 503'])
+    for (const secret of [email, 'Prudence', 'Privatova', 'EMP-SECRET-77', password, hash, ...appKeys, 'HTTP 50'])
       expect(stored).not.toContain(secret);
     expect(stored).toContain(ENCRYPTED_ENCODING);
     // The failure's own message is a placeholder; the real one travels sealed.
     expect(stored).toContain('Encoded failure');
 
     const opened = await historyText(h.client, workflowId, codecOf(h.config));
-    for (const value of [email, 'Prudence', 'Privatova', 'EMP-SECRET-77', 'HTTP 503']) expect(opened).toContain(value);
+    for (const value of [email, 'Prudence', 'Privatova', 'EMP-SECRET-77', 'HTTP 503', 'HTTP 500'])
+      expect(opened).toContain(value);
     for (const secret of [password, hash, ...appKeys]) expect(opened).not.toContain(secret);
   });
 

@@ -4,7 +4,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import type { ProvisioningActivities } from '../../activities/provisioning';
 import type { TryVerdict } from '../../activities/provisioning/tcc-client';
-import { confirmInTurn, tryInTurn } from '../../activities/provisioning/rounds';
+import { tryThenConfirmInTurn } from '../../activities/provisioning/rounds';
 import { findTemporalTestServer } from '../../dev/temporal-cli';
 import type { UserProfile } from '../../store/users';
 import { createUserAndProvision } from '../../workflows/provisioning';
@@ -26,8 +26,8 @@ afterAll(async () => {
   await env?.teardown();
 });
 
-/** Faults of a whole step rather than of one app: the user deleted meanwhile, the Try step's own limit hit. */
-type StepFaults = { userGone?: boolean; tryStepFails?: boolean };
+/** Faults of a whole step rather than of one app: the user deleted meanwhile, the TCC step's own limit hit. */
+type StepFaults = { userGone?: boolean; tccStepFails?: boolean };
 
 function stubs(apps: Record<string, AppBehaviour>, faults: StepFaults) {
   const calls: string[] = [];
@@ -59,11 +59,10 @@ function stubs(apps: Record<string, AppBehaviour>, faults: StepFaults) {
         provisionedApps: [],
       });
     },
-    tryApps: (input) =>
-      faults.tryStepFails
+    tryThenConfirmApps: (input) =>
+      faults.tccStepFails
         ? Promise.reject(ApplicationFailure.nonRetryable('the worker stalled'))
-        : tryInTurn(input.apps, input.user, tryOne),
-    confirmApps: (input) => confirmInTurn(input.appIds, confirmOne),
+        : tryThenConfirmInTurn(input.apps, input.user, tryOne, confirmOne),
     recordAndFinish: (input) => {
       calls.push('recordAndFinish');
       if (faults.userGone && input.confirmedApps.length > 0) return Promise.resolve({ recorded: false as const });
@@ -199,8 +198,8 @@ describe('the provisioning state table, row by row', () => {
     expect(children.map((c) => c!.workflowType!.name)).toEqual(['deprovisionApps']);
   });
 
-  test('a Try step that fails as a whole (its backstop on a stalled worker) cancels every app, since any may have approved', async () => {
-    const run = await create({ a: {}, b: {} }, { tryStepFails: true });
+  test('a TCC step that fails as a whole (its backstop on a stalled worker) cancels every app, since any may have approved', async () => {
+    const run = await create({ a: {}, b: {} }, { tccStepFails: true });
     expect(run.outcome).toMatchObject({ status: 'rejected', appId: 'a', userDeleted: true });
     expect(run.outcome).toMatchObject({ reason: expect.stringContaining('the worker stalled') });
     expect(run.calls).toEqual(['createUser', 'cancel a', 'cancel b', 'deleteUser']);
@@ -208,14 +207,14 @@ describe('the provisioning state table, row by row', () => {
 });
 
 describe('the cost of an attempt', () => {
-  test('a creation is four workflow steps whatever the number of apps: first step, Try round, Confirm round, records', async () => {
+  test('a creation is three workflow steps whatever the number of apps: the user, the TCC calls, the records', async () => {
     const oneApp: Record<string, AppBehaviour> = { a: {} };
     for (const apps of [oneApp, { a: {}, b: {}, c: {}, d: {}, e: {} }]) {
       const run = await create(apps);
       expect(run.outcome).toMatchObject({ status: 'provisioned' });
       const history = await env.client.workflow.getHandle(run.workflowId).fetchHistory();
       const markers = history.events!.map((e) => e.markerRecordedEventAttributes?.markerName).filter(Boolean);
-      expect(markers.filter((name) => name === 'core_local_activity')).toHaveLength(4);
+      expect(markers.filter((name) => name === 'core_local_activity')).toHaveLength(3);
       expect(history.events!.filter((e) => e.workflowTaskCompletedEventAttributes)).toHaveLength(1);
     }
   });

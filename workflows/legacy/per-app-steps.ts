@@ -8,12 +8,12 @@ import type { CreationOutcome, ProvisioningOutcome, ProvisionScope } from '../pr
 import { assignedChanges, cancel, failureReason, type Ending, type TransactionResult } from '../transaction';
 
 /**
- * Attempts as runs started before PHASE_STEPS recorded them: one workflow step per app and call, the provision
+ * Attempts as runs started before TCC_ROUNDS recorded them: one workflow step per app and call, the provision
  * records one step each. A run of that build still in flight when this one rolls out replays this code; once none is
  * open (an attempt lasts minutes at most: `temporal workflow list --query 'ExecutionStatus="Running"'`), the
  * provisioning workflows can deprecate the patch and this module goes.
  */
-export const PHASE_STEPS = 'one-step-per-phase';
+export const TCC_ROUNDS = 'tcc-rounds-in-one-step';
 
 const store = proxyLocalActivities<ProvisioningActivities>(STORE);
 const tccCalls = proxyLocalActivities<ProvisioningActivities>(TCC_CALL);

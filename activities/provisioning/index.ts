@@ -58,6 +58,12 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
     return found;
   }
 
+  async function tryOne(found: ProvisioningApp, transactionId: string, user: UserProfile): Promise<TryVerdict> {
+    const verdict = await http.try(found, buildTryBody(transactionId, user));
+    if (!verdict.approved) log.info('Try not approved', { appId: found.appId, transactionId, reason: verdict.reason });
+    return verdict;
+  }
+
   /**
    * The apps this attempt must provision, in the provider's order, minus those the user already has (`provisioned`,
    * when the caller knows them: a user created this moment has none).
@@ -133,14 +139,7 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
     },
 
     async tryApp(input: { appId: string; transactionId: string; user: UserProfile }): Promise<TryVerdict> {
-      const verdict = await http.try(await app(input.appId), buildTryBody(input.transactionId, input.user));
-      if (!verdict.approved)
-        log.info('Try not approved', {
-          appId: input.appId,
-          transactionId: input.transactionId,
-          reason: verdict.reason,
-        });
-      return verdict;
+      return tryOne(await app(input.appId), input.transactionId, input.user);
     },
 
     /** The Confirm call alone; the workflow records the provision as its own step once the app confirmed. */
@@ -195,11 +194,14 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
      */
     async tryThenConfirmApps(input: { apps: AppRef[]; transactionId: string; user: UserProfile }): Promise<TccRounds> {
       const { apps: appRefs, transactionId, user } = input;
+      // Each app is looked up once for both its calls (the store-backed provider reads and unseals it).
+      const found = new Map<string, ProvisioningApp>();
+      const lookUp = async (appId: string) => found.get(appId) ?? found.set(appId, await app(appId)).get(appId)!;
       return tryThenConfirmInTurn(
         appRefs,
         user,
-        (appId, seen) => activities.tryApp({ appId, transactionId, user: seen }),
-        (appId) => activities.confirmApp({ appId, transactionId, userId: user.userId }),
+        async (appId, seen) => tryOne(await lookUp(appId), transactionId, seen),
+        async (appId) => http.confirm(await lookUp(appId), transactionId),
       );
     },
 

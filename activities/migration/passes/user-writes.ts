@@ -4,7 +4,7 @@ import type { Db } from '../../../store/database';
 import { copyUnlessAnyExists } from '../../../store/insert-new';
 import { jsonRows } from '../../../store/json-rows';
 import type { NewUserRow } from '../../../store/schema';
-import { IN_LIST_LIMIT, type PageResult } from '../types';
+import type { PageResult } from '../types';
 
 /** The users columns the migration writes, in COPY order. */
 export const USER_COLUMNS = [
@@ -205,47 +205,24 @@ async function createCarefully(ctx: WriteContext, rows: MigratedUser[], page: Pa
 
 /**
  * Users migrated before the sign-in state was carried over (both flags off, as the schema change left them) gain it
- * from the source: two-step sign-in and a confirmed e-mail that the source has on are switched on. Only ever on, so
- * a re-run changes nothing and the service's own changes stay; a CreateOnly run never reads existing users otherwise.
+ * from the source: two-step sign-in and a confirmed e-mail that the source has on are switched on. Only ever on, so a
+ * re-run changes nothing and the service's own changes stay; a CreateOnly run never reads existing users otherwise.
+ * `flagged`: the page's existing users whose source row has either flag on, all that needs reading and sending.
  */
-export async function backfillSignInFlags(ctx: WriteContext, existingIds: string[]): Promise<void> {
-  if (existingIds.length === 0) return;
-  const stale = await ctx.target
-    .selectFrom('users')
-    .select('id')
-    .where('id', '=', anyOf(existingIds))
-    .where('migration_version', 'is not', null)
-    .where('two_factor_enabled', '=', false)
-    .where('email_confirmed', '=', false)
-    .execute();
-  if (stale.length === 0) return;
-  const flagged = [];
-  // An IN list within SQL Server's parameter limit.
-  for (let i = 0; i < stale.length; i += IN_LIST_LIMIT)
-    flagged.push(
-      ...(await ctx.source
-        .selectFrom('AspNetUsers')
-        .select(['Id', 'TwoFactorEnabled', 'EmailConfirmed'])
-        .where(
-          'Id',
-          'in',
-          stale.slice(i, i + IN_LIST_LIMIT).map((u) => u.id),
-        )
-        .where((eb) => eb.or([eb('TwoFactorEnabled', '=', true), eb('EmailConfirmed', '=', true)]))
-        .execute()),
-    );
+export async function backfillSignInFlags(
+  ctx: WriteContext,
+  flagged: Array<{ id: string; two_factor_enabled: boolean; email_confirmed: boolean }>,
+): Promise<void> {
   if (flagged.length === 0) return;
-  const rows = flagged.map((u) => ({
-    id: u.Id,
-    two_factor_enabled: Boolean(u.TwoFactorEnabled),
-    email_confirmed: Boolean(u.EmailConfirmed),
-  }));
   await sql`
     update users set
       two_factor_enabled = users.two_factor_enabled or source.two_factor_enabled,
       email_confirmed = users.email_confirmed or source.email_confirmed
-    from (${jsonRows('users', ['id', 'two_factor_enabled', 'email_confirmed'], rows)}) as source
-    where users.id = source.id`.execute(ctx.target);
+    from (${jsonRows('users', ['id', 'two_factor_enabled', 'email_confirmed'], flagged)}) as source
+    where users.id = source.id
+      and users.migration_version is not null
+      and not users.two_factor_enabled
+      and not users.email_confirmed`.execute(ctx.target);
 }
 
 /** Upsert: every duplicate is found first, because `on conflict (id) do update` cannot skip a clash on another key. */

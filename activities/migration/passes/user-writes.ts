@@ -207,22 +207,38 @@ async function createCarefully(ctx: WriteContext, rows: MigratedUser[], page: Pa
  * Users migrated before the sign-in state was carried over (both flags off, as the schema change left them) gain it
  * from the source: two-step sign-in and a confirmed e-mail that the source has on are switched on. Only ever on, so a
  * re-run changes nothing and the service's own changes stay; a CreateOnly run never reads existing users otherwise.
- * `flagged`: the page's existing users whose source row has either flag on, all that needs reading and sending.
+ * The target names the page's users with both flags off; only when there are any are the source's flagged users of
+ * the page read (`readFlagged`), and only users in both are written.
  */
 export async function backfillSignInFlags(
   ctx: WriteContext,
-  flagged: Array<{ id: string; two_factor_enabled: boolean; email_confirmed: boolean }>,
+  existingIds: string[],
+  readFlagged: () => Promise<Array<{ Id: string; TwoFactorEnabled: boolean | null; EmailConfirmed: boolean | null }>>,
 ): Promise<void> {
-  if (flagged.length === 0) return;
+  if (existingIds.length === 0) return;
+  // One key probe per id of the page (`offset 0` keeps the subquery from being planned as a join): `id = any(…)` or a
+  // join of a whole page is planned as a scan of every user.
+  const stale = await sql<{ id: string }>`
+    select page.id from unnest(${existingIds}::text[]) as page(id)
+    where exists (
+      select from users where users.id = page.id and users.migration_version is not null
+        and not users.two_factor_enabled and not users.email_confirmed offset 0)`.execute(ctx.target);
+  if (stale.rows.length === 0) return;
+  const staleIds = new Set(stale.rows.map((u) => u.id));
+  const rows = (await readFlagged())
+    .filter((u) => staleIds.has(u.Id))
+    .map((u) => ({
+      id: u.Id,
+      two_factor_enabled: Boolean(u.TwoFactorEnabled),
+      email_confirmed: Boolean(u.EmailConfirmed),
+    }));
+  if (rows.length === 0) return;
   await sql`
     update users set
       two_factor_enabled = users.two_factor_enabled or source.two_factor_enabled,
       email_confirmed = users.email_confirmed or source.email_confirmed
-    from (${jsonRows('users', ['id', 'two_factor_enabled', 'email_confirmed'], flagged)}) as source
-    where users.id = source.id
-      and users.migration_version is not null
-      and not users.two_factor_enabled
-      and not users.email_confirmed`.execute(ctx.target);
+    from (${jsonRows('users', ['id', 'two_factor_enabled', 'email_confirmed'], rows)}) as source
+    where users.id = source.id`.execute(ctx.target);
 }
 
 /** Upsert: every duplicate is found first, because `on conflict (id) do update` cannot skip a clash on another key. */

@@ -27,24 +27,19 @@ export const usersPass: Pass = async ({ source, target, options }, cursor, until
     }>`select u.id from unnest(${ids}::text[]) as u(id) where not ${userExists(sql.ref('u.id'))}`.execute(target);
     wanted = new Set(missing.rows.map((r) => r.id));
     page.skipped += ids.length - wanted.size;
-    // Only source users with a sign-in flag on can have one to carry over: one range read finds them.
-    const flagged = await withinUserPage(
-      source
-        .selectFrom('AspNetUsers')
-        .select(['Id', 'TwoFactorEnabled', 'EmailConfirmed'])
-        .where((eb) => eb.or([eb('TwoFactorEnabled', '=', true), eb('EmailConfirmed', '=', true)])),
-      { after, until: last },
-      options.pageSize,
-    ).execute();
     await backfillSignInFlags(
       { source, target, version: options.version },
-      flagged
-        .filter((u) => !wanted.has(u.Id))
-        .map((u) => ({
-          id: u.Id,
-          two_factor_enabled: Boolean(u.TwoFactorEnabled),
-          email_confirmed: Boolean(u.EmailConfirmed),
-        })),
+      ids.filter((id) => !wanted.has(id)),
+      // Only source users with a sign-in flag on have one to carry over: one range read of the page finds them.
+      () =>
+        withinUserPage(
+          source
+            .selectFrom('AspNetUsers')
+            .select(['Id', 'TwoFactorEnabled', 'EmailConfirmed'])
+            .where((eb) => eb.or([eb('TwoFactorEnabled', '=', true), eb('EmailConfirmed', '=', true)])),
+          { after, until: last },
+          options.pageSize,
+        ).execute(),
     );
     if (wanted.size === 0) return page;
   }

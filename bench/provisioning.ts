@@ -25,6 +25,9 @@ import {
 } from './stats';
 import { installTemporalRuntime } from '../observability/temporal-runtime';
 
+/** The processes besides this one whose CPU time a creation costs: the Temporal dev server and PostgreSQL's backends. */
+const OTHER_PROCESSES = ['temporal', 'postgres'];
+
 /**
  * `npm run bench:provisioning [-- --users 500 --concurrency 16 --serial 100]`: user creations through the HTTP API
  * (API + worker in this process, as `npm start` runs them) against three loopback apps that approve at once, and in
@@ -38,9 +41,6 @@ import { installTemporalRuntime } from '../observability/temporal-runtime';
  * Results are JSON lines on standard error, the last with the ratios the targets are set in; the service's own log lines
  * go to standard output as `npm start` writes them (`> /dev/null` keeps only the results).
  */
-/** The processes besides this one whose CPU time a creation costs: the Temporal dev server and PostgreSQL's backends. */
-const OTHER_PROCESSES = ['temporal', 'postgres'];
-
 async function main(): Promise<void> {
   const users = numberArg('users', 500);
   const concurrency = numberArg('concurrency', 16);

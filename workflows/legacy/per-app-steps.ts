@@ -11,7 +11,8 @@ import { assignedChanges, cancel, failureReason, type Ending, type TransactionRe
  * Attempts as runs started before TCC_ROUNDS recorded them: one workflow step per app and call, the provision
  * records one step each. A run of that build still in flight when this one rolls out replays this code; once none is
  * open (an attempt lasts minutes at most: `temporal workflow list --query 'ExecutionStatus="Running"'`), the
- * provisioning workflows can deprecate the patch and this module goes.
+ * provisioning workflows can deprecate the patch and this module goes, with the activities only it calls (createUser,
+ * loadUser, resolveApps, tryApp, confirmApp, recordProvision, finishProvisioning) and the policy tryCall.
  */
 export const TCC_ROUNDS = 'tcc-rounds-in-one-step';
 

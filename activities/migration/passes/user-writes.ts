@@ -5,6 +5,7 @@ import { copyUnlessAnyExists } from '../../../store/insert-new';
 import { jsonRows } from '../../../store/json-rows';
 import type { NewUserRow } from '../../../store/schema';
 import type { PageResult } from '../types';
+import { withinUserPage, type UserPageBounds } from '../user-pages';
 
 /** The users columns the migration writes, in COPY order. */
 export const USER_COLUMNS = [
@@ -207,13 +208,14 @@ async function createCarefully(ctx: WriteContext, rows: MigratedUser[], page: Pa
  * Users migrated before the sign-in state was carried over (both flags off, as the schema change left them) gain it
  * from the source: two-step sign-in and a confirmed e-mail that the source has on are switched on. Only ever on, so a
  * re-run changes nothing and the service's own changes stay; a CreateOnly run never reads existing users otherwise.
- * The target names the page's users with both flags off; only when there are any are the source's flagged users of
- * the page read (`readFlagged`), and only users in both are written.
+ * The target names the page's users with both flags off; only when there are any are the source's users of the page
+ * (`bounds`) with a flag on read, in one range read, and only users in both are written.
  */
 export async function backfillSignInFlags(
   ctx: WriteContext,
   existingIds: string[],
-  readFlagged: () => Promise<Array<{ Id: string; TwoFactorEnabled: boolean | null; EmailConfirmed: boolean | null }>>,
+  bounds: UserPageBounds,
+  pageSize: number,
 ): Promise<void> {
   if (existingIds.length === 0) return;
   // One key probe per id of the page (`offset 0` keeps the subquery from being planned as a join): `id = any(…)` or a
@@ -225,7 +227,15 @@ export async function backfillSignInFlags(
         and not users.two_factor_enabled and not users.email_confirmed offset 0)`.execute(ctx.target);
   if (stale.rows.length === 0) return;
   const staleIds = new Set(stale.rows.map((u) => u.id));
-  const rows = (await readFlagged())
+  const flagged = await withinUserPage(
+    ctx.source
+      .selectFrom('AspNetUsers')
+      .select(['Id', 'TwoFactorEnabled', 'EmailConfirmed'])
+      .where((eb) => eb.or([eb('TwoFactorEnabled', '=', true), eb('EmailConfirmed', '=', true)])),
+    bounds,
+    pageSize,
+  ).execute();
+  const rows = flagged
     .filter((u) => staleIds.has(u.Id))
     .map((u) => ({
       id: u.Id,

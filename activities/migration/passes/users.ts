@@ -30,16 +30,8 @@ export const usersPass: Pass = async ({ source, target, options }, cursor, until
     await backfillSignInFlags(
       { source, target, version: options.version },
       ids.filter((id) => !wanted.has(id)),
-      // Only source users with a sign-in flag on have one to carry over: one range read of the page finds them.
-      () =>
-        withinUserPage(
-          source
-            .selectFrom('AspNetUsers')
-            .select(['Id', 'TwoFactorEnabled', 'EmailConfirmed'])
-            .where((eb) => eb.or([eb('TwoFactorEnabled', '=', true), eb('EmailConfirmed', '=', true)])),
-          { after, until: last },
-          options.pageSize,
-        ).execute(),
+      { after, until: last },
+      options.pageSize,
     );
     if (wanted.size === 0) return page;
   }

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from './database';
-import { normalize } from './users';
+import { normalize, PROFILE_COLUMNS } from './users';
 
 /** What sign-in reads of a user: identity, credential and the ASP.NET Identity sign-in state. */
 export function findSignInUser(db: Db, email: string) {
@@ -18,13 +18,8 @@ export function findClaimsUser(db: Db, userId: string) {
   return db
     .selectFrom('users')
     .select([
-      'id',
-      'email',
+      ...PROFILE_COLUMNS,
       'email_confirmed',
-      'first_name',
-      'last_name',
-      'organization_id',
-      'custom_attributes',
       (eb) =>
         eb.fn
           .coalesce(

@@ -27,7 +27,8 @@ export class DuplicateUserError extends Error {
   readonly code = 'DUPLICATE_USER';
 }
 
-const PROFILE_COLUMNS = [
+/** The columns a user's profile is read from. */
+export const PROFILE_COLUMNS = [
   'id',
   'email',
   'first_name',

@@ -5,6 +5,7 @@ import { STORE } from './activity-policies';
 import { deprovisionInBackground } from './background';
 import type { Trigger } from './ids';
 import * as legacy from './legacy/per-app-steps';
+import { deleteRefusedUser } from './refused-creation';
 import { recordOutcome } from './search-attributes';
 import { runTransaction, type TransactionResult } from './transaction';
 
@@ -64,12 +65,7 @@ async function createAndProvision(
       appIds: input.appIds,
     });
     if (created.status === 'duplicate') return created;
-    const outcome = await provision(created.user, created);
-    if (outcome.status === 'rejected' || outcome.status === 'unknown-apps') {
-      await store.deleteUser(created.user.userId);
-      return { ...outcome, userDeleted: true };
-    }
-    return outcome;
+    return deleteRefusedUser(created.user.userId, await provision(created.user, created));
   } finally {
     // The stashed hash is read, not taken, by the first step (a replay must find it again), so the attempt's last
     // step removes it, whatever the ending.

@@ -65,6 +65,13 @@ function scimResourceRoutes(type: 'Users' | 'Groups', input: z.ZodType, creates:
     attributes: z.string().max(2000).optional(),
     excludedAttributes: z.string().max(2000).optional(),
   });
+  // What a replace or a modification of one resource can be refused with.
+  const changeRefusals = {
+    404: 'No such resource',
+    409: 'The userName or e-mail is taken',
+    412: 'The If-Match version is not the current one',
+    422: USER_ANSWERS[422],
+  };
   return [
     { ...scim, method: 'get', path: base, summary: `List or filter ${type}`, query, answers: { 200: scimList } },
     {
@@ -98,13 +105,7 @@ function scimResourceRoutes(type: 'Users' | 'Groups', input: z.ZodType, creates:
       summary: `Replace one of ${type}`,
       body: input,
       workflow: type === 'Users',
-      answers: {
-        200: scimResource('Replaced'),
-        404: 'No such resource',
-        409: 'The userName or e-mail is taken',
-        412: 'The If-Match version is not the current one',
-        422: USER_ANSWERS[422],
-      },
+      answers: { 200: scimResource('Replaced'), ...changeRefusals },
     },
     {
       ...scim,
@@ -113,14 +114,7 @@ function scimResourceRoutes(type: 'Users' | 'Groups', input: z.ZodType, creates:
       summary: `Modify one of ${type} (RFC 7644 §3.5.2)`,
       body: z.looseObject({ schemas: z.array(z.string()), Operations: z.array(z.looseObject({ op: z.string() })) }),
       workflow: type === 'Users',
-      answers: {
-        200: scimResource('Modified'),
-        204: 'Modified',
-        404: 'No such resource',
-        409: 'The userName or e-mail is taken',
-        412: 'The If-Match version is not the current one',
-        422: USER_ANSWERS[422],
-      },
+      answers: { 200: scimResource('Modified'), 204: 'Modified', ...changeRefusals },
     },
     {
       ...scim,

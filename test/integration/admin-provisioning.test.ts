@@ -77,22 +77,14 @@ describe('admin user creation provisions into every configured app', () => {
     expect(Object.keys(bare.body as object).sort()).toEqual(['email', 'transactionId', 'userId']);
     expect(bare.body).toMatchObject({ email, userId: res.body.userId, transactionId: expect.any(String) });
 
-    const full = await h.admin('POST', '/api/v1/profile/', {
-      email: uniqueEmail('full'),
-      firstName: 'Fay',
-      lastName: 'Full',
-      organizationId: 'org-1',
-      customAttributes: { tier: 'gold' },
-    });
+    const profile = { firstName: 'Fay', lastName: 'Full', organizationId: 'org-1', customAttributes: { tier: 'gold' } };
+    const full = await h.admin('POST', '/api/v1/profile/', { email: uniqueEmail('full'), ...profile });
     const [fullTry] = tryCalls('crm', full.body.userId);
     expect(fullTry.body).toEqual({
       transactionId: expect.any(String),
       userId: full.body.userId,
       email: full.body.email,
-      firstName: 'Fay',
-      lastName: 'Full',
-      organizationId: 'org-1',
-      customAttributes: { tier: 'gold' },
+      ...profile,
     });
 
     for (const appId of ['crm', 'billing', 'wiki']) {

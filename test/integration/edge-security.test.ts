@@ -4,7 +4,7 @@ import { Client, Connection } from '@temporalio/client';
 import { createDb, migrateToLatest, type Db } from '../../store/database';
 import { createScimToken } from '../../store/scim-tokens';
 import { insertUser } from '../../store/users';
-import { ADMIN_KEY, TEST_DATA_PROTECTION_KEY, TEST_PAYLOAD_KEY_ENV, uniqueEmail } from '../support/harness';
+import { ADMIN_KEY, serviceProcessEnv, stopAfterAll, uniqueEmail } from '../support/harness';
 import { spawnService, waitForOutput, type ServiceProcess } from '../support/service-process';
 
 /**
@@ -21,14 +21,8 @@ let scimToken: string;
 let userId: string;
 
 const serviceEnv = (extra: Record<string, string> = {}) => ({
-  DATABASE_URL: process.env.TEST_DATABASE_URL!,
-  TEMPORAL_ADDRESS: process.env.TEST_TEMPORAL_ADDRESS!,
+  ...serviceProcessEnv(taskQueue),
   PORT: '0',
-  Auth__AdminApiKeys: ADMIN_KEY,
-  DataProtection__Keys__0__Id: 'test',
-  DataProtection__Keys__0__Key: TEST_DATA_PROTECTION_KEY,
-  ...TEST_PAYLOAD_KEY_ENV,
-  Temporal__TaskQueue: taskQueue,
   Provisioning__AppProvider: 'Store',
   Api__PublicUrl: PUBLIC_URL,
   ...extra,
@@ -54,10 +48,7 @@ beforeAll(async () => {
   api = spawnService('api/server.ts', serviceEnv());
   url = (await waitForOutput(api, /api: listening on (http:\/\/\S+)/))[1];
 });
-afterAll(async () => {
-  await api?.stop();
-  await db?.destroy();
-});
+stopAfterAll(() => [api, db]);
 
 async function send(
   method: string,

@@ -1,39 +1,26 @@
-import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { startDownstreamApp, type RunningDownstreamApp } from '../../examples/downstream-app/app';
 import { freePort } from '../../dev/ports';
 import { createLogger } from '../../observability/logger';
-import { ADMIN_KEY, standaloneServiceEnv, uniqueEmail } from '../support/harness';
+import { ADMIN_KEY, uniqueEmail, useStandaloneService } from '../support/harness';
 import { spawnService, waitForOutput, type ServiceProcess } from '../support/service-process';
 
 // The API and the worker as operators run them (`npm run api`, `npm run worker`): separate processes, each with its
 // own /metrics, JSON log lines on standard output (not a terminal), the Temporal SDK's metrics on a second port.
-const APP_KEY = `app-key-${randomUUID()}`;
-let app: RunningDownstreamApp;
-let api: ServiceProcess;
-let worker: ServiceProcess;
 let apiUrl: string;
 const ports = { api: 0, worker: 0, temporal: 0 };
 
-beforeAll(async () => {
-  app = await startDownstreamApp({ apiKey: APP_KEY });
+const service = useStandaloneService(async (env) => {
   [ports.api, ports.worker, ports.temporal] = [await freePort(), await freePort(), await freePort()];
-  const env = standaloneServiceEnv(app.url, APP_KEY);
-  worker = spawnService('workers/worker.ts', {
+  const worker = spawnService('workers/worker.ts', {
     ...env,
     Metrics__Port: String(ports.worker),
     Metrics__TemporalPort: String(ports.temporal),
   });
-  api = spawnService('api/server.ts', { ...env, PORT: '0', Metrics__Port: String(ports.api) });
+  const api = spawnService('api/server.ts', { ...env, PORT: '0', Metrics__Port: String(ports.api) });
   apiUrl = (await waitForOutput(api, /api: listening on (http:\/\/\S+?)[ "]/))[1];
   await waitForOutput(worker, /worker: polling task queues/);
   await waitForOutput(worker, /worker metrics on/);
-}, 90_000);
-
-afterAll(async () => {
-  await api?.stop();
-  await worker?.stop();
-  await app?.close();
+  return { api, worker };
 });
 
 /** The JSON lines a process printed, parsed. */
@@ -66,8 +53,8 @@ describe('a provisioning request through separate API and worker processes', () 
     expect(created.status).toBe(201);
     expect(created.headers.get('x-request-id')).toBe('ops-req-1');
     // The line is written when the answer has been sent, which may be after the client has read it.
-    await waitForOutput(api, /"reqId":"ops-req-1"/);
-    const access = lines(api).filter((line) => line.reqId === 'ops-req-1');
+    await waitForOutput(service.api, /"reqId":"ops-req-1"/);
+    const access = lines(service.api).filter((line) => line.reqId === 'ops-req-1');
     expect(access).toEqual([
       expect.objectContaining({
         level: 30,
@@ -84,12 +71,13 @@ describe('a provisioning request through separate API and worker processes', () 
     const res = await fetch(`${apiUrl}/healthz`, { headers: { 'x-request-id': 'no spaces or <tags> allowed' } });
     const id = res.headers.get('x-request-id');
     expect(id).toMatch(/^[0-9a-f-]{36}$/);
-    await waitForOutput(api, new RegExp(`"reqId":"${id}"`));
+    await waitForOutput(service.api, new RegExp(`"reqId":"${id}"`));
   });
 
   test('no log line of either process holds the e-mail, the password, the admin key or the app key', () => {
-    for (const output of [api.output(), worker.output()]) {
-      for (const secret of [email, 'a long enough password', ADMIN_KEY, APP_KEY]) expect(output).not.toContain(secret);
+    for (const output of [service.api.output(), service.worker.output()]) {
+      for (const secret of [email, 'a long enough password', ADMIN_KEY, service.appKey])
+        expect(output).not.toContain(secret);
     }
   });
 
@@ -119,15 +107,16 @@ describe('a provisioning request through separate API and worker processes', () 
 });
 
 test('start-up lists the configured apps by id and host (never the key) and every URL served', () => {
-  const host = new URL(app.url).host;
-  for (const output of [api.output(), worker.output()]) expect(output).toContain(`provisioning apps: crm (${host})`);
-  expect(api.output()).toContain(`API reference ${apiUrl}/docs, OpenAPI document ${apiUrl}/openapi.json`);
-  expect(api.output()).toContain(`api: metrics on http://127.0.0.1:${ports.api}/metrics`);
-  expect(worker.output()).toContain(`worker: metrics on http://127.0.0.1:${ports.worker}/metrics`);
+  const host = new URL(service.app.url).host;
+  for (const output of [service.api.output(), service.worker.output()])
+    expect(output).toContain(`provisioning apps: crm (${host})`);
+  expect(service.api.output()).toContain(`API reference ${apiUrl}/docs, OpenAPI document ${apiUrl}/openapi.json`);
+  expect(service.api.output()).toContain(`api: metrics on http://127.0.0.1:${ports.api}/metrics`);
+  expect(service.worker.output()).toContain(`worker: metrics on http://127.0.0.1:${ports.worker}/metrics`);
 });
 
 test('the Temporal SDK logs through the same JSON logger', () => {
-  expect(lines(worker).some((line) => line.sdk === 'temporal')).toBe(true);
+  expect(lines(service.worker).some((line) => line.sdk === 'temporal')).toBe(true);
 });
 
 test('secret-bearing fields are redacted wherever they sit in a logged object', () => {

@@ -28,6 +28,9 @@ const scim: Harness['request'] = (method, path, body, headers = {}) =>
     ...(body === undefined ? {} : { 'content-type': SCIM_JSON }),
     ...headers,
   });
+/** A SCIM PATCH (RFC 7644 §3.5.2) of these operations. */
+const patch = (path: string, operations: object[]) =>
+  scim('PATCH', path, { schemas: [PATCH_OP], Operations: operations });
 
 const filter = (expression: string) => `/Users?filter=${encodeURIComponent(expression)}`;
 /** The ids of a list response's resources, in order. */
@@ -129,10 +132,7 @@ describe('SCIM client flow as Okta runs it', () => {
     expect(found.body.totalResults).toBe(1);
     expect(found.body.Resources[0].id).toBe(id);
 
-    const deactivated = await scim('PATCH', `/Users/${id}`, {
-      schemas: [PATCH_OP],
-      Operations: [{ op: 'replace', value: { active: false } }],
-    });
+    const deactivated = await patch(`/Users/${id}`, [{ op: 'replace', value: { active: false } }]);
     expect(deactivated.status).toBe(200);
     expect(deactivated.body.active).toBe(false);
     expect(await listProvisionedApps(h.context.db, id)).toEqual([]);
@@ -144,10 +144,7 @@ describe('SCIM client flow as Okta runs it', () => {
     expect(stillListed.body.Resources[0]).toMatchObject({ id, active: false });
 
     // Entra sends the boolean as a string.
-    const reactivated = await scim('PATCH', `/Users/${id}`, {
-      schemas: [PATCH_OP],
-      Operations: [{ op: 'Replace', path: 'active', value: 'True' }],
-    });
+    const reactivated = await patch(`/Users/${id}`, [{ op: 'Replace', path: 'active', value: 'True' }]);
     expect(reactivated.status).toBe(200);
     expect(reactivated.body.active).toBe(true);
     expect(await listProvisionedApps(h.context.db, id)).toEqual(['billing', 'crm']);
@@ -254,17 +251,13 @@ describe('SCIM /Users', () => {
     const read = async () => ({ password_hash: await storedPasswordHash(h, created.body.id) });
     const before = (await read()).password_hash!;
     expectScimError(
-      await scim('PATCH', `/Users/${created.body.id}`, {
-        schemas: [PATCH_OP],
-        Operations: [{ op: 'replace', path: 'password', value: 'x' }],
-      }),
+      await patch(`/Users/${created.body.id}`, [{ op: 'replace', path: 'password', value: 'x' }]),
       400,
       'invalidValue',
     );
-    const changed = await scim('PATCH', `/Users/${created.body.id}`, {
-      schemas: [PATCH_OP],
-      Operations: [{ op: 'replace', path: 'password', value: 'Brand-new-passphrase-1' }],
-    });
+    const changed = await patch(`/Users/${created.body.id}`, [
+      { op: 'replace', path: 'password', value: 'Brand-new-passphrase-1' },
+    ]);
     expect(changed.status).toBe(200);
     expect(JSON.stringify(changed.body)).not.toContain('Brand-new-passphrase-1');
     const after = (await read()).password_hash!;
@@ -278,7 +271,7 @@ describe('SCIM /Users', () => {
     expectScimError(await scim('GET', filter('userName co "a"')), 400, 'invalidFilter');
     expectScimError(await scim('GET', filter('nickName eq "a"')), 400, 'invalidFilter');
     expectScimError(await scim('GET', '/Users/does-not-exist'), 404);
-    expectScimError(await scim('PATCH', '/Users/does-not-exist', { schemas: [PATCH_OP], Operations: [] }), 404);
+    expectScimError(await patch('/Users/does-not-exist', []), 404);
     const notJson = await h.request('POST', '/scim/v2/Users', '{"userName":', {
       authorization: `Bearer ${token}`,
       'content-type': SCIM_JSON,
@@ -309,13 +302,10 @@ describe('SCIM /Groups', () => {
     const listed = await scim('GET', `/Groups?filter=${encodeURIComponent(`displayName eq "${name.toLowerCase()}"`)}`);
     expect(idsOf(listed)).toEqual([id]);
 
-    const patched = await scim('PATCH', `/Groups/${id}`, {
-      schemas: [PATCH_OP],
-      Operations: [
-        { op: 'add', path: 'members', value: [{ value: bob.body.id }] },
-        { op: 'remove', path: `members[value eq "${alice.body.id}"]` },
-      ],
-    });
+    const patched = await patch(`/Groups/${id}`, [
+      { op: 'add', path: 'members', value: [{ value: bob.body.id }] },
+      { op: 'remove', path: `members[value eq "${alice.body.id}"]` },
+    ]);
     expect(patched.status).toBe(200);
     expect(patched.body.members.map((m: { value: string }) => m.value)).toEqual([bob.body.id]);
 
@@ -357,25 +347,18 @@ describe('SCIM as Microsoft Entra ID sends it', () => {
       members: [carol, dan, erin].map((u) => ({ value: u.body.id })),
     });
     const id = created.body.id;
-    const removed = await scim('PATCH', `/Groups/${id}`, {
-      schemas: [PATCH_OP],
-      Operations: [{ op: 'Remove', path: 'members', value: [{ $ref: null, value: dan.body.id }] }],
-    });
+    const removed = await patch(`/Groups/${id}`, [
+      { op: 'Remove', path: 'members', value: [{ $ref: null, value: dan.body.id }] },
+    ]);
     expect(removed.status).toBe(200);
     expect(removed.body.members.map((m: { value: string }) => m.value).sort()).toEqual(
       [carol.body.id, erin.body.id].sort(),
     );
-    const all = await scim('PATCH', `/Groups/${id}`, {
-      schemas: [PATCH_OP],
-      Operations: [{ op: 'remove', path: 'members' }],
-    });
+    const all = await patch(`/Groups/${id}`, [{ op: 'remove', path: 'members' }]);
     expect(all.status).toBe(200);
     expect(all.body.members ?? []).toEqual([]);
     expectScimError(
-      await scim('PATCH', `/Groups/${id}`, {
-        schemas: [PATCH_OP],
-        Operations: [{ op: 'Remove', path: 'members', value: [{ display: 'no id' }] }],
-      }),
+      await patch(`/Groups/${id}`, [{ op: 'Remove', path: 'members', value: [{ display: 'no id' }] }]),
       400,
       'invalidValue',
     );
@@ -452,8 +435,7 @@ describe('SCIM as Microsoft Entra ID sends it', () => {
 
   test('PATCH remove: a removed name is absent afterwards; active and emails cannot be removed and say so', async () => {
     const user = (await scim('POST', '/Users', oktaUser(uniqueEmail('e-heidi')))).body;
-    const remove = (path: string) =>
-      scim('PATCH', `/Users/${user.id}`, { schemas: [PATCH_OP], Operations: [{ op: 'remove', path }] });
+    const remove = (path: string) => patch(`/Users/${user.id}`, [{ op: 'remove', path }]);
     const nameless = await remove('name');
     expect(nameless.status).toBe(200);
     expect(nameless.body).not.toHaveProperty('name');
@@ -505,14 +487,11 @@ describe('SCIM as Microsoft Entra ID sends it', () => {
     const byNumber = await scim('GET', filter(`${ENTERPRISE}:employeeNumber eq "E-100"`));
     expect(idsOf(byNumber)).toEqual([id]);
 
-    const patched = await scim('PATCH', `/Users/${id}`, {
-      schemas: [PATCH_OP],
-      Operations: [
-        { op: 'Replace', path: `${ENTERPRISE}:department`, value: 'Marketing' },
-        { op: 'Add', path: `${ENTERPRISE}:manager`, value: nextManager.id },
-        { op: 'Replace', path: 'displayName', value: 'Ivan E.' },
-      ],
-    });
+    const patched = await patch(`/Users/${id}`, [
+      { op: 'Replace', path: `${ENTERPRISE}:department`, value: 'Marketing' },
+      { op: 'Add', path: `${ENTERPRISE}:manager`, value: nextManager.id },
+      { op: 'Replace', path: 'displayName', value: 'Ivan E.' },
+    ]);
     expect(patched.status).toBe(200);
     expect(patched.body[ENTERPRISE]).toMatchObject({
       employeeNumber: 'E-100',
@@ -522,18 +501,12 @@ describe('SCIM as Microsoft Entra ID sends it', () => {
 
     const group = (await scim('POST', '/Groups', { schemas: [GROUP], displayName: `Entra seq ${Date.now()}` })).body;
     const member = (op: string) =>
-      scim('PATCH', `/Groups/${group.id}`, {
-        schemas: [PATCH_OP],
-        Operations: [{ op, path: 'members', value: [{ $ref: null, value: id }] }],
-      });
+      patch(`/Groups/${group.id}`, [{ op, path: 'members', value: [{ $ref: null, value: id }] }]);
     expect((await member('Add')).body.members.map((m: { value: string }) => m.value)).toEqual([id]);
     expect((await scim('GET', `/Groups/${group.id}?excludedAttributes=members`)).body).not.toHaveProperty('members');
     expect((await member('Remove')).body.members ?? []).toEqual([]);
 
-    const disabled = await scim('PATCH', `/Users/${id}`, {
-      schemas: [PATCH_OP],
-      Operations: [{ op: 'Replace', path: 'active', value: 'False' }],
-    });
+    const disabled = await patch(`/Users/${id}`, [{ op: 'Replace', path: 'active', value: 'False' }]);
     expect(disabled.body.active).toBe(false);
     expect((await scim('DELETE', `/Users/${id}`)).status).toBe(204);
     // The spec's soft-delete: still there, inactive.
@@ -554,10 +527,9 @@ describe('SCIM as Microsoft Entra ID sends it', () => {
     const work = uniqueEmail('e-judy');
     const home = uniqueEmail('e-judy-home');
     const user = (await scim('POST', '/Users', oktaUser(work))).body;
-    const added = await scim('PATCH', `/Users/${user.id}`, {
-      schemas: [PATCH_OP],
-      Operations: [{ op: 'add', path: 'emails', value: [{ value: home, type: 'home' }] }],
-    });
+    const added = await patch(`/Users/${user.id}`, [
+      { op: 'add', path: 'emails', value: [{ value: home, type: 'home' }] },
+    ]);
     expect(added.status).toBe(200);
     expect(added.body.emails).toEqual([
       { value: work, type: 'work', primary: true },
@@ -567,19 +539,16 @@ describe('SCIM as Microsoft Entra ID sends it', () => {
     expect((await scim('GET', filter(`emails[type eq "home" and value eq "${home}"]`))).body.totalResults).toBe(1);
 
     // The home address becomes primary: it is now the user's e-mail, the work one stays as sent.
-    const replaced = await scim('PATCH', `/Users/${user.id}`, {
-      schemas: [PATCH_OP],
-      Operations: [
-        {
-          op: 'replace',
-          path: 'emails',
-          value: [
-            { value: work, type: 'work', primary: false },
-            { value: home, type: 'home', primary: true },
-          ],
-        },
-      ],
-    });
+    const replaced = await patch(`/Users/${user.id}`, [
+      {
+        op: 'replace',
+        path: 'emails',
+        value: [
+          { value: work, type: 'work', primary: false },
+          { value: home, type: 'home', primary: true },
+        ],
+      },
+    ]);
     expect(replaced.body.emails).toEqual([
       { value: work, type: 'work' },
       { value: home, type: 'home', primary: true },
@@ -587,27 +556,14 @@ describe('SCIM as Microsoft Entra ID sends it', () => {
     const profile = await h.admin('GET', `/api/v1/profile/${user.id}`);
     expect(profile.body.email).toBe(home);
 
-    expectScimError(
-      await scim('PUT', `/Users/${user.id}`, {
-        schemas: [USER],
-        userName: work,
-        emails: [
-          { value: work, primary: true },
-          { value: home, primary: true },
-        ],
-      }),
-      400,
-      'invalidValue',
-    );
-    expectScimError(
-      await scim('PUT', `/Users/${user.id}`, {
-        schemas: [USER],
-        userName: work,
-        emails: [{ value: 'not an address' }],
-      }),
-      400,
-      'invalidValue',
-    );
+    const replaceEmails = (emails: object[]) =>
+      scim('PUT', `/Users/${user.id}`, { schemas: [USER], userName: work, emails });
+    const twoPrimaries = [
+      { value: work, primary: true },
+      { value: home, primary: true },
+    ];
+    expectScimError(await replaceEmails(twoPrimaries), 400, 'invalidValue');
+    expectScimError(await replaceEmails([{ value: 'not an address' }]), 400, 'invalidValue');
   });
 
   test("the ServiceProviderConfig's documentationUri is a public page that explains the soft delete", async () => {

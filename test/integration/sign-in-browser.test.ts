@@ -7,9 +7,9 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { listen, listeningUrl, closeServer } from '../../composition/listen';
 import { base32Decode } from '../../security/base32';
 import { findUserIdByEmail } from '../../store/users';
-import { uniqueEmail, useHarness } from '../support/harness';
+import { stopAfterAll, uniqueEmail, useHarness } from '../support/harness';
 import { authorizationRequest, relyingParty } from '../support/relying-party';
-import { startUpstreamProvider, UPSTREAM_CLIENT, type UpstreamProvider } from '../support/upstream-provider';
+import { globexProvider, startUpstreamProvider, type UpstreamProvider } from '../support/upstream-provider';
 
 // A person on a phone: Chromium at 390×844 through the sign-in pages, authenticator enrolment, and a sign-in with the
 // enrolled app. Screenshots of each page land in test-output/screenshots.
@@ -57,11 +57,7 @@ beforeAll(async () => {
   expect(put.status).toBe(201);
 }, 60_000);
 
-afterAll(async () => {
-  await upstream?.close();
-  await browser?.close();
-  if (app) await closeServer(app);
-});
+stopAfterAll(() => [upstream, browser, app && { close: () => closeServer(app) }]);
 
 async function phone(): Promise<Page> {
   const context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2 });
@@ -143,14 +139,11 @@ test('the account page without a session says to sign in first', async () => {
 
 test("home-realm discovery: an e-mail of a company's domain signs in at the company's provider and comes back", async () => {
   upstream = await startUpstreamProvider('127.0.0.2', `${h.api.publicUrl}/oidc/callback`);
-  const created = await h.admin('POST', '/api/v1/sso/oidc-providers', {
-    id: 'globex',
-    name: 'Globex',
-    authority: upstream.url,
-    clientId: UPSTREAM_CLIENT.id,
-    clientSecret: UPSTREAM_CLIENT.secret,
-    domains: ['globex.example'],
-  });
+  const created = await h.admin(
+    'POST',
+    '/api/v1/sso/oidc-providers',
+    globexProvider(upstream, 'globex', 'globex.example'),
+  );
   expect(created.status).toBe(201);
   const email = uniqueEmail('sam').replace('@example.test', '@globex.example');
   upstream.next = { sub: 'globex-sam', email, given_name: 'Sam', family_name: 'Vimes' };

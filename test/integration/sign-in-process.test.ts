@@ -3,12 +3,12 @@ import * as oidc from 'openid-client';
 import { freePort } from '../../dev/ports';
 import { createDb, migrateToLatest, type Db } from '../../store/database';
 import { insertUser } from '../../store/users';
-import { ADMIN_KEY, TEST_DATA_PROTECTION_KEY, TEST_PAYLOAD_KEY_ENV } from '../support/harness';
+import { ADMIN_KEY, serviceProcessEnv, stopAfterAll } from '../support/harness';
 import { authorizationRequest, relyingParty } from '../support/relying-party';
 import { spawnService, waitForOutput, type ServiceProcess } from '../support/service-process';
 import { authnRequestOf, samlAnswer, samlIdentityProvider } from '../support/saml-idp';
 import { browser, textOf } from '../support/sign-in-flow';
-import { startUpstreamProvider, UPSTREAM_CLIENT, type UpstreamProvider } from '../support/upstream-provider';
+import { globexProvider, startUpstreamProvider, type UpstreamProvider } from '../support/upstream-provider';
 
 // The sign-in half in a process of its own, run as `npm run api` runs it: with --disable-proto=throw, so a protocol
 // library that reaches for `__proto__` (oidc-provider, openid-client, node-saml and their XML libraries) fails here.
@@ -39,17 +39,11 @@ beforeAll(async () => {
   service = spawnService(
     'api/server.ts',
     {
-      DATABASE_URL: process.env.TEST_DATABASE_URL!,
-      TEMPORAL_ADDRESS: process.env.TEST_TEMPORAL_ADDRESS!,
+      ...serviceProcessEnv(`test-unserved-${randomUUID()}`),
       PORT: String(port),
       Api__PublicUrl: base,
-      Auth__AdminApiKeys: ADMIN_KEY,
       Auth__AllowedInternalTargets__0: '127.0.0.1',
       Auth__AllowedInternalTargets__1: '127.0.0.2',
-      DataProtection__Keys__0__Id: 'test',
-      DataProtection__Keys__0__Key: TEST_DATA_PROTECTION_KEY,
-      ...TEST_PAYLOAD_KEY_ENV,
-      Temporal__TaskQueue: `test-unserved-${randomUUID()}`,
     },
     ['--disable-proto=throw'],
   );
@@ -57,11 +51,7 @@ beforeAll(async () => {
   upstream = await startUpstreamProvider('127.0.0.2', `${base}/oidc/callback`);
 }, 60_000);
 
-afterAll(async () => {
-  await service?.stop();
-  await upstream?.close();
-  await db?.destroy();
-});
+stopAfterAll(() => [service, upstream, db]);
 
 test('clients, tokens, home-realm discovery to an OIDC and a SAML provider, and a SAML sign-in work under --disable-proto=throw', async () => {
   expect(
@@ -102,16 +92,8 @@ test('clients, tokens, home-realm discovery to an OIDC and a SAML provider, and 
     ).status,
   ).toBe(201);
   expect(
-    (
-      await admin('POST', '/api/v1/sso/oidc-providers', {
-        id: 'proc-globex',
-        name: 'Globex',
-        authority: upstream.url,
-        clientId: UPSTREAM_CLIENT.id,
-        clientSecret: UPSTREAM_CLIENT.secret,
-        domains: ['proc-globex.example'],
-      })
-    ).status,
+    (await admin('POST', '/api/v1/sso/oidc-providers', globexProvider(upstream, 'proc-globex', 'proc-globex.example')))
+      .status,
   ).toBe(201);
   const portal = await relyingParty(base, 'proc-portal');
   const start = async (stopAt: string, email: string) => {

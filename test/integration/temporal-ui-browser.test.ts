@@ -5,7 +5,7 @@ import { chromium, type Browser } from 'playwright-core';
 import { freePort } from '../../dev/ports';
 import { PAYLOAD_KEY_FILE } from '../../security/key-ring-config';
 import { provisioningWorkflowId } from '../../workflows/ids';
-import { ADMIN_KEY, TEST_DATA_PROTECTION_KEY, uniqueEmail } from '../support/harness';
+import { ADMIN_KEY, stopAfterAll, TEST_DATA_PROTECTION_KEY, uniqueEmail } from '../support/harness';
 import { spawnService, waitForOutput, type ServiceProcess } from '../support/service-process';
 
 // `npm start` as a local operator runs it: the embedded Temporal dev server with its UI, pointed at the API's codec
@@ -40,10 +40,7 @@ beforeAll(async () => {
   ui = `http://127.0.0.1:${uiPort}`;
 }, 180_000);
 
-afterAll(async () => {
-  await service?.stop();
-  await browser?.close();
-});
+stopAfterAll(() => [service, browser]);
 
 test('npm start generates a payload key and says so', () => {
   expect(service.output()).toContain(`temporal: generated a payload key into ${join(dataDir, PAYLOAD_KEY_FILE)}`);

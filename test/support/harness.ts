@@ -17,6 +17,7 @@ import { createMigrationWorker, createProvisioningWorker, workerHome } from '../
 import { temporalClient } from '../../composition/temporal-data-converter';
 import { TEST_ADMIN_URL } from './scratch-store';
 import { answerProblem } from './openapi-check';
+import type { ServiceProcess } from './service-process';
 
 export const ADMIN_KEY = 'test-admin-key';
 
@@ -52,24 +53,68 @@ export const TEST_PAYLOAD_KEY_ENV = {
 };
 
 /**
- * The environment of an API or worker process of its own (spawnService) against the run's PostgreSQL and Temporal, on a
- * task queue of its own, provisioning into one app `crm` at `appUrl` on loopback.
+ * What an API or worker process of its own (spawnService) needs whatever it tests: the run's PostgreSQL and Temporal,
+ * the test keys, and the task queue it works on.
  */
-export function standaloneServiceEnv(appUrl: string, appKey: string): Record<string, string> {
-  const taskQueue = `test-process-${randomUUID()}`;
+export function serviceProcessEnv(taskQueue: string): Record<string, string> {
   return {
     DATABASE_URL: process.env.TEST_DATABASE_URL!,
     TEMPORAL_ADDRESS: process.env.TEST_TEMPORAL_ADDRESS!,
     Auth__AdminApiKeys: ADMIN_KEY,
-    Auth__AllowedInternalTargets: '127.0.0.1',
     DataProtection__Keys__0__Id: 'test',
     DataProtection__Keys__0__Key: TEST_DATA_PROTECTION_KEY,
     ...TEST_PAYLOAD_KEY_ENV,
     Temporal__TaskQueue: taskQueue,
-    Temporal__MigrationTaskQueue: `${taskQueue}-migration`,
-    ProvisioningApps__crm__CallbackUrl: appUrl,
-    ProvisioningApps__crm__ApiKey: appKey,
   };
+}
+
+export interface StandaloneService {
+  /** The one app, `crm`, it provisions into. */
+  app: RunningDownstreamApp;
+  appKey: string;
+  api: ServiceProcess;
+  worker: ServiceProcess;
+}
+
+/**
+ * An API and a worker in processes of their own (spawnService) against the run's PostgreSQL and Temporal, on a task
+ * queue of their own, provisioning into one app `crm` on loopback; `spawn` starts the two with this environment. They
+ * are stopped after the file's tests.
+ */
+export function useStandaloneService(
+  spawn: (env: Record<string, string>) => Promise<Pick<StandaloneService, 'api' | 'worker'>>,
+  timeoutMs = 90_000,
+): StandaloneService {
+  const service = { appKey: `app-key-${randomUUID()}` } as StandaloneService;
+  beforeAll(async () => {
+    service.app = await startDownstreamApp({ apiKey: service.appKey });
+    const taskQueue = `test-process-${randomUUID()}`;
+    const env = {
+      ...serviceProcessEnv(taskQueue),
+      Auth__AllowedInternalTargets: '127.0.0.1',
+      Temporal__MigrationTaskQueue: `${taskQueue}-migration`,
+      ProvisioningApps__crm__CallbackUrl: service.app.url,
+      ProvisioningApps__crm__ApiKey: service.appKey,
+    };
+    Object.assign(service, await spawn(env));
+  }, timeoutMs);
+  stopAfterAll(() => [service.api, service.worker, service.app]);
+  return service;
+}
+
+/** What a test file starts and must stop again: a process, a server, a browser, a database pool. */
+type Stoppable = { stop(): Promise<unknown> } | { close(): Promise<unknown> } | { destroy(): Promise<unknown> };
+
+/** After the file's tests, stops the parts one after another in the order given, passing over any never started. */
+export function stopAfterAll(parts: () => (Stoppable | undefined | false)[]): void {
+  afterAll(async () => {
+    for (const part of parts()) {
+      if (!part) continue;
+      if ('stop' in part) await part.stop();
+      else if ('close' in part) await part.close();
+      else await part.destroy();
+    }
+  });
 }
 
 export interface HttpResult {

@@ -37,6 +37,16 @@ export async function grantAndFinish(
 
 export const UPSTREAM_CLIENT = { id: 'identity-service', secret: 'upstream-client-secret' };
 
+/** The admin API's body that registers this upstream provider as Globex, the sign-in provider of `domain`. */
+export const globexProvider = (upstream: UpstreamProvider, id: string, domain: string) => ({
+  id,
+  name: 'Globex',
+  authority: upstream.url,
+  clientId: UPSTREAM_CLIENT.id,
+  clientSecret: UPSTREAM_CLIENT.secret,
+  domains: [domain],
+});
+
 /**
  * A company's own OpenID provider for the tests: a second oidc-provider on another loopback host (so a browser keeps
  * its cookies apart from the service's), whose login page has one button that signs in `next`.

@@ -4,6 +4,7 @@ import type { NewUser, UserProfile } from '../../store/users';
 import { applyApproval, type Approval } from '../approval';
 import { STORE, TCC_CALL, tryCall } from '../activity-policies';
 import { deprovisionInBackground } from '../background';
+import { deleteRefusedUser } from '../refused-creation';
 import type { CreationOutcome, ProvisioningOutcome, ProvisionScope } from '../provisioning';
 import { assignedChanges, cancel, failureReason, type Ending, type TransactionResult } from '../transaction';
 
@@ -37,12 +38,7 @@ export async function createAndProvision(
   try {
     const created = await store.createUser({ user: input.user, credentialRef: input.credentialRef });
     if (created.status === 'duplicate') return created;
-    const outcome = await provision(created.user, input, transactionId);
-    if (outcome.status === 'rejected' || outcome.status === 'unknown-apps') {
-      await store.deleteUser(created.user.userId);
-      return { ...outcome, userDeleted: true };
-    }
-    return outcome;
+    return deleteRefusedUser(created.user.userId, await provision(created.user, input, transactionId));
   } finally {
     if (input.credentialRef && patched('discard-credential-last')) await store.discardCredential(input.credentialRef);
   }

@@ -1,0 +1,13 @@
+import { proxyLocalActivities } from '@temporalio/workflow';
+import type { ProvisioningActivities } from '../activities/provisioning';
+import { STORE } from './activity-policies';
+import type { CreationOutcome, ProvisioningOutcome } from './provisioning';
+
+const store = proxyLocalActivities<ProvisioningActivities>(STORE);
+
+/** A creation the apps refused, or that named apps that do not exist, leaves no user behind. */
+export async function deleteRefusedUser(userId: string, outcome: ProvisioningOutcome): Promise<CreationOutcome> {
+  if (outcome.status !== 'rejected' && outcome.status !== 'unknown-apps') return outcome;
+  await store.deleteUser(userId);
+  return { ...outcome, userDeleted: true };
+}

@@ -1,4 +1,5 @@
 import { pipeline } from 'node:stream/promises';
+import { getHeapStatistics } from 'node:v8';
 import { NativeConnection, DefaultLogger, Runtime } from '@temporalio/worker';
 import { Client as PgClient } from 'pg';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
@@ -16,7 +17,9 @@ import { BENCH_ADMIN_URL, runBenchmark } from './stats';
  * `npm run bench:migration -- --users 1000000 [--page-size 10000] [--parallelism 2]`: the generator fills a source first (not timed;
  * `--source <postgres url>` uses an existing source instead, which is left as it is);
  * then a full run, an unchanged-source re-run under a new version, and as baselines a raw COPY of the source's user
- * rows into an empty table and a raw COPY of every row the run wrote (see copyWrittenRows). Prints JSON lines.
+ * rows into an empty table and a raw COPY of every row the run wrote (see copyWrittenRows). Prints JSON lines. The
+ * worker runs in this process, which npm starts with the workers' heap limit (workers/heap-limit.ts) and which bundles
+ * the workflow code at start, as `npm run worker` does.
  */
 function arg(name: string): number | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -164,6 +167,7 @@ async function main(): Promise<void> {
         state: first.report.state,
         seconds: round(first.seconds),
         usersPerSecond: Math.round(users / first.seconds),
+        heapLimitMb: Math.round(getHeapStatistics().heap_size_limit / 2 ** 20),
         peakRssMb: Math.round(firstPeak.rss),
         peakHeapMb: Math.round(firstPeak.heapTotal),
         peakExternalMb: Math.round(firstPeak.external),

@@ -8,6 +8,7 @@ import { temporalClient } from '../composition/temporal-data-converter';
 import { ensureSearchAttributes } from '../client/search-attribute-check';
 import { createServiceContext, type ServiceContext, migrationDependencies } from '../composition/service-context';
 import { createMigrationWorker, createProvisioningWorker, loadWorkflowBundle, workerHome } from './create-worker';
+import { heapLimitNotice } from './heap-limit';
 import { logger } from '../observability/logger';
 import { startMetricsServer } from '../observability/metrics-server';
 import { installTemporalRuntime } from '../observability/temporal-runtime';
@@ -36,6 +37,8 @@ export async function startWorker(
   const running = Promise.all([worker.run(), migrationWorker.run()]);
   logger.info(`worker: polling task queues ${config.Temporal.TaskQueue} and ${config.Temporal.MigrationTaskQueue}`);
   logger.info(`worker: provisioning apps: ${await describeApps(context.apps)}`);
+  const heap = heapLimitNotice();
+  logger[heap.level](heap.message);
   return {
     worker,
     client: temporalClient(connection, config),

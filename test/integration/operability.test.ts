@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import { freePort } from '../../dev/ports';
 import { createLogger } from '../../observability/logger';
+import { WORKER_HEAP_LIMIT_MB } from '../../workers/heap-limit';
 import { ADMIN_KEY, uniqueEmail, useStandaloneService } from '../support/harness';
 import { spawnService, waitForOutput, type ServiceProcess } from '../support/service-process';
 
@@ -11,11 +12,12 @@ const ports = { api: 0, worker: 0, temporal: 0 };
 
 const service = useStandaloneService(async (env) => {
   [ports.api, ports.worker, ports.temporal] = [await freePort(), await freePort(), await freePort()];
-  const worker = spawnService('workers/worker.ts', {
-    ...env,
-    Metrics__Port: String(ports.worker),
-    Metrics__TemporalPort: String(ports.temporal),
-  });
+  // With the heap limit, as `npm run worker` starts it.
+  const worker = spawnService(
+    'workers/worker.ts',
+    { ...env, Metrics__Port: String(ports.worker), Metrics__TemporalPort: String(ports.temporal) },
+    [`--max-old-space-size=${WORKER_HEAP_LIMIT_MB}`],
+  );
   const api = spawnService('api/server.ts', { ...env, PORT: '0', Metrics__Port: String(ports.api) });
   apiUrl = (await waitForOutput(api, /api: listening on (http:\/\/\S+?)[ "]/))[1];
   await waitForOutput(worker, /worker: polling task queues/);
@@ -106,13 +108,17 @@ describe('a provisioning request through separate API and worker processes', () 
   });
 });
 
-test('start-up lists the configured apps by id and host (never the key) and every URL served', () => {
+test('start-up lists the configured apps by id and host (never the key), every URL served and the heap limit', () => {
   const host = new URL(service.app.url).host;
   for (const output of [service.api.output(), service.worker.output()])
     expect(output).toContain(`provisioning apps: crm (${host})`);
   expect(service.api.output()).toContain(`API reference ${apiUrl}/docs, OpenAPI document ${apiUrl}/openapi.json`);
   expect(service.api.output()).toContain(`api: metrics on http://127.0.0.1:${ports.api}/metrics`);
   expect(service.worker.output()).toContain(`worker: metrics on http://127.0.0.1:${ports.worker}/metrics`);
+  // The limit as V8 reports it: ours plus the young generation.
+  const heap = lines(service.worker).find((line) => String(line.msg).startsWith('worker: V8 heap limit'));
+  expect(heap).toMatchObject({ level: 30 });
+  expect(Number(/(\d+) MB/.exec(String(heap?.msg))?.[1])).toBeGreaterThanOrEqual(WORKER_HEAP_LIMIT_MB);
 });
 
 test('the Temporal SDK logs through the same JSON logger', () => {

@@ -1,0 +1,29 @@
+import { getHeapStatistics } from 'node:v8';
+
+/**
+ * The old-generation limit (`--max-old-space-size`, MB) that the start scripts in package.json and the image's
+ * NODE_OPTIONS give every process that runs a migration worker. Left to itself V8 sizes the heap from the machine's
+ * memory (4 GB on a 24 GB machine) and lets a migration's garbage pile up toward it: 530–660 MB of heap for a live set
+ * under 200 MB. Under this limit it collects sooner, for some speed (README, *Benchmarks*); smaller limits cost more.
+ * It leaves room for the largest settings (Parallelism 16 keeps MIGRATION_PAGES_AT_ONCE pages of PageSize 10,000 in
+ * flight: 361 MB of heap at the peak under a limit of 384).
+ */
+export const WORKER_HEAP_LIMIT_MB = 448;
+
+/** V8 adds the young generation to the old-generation limit; anything beyond twice ours was not set by us. */
+const UNSET_ABOVE_MB = 2 * WORKER_HEAP_LIMIT_MB;
+
+/** The worker's start-up line about its heap limit: a warning, naming the setting, when the limit is V8's own. */
+export function heapLimitNotice(limitMb = getHeapStatistics().heap_size_limit / 2 ** 20): {
+  level: 'info' | 'warn';
+  message: string;
+} {
+  const limit = Math.round(limitMb);
+  if (limit <= UNSET_ABOVE_MB) return { level: 'info', message: `worker: V8 heap limit ${limit} MB` };
+  return {
+    level: 'warn',
+    message:
+      `worker: V8 heap limit ${limit} MB, sized from the machine's memory: a migration's heap grows toward it. ` +
+      `Start node with --max-old-space-size=${WORKER_HEAP_LIMIT_MB} (or NODE_OPTIONS) as npm run worker and the image do`,
+  };
+}

@@ -3,7 +3,7 @@ import { getHeapStatistics } from 'node:v8';
 /**
  * The old-generation limit (`--max-old-space-size`, MB) that the start scripts in package.json and the image's
  * NODE_OPTIONS give every process that runs a migration worker. Left to itself V8 sizes the heap from the machine's
- * memory (4 GB on a 24 GB machine) and lets a migration's garbage pile up toward it: 530–660 MB of heap for a live set
+ * memory (4 GB on a 24 GB machine) and lets a migration's garbage pile up toward it: 526–571 MB of heap for a live set
  * under 200 MB. Under this limit it collects sooner, for some speed (README, *Benchmarks*); smaller limits cost more.
  * It leaves room for the largest settings (Parallelism 16 keeps MIGRATION_PAGES_AT_ONCE pages of PageSize 10,000 in
  * flight: 361 MB of heap at the peak under a limit of 384).

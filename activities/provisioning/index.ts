@@ -116,7 +116,7 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
     }
   }
 
-  const activities = {
+  return {
     async createUser(input: { user: NewUser; credentialRef?: string }): Promise<CreateUserResult> {
       const { inserted: _, ...result } = await insertOrFind(input);
       return result;
@@ -239,7 +239,6 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
       await http.deleteUser(await app(input.appId), input.userId);
     },
   };
-  return activities;
 }
 
 export type ProvisioningActivities = ReturnType<typeof createProvisioningActivities>;

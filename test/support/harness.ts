@@ -252,9 +252,7 @@ export function useHarness(
     started = await startHarness(typeof options === 'function' ? options() : options);
     await afterStart?.(started);
   }, 120_000);
-  afterAll(async () => {
-    await started?.stop();
-  });
+  stopAfterAll(() => [started]);
   beforeEach(() => {
     for (const app of Object.values(started!.apps)) app.state.behaviour = {};
   });

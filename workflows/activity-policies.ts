@@ -30,15 +30,27 @@ export const tryCall = (app: { tryTimeoutSeconds: number }): LocalActivityOption
 });
 
 /**
- * The Try calls to several apps one after another, then their Confirm calls, in one step: each call gives up at its
- * own timeout (the app's TryTimeoutSeconds, the spec's 10 s), so the step's limit, all of them added up and one second
- * more, is only the backstop for a stuck worker.
+ * How long the Try calls to several apps one after another, then their Confirm calls, may take: each call gives up at
+ * its own timeout (the app's TryTimeoutSeconds, the spec's 10 s), so all of them added up and one second more is only
+ * the backstop for a stuck worker.
  */
+export const tccRoundsSeconds = (apps: Array<{ tryTimeoutSeconds: number }>): number =>
+  apps.reduce((sum, app) => sum + app.tryTimeoutSeconds + CONFIRM_CANCEL_TIMEOUT_SECONDS, 0) + 1;
+
+/** The Try and Confirm calls as a step of their own: one attempt, limited by tccRoundsSeconds. */
 export const tccRounds = (apps: Array<{ tryTimeoutSeconds: number }>): LocalActivityOptions => ({
-  startToCloseTimeout:
-    (apps.reduce((sum, app) => sum + app.tryTimeoutSeconds + CONFIRM_CANCEL_TIMEOUT_SECONDS, 0) + 1) * 1000,
+  startToCloseTimeout: tccRoundsSeconds(apps) * 1000,
   retry: { maximumAttempts: 1 },
 });
+
+/**
+ * An attempt's first step: the user, its apps, and when their calls fit in what is left of this limit, the Try and
+ * Confirm calls and the records of the apps that confirmed (activities/provisioning/first-step.ts). Retried like a
+ * store write: nothing fails it once a call has been sent but this backstop, and a run again, like a replay, sends
+ * the same calls with the same transactionId. Five minutes hold four apps at the default Try timeout; with more, or
+ * slower, apps the calls get a step of their own (tccRounds).
+ */
+export const FIRST_STEP: LocalActivityOptions = { ...STORE, startToCloseTimeout: '5 minutes' };
 
 /**
  * Best-effort calls after the caller has its answer (a Cancel that failed inline, deprovisioning DELETEs):

@@ -18,3 +18,15 @@ export function applyApproval(user: UserProfile, approval: Approval): UserProfil
     customAttributes: { ...user.customAttributes, ...approval.customAttributes },
   };
 }
+
+/** Only what confirmed apps assigned reaches the store, and only when it changed anything. */
+export function assignedChanges(before: UserProfile, after: UserProfile) {
+  const unchanged =
+    before.organizationId === after.organizationId &&
+    JSON.stringify(before.customAttributes) === JSON.stringify(after.customAttributes);
+  return unchanged ? undefined : { organizationId: after.organizationId, customAttributes: after.customAttributes };
+}
+
+/** What the apps that confirmed assigned, folded in their order: what the store records with their provisions. */
+export const assignedBy = (user: UserProfile, confirmed: Approval[]) =>
+  assignedChanges(user, confirmed.reduce(applyApproval, user));

@@ -1,7 +1,7 @@
 import { patched, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
-import type { ProvisioningActivities, ResolvedApps } from '../activities/provisioning';
+import type { FirstStep, ProvisioningActivities } from '../activities/provisioning';
 import type { NewUser, UserProfile } from '../store/users';
-import { STORE } from './activity-policies';
+import { FIRST_STEP, STORE } from './activity-policies';
 import { deprovisionInBackground } from './background';
 import type { Trigger } from './ids';
 import * as legacy from './legacy/per-app-steps';
@@ -10,6 +10,7 @@ import { recordOutcome } from './search-attributes';
 import { runTransaction, type TransactionResult } from './transaction';
 
 const store = proxyLocalActivities<ProvisioningActivities>(STORE);
+const firstStep = proxyLocalActivities<ProvisioningActivities>(FIRST_STEP);
 
 export interface ProvisionScope {
   trigger: Trigger;
@@ -34,11 +35,19 @@ function transactionId(): string {
 /** Runs started before the TCC calls were one step replay the per-app steps they recorded (legacy/per-app-steps.ts). */
 const tccRoundsInOneStep = () => patched(legacy.TCC_ROUNDS);
 
+/**
+ * Runs started before the first step made the calls (the three-step build) replay the first step they recorded
+ * (createUserForApps, loadUserForApps: the user and its apps alone); the calls and the records follow as steps of their
+ * own, as they do now when the calls do not fit in the first step. Goes with deprecatePatch() once no such run is open.
+ */
+const CALLS_IN_FIRST_STEP = 'calls-in-first-step';
+
 /** The user and the apps it needs come from the attempt's first step; nothing is left to write when none is needed. */
-async function provision(user: UserProfile, resolved: ResolvedApps): Promise<ProvisioningOutcome> {
-  if (resolved.unknownAppIds.length > 0) return { status: 'unknown-apps', appIds: resolved.unknownAppIds, user };
-  if (resolved.apps.length > 0) return runTransaction(resolved.apps, transactionId(), user, resolved.provisionedApps);
-  return { status: 'provisioned', confirmedApps: [], user, provisionedApps: resolved.provisionedApps };
+async function provision(first: FirstStep): Promise<ProvisioningOutcome> {
+  const { user } = first;
+  if (first.unknownAppIds.length > 0) return { status: 'unknown-apps', appIds: first.unknownAppIds, user };
+  if (first.apps.length > 0) return runTransaction(first, transactionId());
+  return { status: 'provisioned', confirmedApps: [], user, provisionedApps: first.provisionedApps };
 }
 
 /** Every user-creation path: create the user, provision it, and delete it again when provisioning is refused. */
@@ -59,13 +68,12 @@ async function createAndProvision(
 ): Promise<CreationOutcome> {
   if (!tccRoundsInOneStep()) return legacy.createAndProvision(input, transactionId());
   try {
-    const created = await store.createUserForApps({
-      user: input.user,
-      credentialRef: input.credentialRef,
-      appIds: input.appIds,
-    });
+    const scope = { user: input.user, credentialRef: input.credentialRef, appIds: input.appIds };
+    const created = patched(CALLS_IN_FIRST_STEP)
+      ? await firstStep.createUserAndCallApps({ ...scope, transactionId: transactionId() })
+      : await store.createUserForApps(scope);
     if (created.status === 'duplicate') return created;
-    return deleteRefusedUser(created.user.userId, await provision(created.user, created));
+    return deleteRefusedUser(created.user.userId, await provision(created));
   } finally {
     // The stashed hash is read, not taken, by the first step (a replay must find it again), so the attempt's last
     // step removes it, whatever the ending.
@@ -80,9 +88,12 @@ export async function provisionExistingUser(input: ProvisionScope & { userId: st
 
 async function provisionLoadedUser(input: ProvisionScope & { userId: string }): Promise<ProvisioningOutcome> {
   if (!tccRoundsInOneStep()) return legacy.provisionLoadedUser(input, transactionId());
-  const loaded = await store.loadUserForApps({ userId: input.userId, appIds: input.appIds });
+  const scope = { userId: input.userId, appIds: input.appIds };
+  const loaded = patched(CALLS_IN_FIRST_STEP)
+    ? await firstStep.loadUserAndCallApps({ ...scope, transactionId: transactionId() })
+    : await store.loadUserForApps(scope);
   if (!loaded) return { status: 'not-found', userId: input.userId };
-  return provision(loaded.user, loaded);
+  return provision(loaded);
 }
 
 /** SCIM reactivation: provisioning runs while the user is still inactive; only a fully provisioned user becomes active. */

@@ -6,10 +6,10 @@ import {
   startChild,
   TimeoutFailure,
 } from '@temporalio/workflow';
-import type { AppRef, ProvisioningActivities } from '../activities/provisioning';
-import type { TccRounds } from '../activities/provisioning/rounds';
+import type { FirstStep, ProvisioningActivities } from '../activities/provisioning';
+import { failedAsAWhole } from '../activities/provisioning/rounds';
 import type { UserProfile } from '../store/users';
-import { applyApproval } from './approval';
+import { assignedBy } from './approval';
 import { STORE, TCC_CALL, tccRounds } from './activity-policies';
 import { cancelInBackground, deprovisionInBackground } from './background';
 import { backgroundCancelWorkflowId } from './ids';
@@ -62,26 +62,21 @@ export async function cancel(appIds: string[], transactionId: string): Promise<v
 
 /**
  * The spec's provisioning state table, Start → Trying → Confirming → Provisioned / Partially confirmed / Cancelling →
- * Ended. The Try and Confirm calls are made by one step that walks the apps one after another in each phase
- * (activities/provisioning/rounds.ts), so an attempt costs the same few workflow steps whatever the number of apps.
- * `provisionedBefore`: the apps the user had when the attempt began, its answer when no app confirms.
+ * Ended, from the attempt's first step (FirstStep): the user, the apps it needs, the apps it had when the attempt
+ * began (its answer when no app confirms), and usually the calls and the records already made by that step.
  */
-export async function runTransaction(
-  apps: AppRef[],
-  transactionId: string,
-  user: UserProfile,
-  provisionedBefore: string[],
-): Promise<TransactionResult> {
+export async function runTransaction(first: FirstStep, transactionId: string): Promise<TransactionResult> {
+  const { apps, user, provisionedApps: provisionedBefore } = first;
   // Trying, one app after another so that a later app sees what an earlier one assigned; then Confirming in the same
-  // order, each call once with its own timeout. A step that fails as a whole (its backstop timeout on a stalled
-  // worker) leaves unknown which apps approved or confirmed: it counts as a rejection, and every app is cancelled.
+  // order, each call once with its own timeout (activities/provisioning/rounds.ts). The first step made them when
+  // their timeouts fit in it; otherwise they are a step of their own, which, if it fails as a whole (its backstop on
+  // a stalled worker), leaves unknown which apps approved or confirmed: a rejection, and every app is cancelled.
   const { tryThenConfirmApps } = proxyLocalActivities<ProvisioningActivities>(tccRounds(apps));
-  const rounds = await tryThenConfirmApps({ apps, transactionId, user }).catch((error: unknown): TccRounds => ({
-    tried: {
-      approvals: apps.map((a) => ({ appId: a.appId })),
-      rejection: { appId: apps[0].appId, reason: `Try to app ${apps[0].appId} ${failureReason(error)}` },
-    },
-  }));
+  const rounds =
+    first.rounds ??
+    (await tryThenConfirmApps({ apps, transactionId, user }).catch((error: unknown) =>
+      failedAsAWhole(apps, failureReason(error)),
+    ));
   if (!rounds.confirmed) {
     await cancel(
       rounds.tried.approvals.map((a) => a.appId),
@@ -95,17 +90,19 @@ export async function runTransaction(
   const confirmed = approvals.slice(0, round.confirmed.length);
   const unconfirmed = approvals.slice(confirmed.length).map((a) => a.appId);
 
-  // The apps that confirmed are recorded first, by a step of their own retried until it lands, so an app that
-  // confirmed is always recorded; what they assigned is written with them. Then the apps still waiting are cancelled.
+  // The apps that confirmed are recorded first, with what they assigned, so an app that confirmed is always recorded:
+  // by the first step right after its calls, or, when that write failed (or the calls had a step of their own), by a
+  // step of its own retried until it lands, never by making the calls again. Then the apps still waiting are cancelled.
   const finished =
-    confirmed.length === 0
+    first.finished ??
+    (confirmed.length === 0
       ? ({ recorded: true, user, provisionedApps: provisionedBefore } as const)
       : await store.recordAndFinish({
           user,
           transactionId,
           confirmedApps: round.confirmed,
-          assigned: assignedChanges(user, confirmed.reduce(applyApproval, user)),
-        });
+          assigned: assignedBy(user, confirmed),
+        }));
   await cancel(unconfirmed, transactionId);
 
   if (!finished.recorded) {
@@ -131,12 +128,4 @@ export async function runTransaction(
     unconfirmedApps: unconfirmed,
     ...answer,
   };
-}
-
-/** Only what confirmed apps assigned reaches the store, and only when it changed anything. */
-export function assignedChanges(before: UserProfile, after: UserProfile) {
-  const unchanged =
-    before.organizationId === after.organizationId &&
-    JSON.stringify(before.customAttributes) === JSON.stringify(after.customAttributes);
-  return unchanged ? undefined : { organizationId: after.organizationId, customAttributes: after.customAttributes };
 }

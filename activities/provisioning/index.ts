@@ -17,7 +17,8 @@ import {
 import type { AppRef } from '../../store/provisioning-apps';
 import type { AppProvider, ProvisioningApp } from './apps';
 import type { TccClient, TryRequestBody, TryVerdict } from './tcc-client';
-import { tryThenConfirmInTurn, type TccRounds } from './rounds';
+import { tryConfirmThenRecord, tryThenConfirmInTurn, type Assigned, type TccRounds } from './rounds';
+import { tccRoundsSeconds } from '../../workflows/activity-policies';
 
 export interface ProvisioningDependencies {
   db: Db;
@@ -41,6 +42,14 @@ export interface ResolvedApps {
 /** What an attempt's last step wrote: false when the user was deleted while the attempt ran. */
 export type FinishResult = { recorded: true; user: UserProfile; provisionedApps: string[] } | { recorded: false };
 
+/** What an attempt's first step found (the user, its apps) and, when the calls fitted in it, what it did. */
+export type FirstStep = { user: UserProfile } & ResolvedApps & {
+    /** The Try and Confirm verdicts, when this step made the calls. */
+    rounds?: TccRounds;
+    /** The records of the apps that confirmed, when this step wrote them. */
+    finished?: FinishResult;
+  };
+
 /** Omits nulls and an empty attribute map, as the spec's Try body table asks. */
 export function buildTryBody(transactionId: string, user: UserProfile): TryRequestBody {
   const body: TryRequestBody = { transactionId, userId: user.userId, email: user.email };
@@ -49,6 +58,19 @@ export function buildTryBody(transactionId: string, user: UserProfile): TryReque
   if (user.organizationId != null) body.organizationId = user.organizationId;
   if (Object.keys(user.customAttributes).length > 0) body.customAttributes = user.customAttributes;
   return body;
+}
+
+/** The promise's value, or a rejection once `ms` have passed without one. */
+async function within<T>(ms: number, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`not done within ${Math.round(ms / 1000)} s`)), Math.max(ms, 0));
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export function createProvisioningActivities({ db, http, apps }: ProvisioningDependencies) {
@@ -116,6 +138,68 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
     }
   }
 
+  /**
+   * An attempt's Try and Confirm call to each app; each app is looked up once for both (the store-backed provider
+   * reads and unseals it).
+   */
+  function callsOf(transactionId: string) {
+    const found = new Map<string, ProvisioningApp>();
+    const lookUp = async (appId: string) => found.get(appId) ?? found.set(appId, await app(appId)).get(appId)!;
+    return {
+      tryApp: async (appId: string, seen: UserProfile) => tryOne(await lookUp(appId), transactionId, seen),
+      confirmApp: async (appId: string) => http.confirm(await lookUp(appId), transactionId),
+    };
+  }
+
+  /**
+   * A provision record for every app that confirmed (first, so an app that confirmed is always recorded), then what
+   * they assigned. Idempotent, like each write in it; `recorded: false` when the user is gone.
+   */
+  async function record(input: {
+    user: UserProfile;
+    transactionId: string;
+    confirmedApps: string[];
+    assigned?: Assigned;
+  }): Promise<FinishResult> {
+    const { user, transactionId, confirmedApps, assigned } = input;
+    const provisionedApps = await recordProvisions(db, { userId: user.userId, transactionId, appIds: confirmedApps });
+    if (!provisionedApps) return { recorded: false };
+    const stored = assigned && (await updateUserAttributes(db, user.userId, assigned));
+    return { recorded: true, user: stored || user, provisionedApps };
+  }
+
+  /**
+   * The rest of a first step (FIRST_STEP in workflows/activity-policies.ts) once it has the user and its apps: the
+   * calls and the records of the apps that confirmed (tryConfirmThenRecord), when the calls' own timeouts fit in what
+   * is left of the step's limit; otherwise the workflow gives them a step of their own.
+   */
+  async function callAppsIfTheyFit(
+    user: UserProfile,
+    resolved: ResolvedApps,
+    transactionId: string,
+    started: number,
+  ): Promise<FirstStep> {
+    const found = { user, ...resolved };
+    if (resolved.unknownAppIds.length > 0 || resolved.apps.length === 0) return found;
+    const deadline = started + Context.current().info.startToCloseTimeoutMs;
+    if (Date.now() + tccRoundsSeconds(resolved.apps) * 1000 > deadline) return found;
+    const { tryApp, confirmApp } = callsOf(transactionId);
+    // The records get what is left of the step's limit but a second: a write held up longer (a lock) is left to the
+    // workflow's retried step too, so the step never ends by its own backstop once the calls are made.
+    const recordNow = (confirmedApps: string[], assigned?: Assigned) =>
+      within(deadline - Date.now() - 1000, record({ user, transactionId, confirmedApps, assigned })).catch(
+        (error: unknown) => {
+          log.warn('Recording the apps that confirmed failed; the workflow retries it as a step of its own', {
+            transactionId,
+            reason: (error as Error).message,
+          });
+          return undefined;
+        },
+      );
+    const made = await tryConfirmThenRecord(resolved.apps, user, tryApp, confirmApp, recordNow);
+    return { ...found, ...made };
+  }
+
   return {
     async createUser(input: { user: NewUser; credentialRef?: string }): Promise<CreateUserResult> {
       const { inserted: _, ...result } = await insertOrFind(input);
@@ -167,6 +251,37 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
     },
 
     /** An attempt's first step: the user created (see createUser) and the apps it needs, which the spec does not order. */
+    /**
+     * A creation's first step: the user (safe to run twice, see insertOrFind), the apps it needs, and the calls and
+     * records when they fit (callAppsIfTheyFit). Run again, it sends the same calls with the same transactionId, and
+     * finds the records it wrote: the user then needs no app.
+     */
+    async createUserAndCallApps(input: {
+      user: NewUser;
+      credentialRef?: string;
+      appIds?: string[];
+      transactionId: string;
+    }): Promise<({ status: 'created' } & FirstStep) | Extract<CreateUserResult, { status: 'duplicate' }>> {
+      const started = Date.now();
+      const { inserted, ...created } = await insertOrFind(input);
+      if (created.status === 'duplicate') return created;
+      const resolved = await resolve(created.user, input.appIds, inserted ? [] : undefined);
+      return { status: 'created', ...(await callAppsIfTheyFit(created.user, resolved, input.transactionId, started)) };
+    },
+
+    /** The first step of an attempt for an existing user, as the creation's; null when the user is gone. */
+    async loadUserAndCallApps(input: {
+      userId: string;
+      appIds?: string[];
+      transactionId: string;
+    }): Promise<FirstStep | null> {
+      const started = Date.now();
+      const user = await findUser(db, input.userId);
+      if (!user) return null;
+      return callAppsIfTheyFit(user, await resolve(user, input.appIds), input.transactionId, started);
+    },
+
+    /** The first step of a creation as runs of the three-step build recorded it (no calls, no records). */
     async createUserForApps(input: {
       user: NewUser;
       credentialRef?: string;
@@ -179,7 +294,7 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
       return { ...created, ...(await resolve(created.user, input.appIds, inserted ? [] : undefined)) };
     },
 
-    /** The first step of an attempt for an existing user: the user as stored and the apps it needs; null when gone. */
+    /** The first step of an attempt for an existing user as the three-step build recorded it; null when gone. */
     async loadUserForApps(input: {
       userId: string;
       appIds?: string[];
@@ -192,34 +307,20 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
      * Trying, then Confirming, every app in one step (see rounds.ts): the calls alone; the workflow records the
      * provisions as a step of their own.
      */
+    /** The Try and Confirm calls as a step of their own: when they did not fit in the first step. */
     async tryThenConfirmApps(input: { apps: AppRef[]; transactionId: string; user: UserProfile }): Promise<TccRounds> {
-      const { apps: appRefs, transactionId, user } = input;
-      // Each app is looked up once for both its calls (the store-backed provider reads and unseals it).
-      const found = new Map<string, ProvisioningApp>();
-      const lookUp = async (appId: string) => found.get(appId) ?? found.set(appId, await app(appId)).get(appId)!;
-      return tryThenConfirmInTurn(
-        appRefs,
-        user,
-        async (appId, seen) => tryOne(await lookUp(appId), transactionId, seen),
-        async (appId) => http.confirm(await lookUp(appId), transactionId),
-      );
+      const { tryApp, confirmApp } = callsOf(input.transactionId);
+      return tryThenConfirmInTurn(input.apps, input.user, tryApp, confirmApp);
     },
 
-    /**
-     * An attempt's last step, retried until it lands: a provision record for every app that confirmed (first, so an
-     * app that confirmed is always recorded), then what they assigned. Idempotent, like each write in it.
-     */
+    /** The records as a step of their own, retried until it lands: when the first step did not write them. */
     async recordAndFinish(input: {
       user: UserProfile;
       transactionId: string;
       confirmedApps: string[];
-      assigned?: { organizationId: string | null; customAttributes: Record<string, string> };
+      assigned?: Assigned;
     }): Promise<FinishResult> {
-      const { user, transactionId, confirmedApps, assigned } = input;
-      const provisionedApps = await recordProvisions(db, { userId: user.userId, transactionId, appIds: confirmedApps });
-      if (!provisionedApps) return { recorded: false };
-      const stored = assigned && (await updateUserAttributes(db, user.userId, assigned));
-      return { recorded: true, user: stored || user, provisionedApps };
+      return record(input);
     },
 
     async deleteUser(userId: string): Promise<{ deleted: boolean; appIds: string[] }> {

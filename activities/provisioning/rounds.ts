@@ -1,6 +1,7 @@
 import type { UserProfile } from '../../store/users';
 import type { AppRef } from '../../store/provisioning-apps';
-import { applyApproval, type Approval } from '../../workflows/approval';
+import { applyApproval, assignedBy, type Approval } from '../../workflows/approval';
+import type { FinishResult } from './index';
 import type { TryVerdict } from './tcc-client';
 
 /**
@@ -67,6 +68,19 @@ export async function confirmInTurn(
 export type TccRounds =
   { tried: Required<TryRound>; confirmed?: undefined } | { tried: { approvals: Approval[] }; confirmed: ConfirmRound };
 
+/**
+ * The rounds of a step that failed as a whole after it may have sent calls (its backstop on a stalled worker): which
+ * apps approved or confirmed is unknown, so it counts as a rejection and every app counts as one to cancel.
+ */
+export function failedAsAWhole(apps: AppRef[], reason: string): TccRounds {
+  return {
+    tried: {
+      approvals: apps.map((a) => ({ appId: a.appId })),
+      rejection: { appId: apps[0].appId, reason: `Try to app ${apps[0].appId} ${reason}` },
+    },
+  };
+}
+
 /** Trying, then Confirming the apps that approved (all of them, or the phase ends before). */
 export async function tryThenConfirmInTurn(
   apps: AppRef[],
@@ -83,4 +97,30 @@ export async function tryThenConfirmInTurn(
       confirmOne,
     ),
   };
+}
+
+/** What the apps that confirmed assigned, as the store records it with their provisions. */
+export type Assigned = NonNullable<ReturnType<typeof assignedBy>>;
+
+/**
+ * The calls, then the records of the apps that confirmed, in the step that made the calls. Once a call is sent
+ * nothing fails this: calls that end unexpectedly count as failed as a whole, and records that cannot be written now
+ * (`record` answers undefined) are left to the workflow's step retried until it lands, so the calls are never made
+ * again for a fault of the records.
+ */
+export async function tryConfirmThenRecord(
+  apps: AppRef[],
+  user: UserProfile,
+  tryOne: (appId: string, user: UserProfile) => Promise<TryVerdict>,
+  confirmOne: (appId: string) => Promise<void>,
+  record: (confirmedApps: string[], assigned: Assigned | undefined) => Promise<FinishResult | undefined>,
+): Promise<{ rounds: TccRounds; finished?: FinishResult }> {
+  const rounds = await tryThenConfirmInTurn(apps, user, tryOne, confirmOne).catch((error: unknown) =>
+    failedAsAWhole(apps, `failed: ${(error as Error).message}`),
+  );
+  const confirmedApps = rounds.confirmed?.confirmed ?? [];
+  if (confirmedApps.length === 0) return { rounds };
+  const confirmed = rounds.tried.approvals.slice(0, confirmedApps.length);
+  const finished = await record(confirmedApps, assignedBy(user, confirmed));
+  return finished ? { rounds, finished } : { rounds };
 }

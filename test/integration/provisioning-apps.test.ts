@@ -7,6 +7,7 @@ import { findStoredApp, insertStoredApp } from '../../store/provisioning-apps';
 import { startDownstreamApp, type RunningDownstreamApp } from '../../examples/downstream-app/app';
 import { startHarness, uniqueEmail, type Harness } from '../support/harness';
 import { storedAppRow } from '../support/rows';
+import { provisioningWorkflowId } from '../../workflows/ids';
 
 describe('with the configuration-backed provider (the default)', () => {
   let h: Harness;
@@ -34,13 +35,9 @@ describe('with the store-backed provider (Provisioning:AppProvider = Store)', ()
   let h: Harness;
   let outside: RunningDownstreamApp;
   const key = (appId: string) => h.config.ProvisioningApps[appId].ApiKey;
+  const registration = (appId: string) => ({ CallbackUrl: h.apps[appId].url, ApiKey: key(appId) });
   const register = (appId: string, extra: Record<string, unknown> = {}) =>
-    h.admin('POST', '/api/v1/provisioning/apps', {
-      appId,
-      CallbackUrl: h.apps[appId].url,
-      ApiKey: key(appId),
-      ...extra,
-    });
+    h.admin('POST', '/api/v1/provisioning/apps', { appId, ...registration(appId), ...extra });
 
   beforeAll(async () => {
     h = await startHarness({ apps: { crm: {}, billing: {} }, config: { Provisioning: { AppProvider: 'Store' } } });
@@ -101,6 +98,35 @@ describe('with the store-backed provider (Provisioning:AppProvider = Store)', ()
       false,
     );
     expect((await register('billing')).status).toBe(201);
+  });
+
+  test('apps whose Try timeouts do not fit in the first step are called by steps of their own, and still provisioned', async () => {
+    /** The workflow steps (local activities) a creation ran. */
+    const stepsOf = async (userId: string) => {
+      const history = await h.client.workflow.getHandle(provisioningWorkflowId(userId)).fetchHistory();
+      return history.events!.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity')
+        .length;
+    };
+    const setCrmTimeout = async (seconds: number) =>
+      expect(
+        (await h.admin('PUT', '/api/v1/provisioning/apps/crm', { ...registration('crm'), TryTimeoutSeconds: seconds }))
+          .status,
+      ).toBe(200);
+
+    const usual = await h.admin('POST', '/api/v1/profile/', { email: uniqueEmail('one-step') });
+    expect(usual.body.provisionedApps).toEqual(['billing', 'crm']);
+    expect(await stepsOf(usual.body.userId)).toBe(1);
+
+    // 3,600 + 10 s for crm's calls alone: more than the first step's five minutes.
+    await setCrmTimeout(3600);
+    try {
+      const slow = await h.admin('POST', '/api/v1/profile/', { email: uniqueEmail('steps-apart') });
+      expect(slow.status).toBe(201);
+      expect(slow.body.provisionedApps).toEqual(['billing', 'crm']);
+      expect(await stepsOf(slow.body.userId)).toBe(3);
+    } finally {
+      await setCrmTimeout(60);
+    }
   });
 
   test('a refused CallbackUrl or an invalid body answers 400 naming the reason', async () => {

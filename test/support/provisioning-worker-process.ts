@@ -7,9 +7,10 @@ import { createProvisioningWorker, workerHome } from '../../workers/create-worke
 
 /**
  * A provisioning worker in a process of its own, so a test can SIGKILL it. With KILL_AFTER_CREATE_USER=N it kills
- * itself right after its N-th first step (createUserForApps) for a user with a password has written the user, before the workflow
- * task that ran it is recorded: the replay on the next worker runs that step again, the fault the crash-safety suite
- * reproduces (it stranded users whose stashed password hash the first run had consumed).
+ * itself right after its N-th first step (createUserAndCallApps) for a user with a password has written the user, called
+ * the apps and recorded them, before the workflow task that ran it is recorded: the replay on the next worker runs that
+ * step again, the fault the crash-safety suite reproduces (it once stranded users whose stashed password hash the first
+ * run had consumed).
  */
 async function startWorker(): Promise<Worker> {
   const config = parseConfig(JSON.parse(process.env.SERVICE_CONFIG!));
@@ -19,8 +20,8 @@ async function startWorker(): Promise<Worker> {
   const real = createProvisioningActivities(context);
   const activities = {
     ...real,
-    async createUserForApps(input: Parameters<typeof real.createUserForApps>[0]) {
-      const result = await real.createUserForApps(input);
+    async createUserAndCallApps(input: Parameters<typeof real.createUserAndCallApps>[0]) {
+      const result = await real.createUserAndCallApps(input);
       if (input.credentialRef && ++created === killAfter) process.kill(process.pid, 'SIGKILL');
       return result;
     },

@@ -4,7 +4,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import type { ProvisioningActivities } from '../../activities/provisioning';
 import type { TryVerdict } from '../../activities/provisioning/tcc-client';
-import { tryThenConfirmInTurn } from '../../activities/provisioning/rounds';
+import { tryConfirmThenRecord, tryThenConfirmInTurn } from '../../activities/provisioning/rounds';
 import { findTemporalTestServer } from '../../dev/temporal-cli';
 import type { UserProfile } from '../../store/users';
 import { createUserAndProvision } from '../../workflows/provisioning';
@@ -26,8 +26,12 @@ afterAll(async () => {
   await env?.teardown();
 });
 
-/** Faults of a whole step rather than of one app: the user deleted meanwhile, the TCC step's own limit hit. */
-type StepFaults = { userGone?: boolean; tccStepFails?: boolean };
+/**
+ * The shape of the attempt and faults of a whole step rather than of one app: the calls as a step of their own (when
+ * the apps' timeouts do not fit in the first step), the user deleted meanwhile, that step's own limit hit, the first
+ * step unable to write the records.
+ */
+type StepFaults = { callsApart?: boolean; userGone?: boolean; tccStepFails?: boolean; firstRecordFails?: boolean };
 
 function stubs(apps: Record<string, AppBehaviour>, faults: StepFaults) {
   const calls: string[] = [];
@@ -47,29 +51,32 @@ function stubs(apps: Record<string, AppBehaviour>, faults: StepFaults) {
     if (apps[appId].confirm === 'fail') return Promise.reject(new Error('answered HTTP 500'));
     return Promise.resolve();
   };
+  const writeRecords = (input: { confirmedApps: string[]; user: UserProfile; assigned?: unknown }) => {
+    calls.push('record');
+    if (faults.userGone && input.confirmedApps.length > 0) return Promise.resolve({ recorded: false as const });
+    for (const appId of input.confirmedApps) records.add(appId);
+    assigned = input.assigned;
+    return Promise.resolve({ recorded: true as const, user: input.user, provisionedApps: [...records].sort() });
+  };
   const activities: Partial<ProvisioningActivities> = {
-    createUserForApps: (input) => {
+    createUserAndCallApps: async (input) => {
       calls.push('createUser');
       user = { ...input.user, active: true };
-      return Promise.resolve({
-        status: 'created' as const,
-        user,
-        apps: appRefs,
-        unknownAppIds: [],
-        provisionedApps: [],
+      const found = { status: 'created' as const, user, apps: appRefs, unknownAppIds: [], provisionedApps: [] };
+      if (faults.callsApart) return found;
+      const created = user;
+      const made = await tryConfirmThenRecord(appRefs, created, tryOne, confirmOne, (confirmedApps, assignedNow) => {
+        if (!faults.firstRecordFails) return writeRecords({ confirmedApps, user: created, assigned: assignedNow });
+        calls.push('record fails');
+        return Promise.resolve(undefined);
       });
+      return { ...found, ...made };
     },
     tryThenConfirmApps: (input) =>
       faults.tccStepFails
         ? Promise.reject(ApplicationFailure.nonRetryable('the worker stalled'))
         : tryThenConfirmInTurn(input.apps, input.user, tryOne, confirmOne),
-    recordAndFinish: (input) => {
-      calls.push('recordAndFinish');
-      if (faults.userGone && input.confirmedApps.length > 0) return Promise.resolve({ recorded: false as const });
-      for (const appId of input.confirmedApps) records.add(appId);
-      assigned = input.assigned;
-      return Promise.resolve({ recorded: true as const, user: input.user, provisionedApps: [...records].sort() });
-    },
+    recordAndFinish: (input) => writeRecords(input),
     cancelApp: (input) => {
       calls.push(`cancel ${input.appId}`);
       if (apps[input.appId].cancel === 'fail') throw ApplicationFailure.retryable('answered HTTP 503');
@@ -85,7 +92,7 @@ function stubs(apps: Record<string, AppBehaviour>, faults: StepFaults) {
   return { activities, calls, records, triedWith, assigned: () => assigned, userExists: () => user !== undefined };
 }
 
-async function create(apps: Record<string, AppBehaviour>, faults: StepFaults = {}) {
+async function attempt(apps: Record<string, AppBehaviour>, faults: StepFaults = {}) {
   const stub = stubs(apps, faults);
   const taskQueue = `wf-${randomUUID()}`;
   const worker = await Worker.create({
@@ -113,11 +120,18 @@ async function create(apps: Record<string, AppBehaviour>, faults: StepFaults = {
 /** The calls of one kind to the apps named by the letters, in that order: `each('try', 'ab')`. */
 const each = (call: string, appIds: string) => [...appIds].map((appId) => `${call} ${appId}`);
 
-describe('the provisioning state table, row by row', () => {
+/** Every row holds in both shapes of an attempt: the calls and records in the first step, or steps of their own. */
+describe.each([
+  ['made by the first step', {}],
+  ['made by steps of their own', { callsApart: true }],
+])('the provisioning state table, row by row, the calls %s', (_, shape: StepFaults) => {
+  const create = (apps: Record<string, AppBehaviour>, faults: StepFaults = {}) =>
+    attempt(apps, { ...shape, ...faults });
+
   test('Start → Trying → Confirming → Provisioned: every app approves and confirms, one record per app', async () => {
     const run = await create({ a: {}, b: {}, c: {} });
     expect(run.outcome).toMatchObject({ status: 'provisioned', confirmedApps: ['a', 'b', 'c'] });
-    expect(run.calls).toEqual(['createUser', ...each('try', 'abc'), ...each('confirm', 'abc'), 'recordAndFinish']);
+    expect(run.calls).toEqual(['createUser', ...each('try', 'abc'), ...each('confirm', 'abc'), 'record']);
     expect([...run.records].sort()).toEqual(['a', 'b', 'c']);
     expect(run.userExists()).toBe(true);
   });
@@ -141,7 +155,7 @@ describe('the provisioning state table, row by row', () => {
       'createUser',
       ...each('try', 'abc'),
       ...each('confirm', 'ab'),
-      'recordAndFinish',
+      'record',
       ...each('cancel', 'bc'),
     ]);
     expect([...run.records]).toEqual(['a']);
@@ -187,25 +201,48 @@ describe('the provisioning state table, row by row', () => {
     const children = history.events!.map((e) => e.startChildWorkflowExecutionInitiatedEventAttributes).filter(Boolean);
     expect(children.map((c) => c!.workflowType!.name)).toEqual(['deprovisionApps']);
   });
+});
 
-  test('a TCC step that fails as a whole (its backstop on a stalled worker) cancels every app, since any may have approved', async () => {
-    const run = await create({ a: {}, b: {} }, { tccStepFails: true });
+describe('faults of a whole step', () => {
+  test('a TCC step of its own that fails as a whole (its backstop on a stalled worker) cancels every app, since any may have approved', async () => {
+    const run = await attempt({ a: {}, b: {} }, { callsApart: true, tccStepFails: true });
     expect(run.outcome).toMatchObject({ status: 'rejected', appId: 'a', userDeleted: true });
     expect(run.outcome).toMatchObject({ reason: expect.stringContaining('the worker stalled') });
     expect(run.calls).toEqual(['createUser', 'cancel a', 'cancel b', 'deleteUser']);
   });
+
+  test('records the first step could not write are written by a step of their own, and the apps are not called again', async () => {
+    const run = await attempt({ a: {}, b: {} }, { firstRecordFails: true });
+    expect(run.outcome).toMatchObject({
+      status: 'provisioned',
+      confirmedApps: ['a', 'b'],
+      provisionedApps: ['a', 'b'],
+    });
+    expect(run.calls).toEqual(['createUser', ...each('try', 'ab'), ...each('confirm', 'ab'), 'record fails', 'record']);
+    expect(await localActivities(run.workflowId)).toBe(2);
+  });
 });
 
+/** The local activities an attempt ran: each is a workflow step, and each costs a workflow activation. */
+async function localActivities(workflowId: string): Promise<number> {
+  const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
+  expect(history.events!.filter((e) => e.workflowTaskCompletedEventAttributes)).toHaveLength(1);
+  return history.events!.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity').length;
+}
+
 describe('the cost of an attempt', () => {
-  test('a creation is three workflow steps whatever the number of apps: the user, the TCC calls, the records', async () => {
+  test('a creation is one workflow step whatever the number of apps: the user, the TCC calls and the records', async () => {
     const oneApp: Record<string, AppBehaviour> = { a: {} };
     for (const apps of [oneApp, { a: {}, b: {}, c: {}, d: {}, e: {} }]) {
-      const run = await create(apps);
+      const run = await attempt(apps);
       expect(run.outcome).toMatchObject({ status: 'provisioned' });
-      const history = await env.client.workflow.getHandle(run.workflowId).fetchHistory();
-      const markers = history.events!.map((e) => e.markerRecordedEventAttributes?.markerName).filter(Boolean);
-      expect(markers.filter((name) => name === 'core_local_activity')).toHaveLength(3);
-      expect(history.events!.filter((e) => e.workflowTaskCompletedEventAttributes)).toHaveLength(1);
+      expect(await localActivities(run.workflowId)).toBe(1);
     }
+  });
+
+  test('three when the calls do not fit in the first step: the user, the TCC calls, the records', async () => {
+    const run = await attempt({ a: {}, b: {}, c: {} }, { callsApart: true });
+    expect(run.outcome).toMatchObject({ status: 'provisioned' });
+    expect(await localActivities(run.workflowId)).toBe(3);
   });
 });

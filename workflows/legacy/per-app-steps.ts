@@ -1,12 +1,12 @@
 import { log, patched, proxyLocalActivities } from '@temporalio/workflow';
 import type { AppRef, ProvisioningActivities } from '../../activities/provisioning';
 import type { NewUser, UserProfile } from '../../store/users';
-import { applyApproval, type Approval } from '../approval';
+import { applyApproval, assignedChanges, type Approval } from '../approval';
 import { STORE, TCC_CALL, tryCall } from '../activity-policies';
 import { deprovisionInBackground } from '../background';
 import { deleteRefusedUser } from '../refused-creation';
 import type { CreationOutcome, ProvisioningOutcome, ProvisionScope } from '../provisioning';
-import { assignedChanges, cancel, failureReason, type Ending, type TransactionResult } from '../transaction';
+import { cancel, failureReason, type Ending, type TransactionResult } from '../transaction';
 
 /**
  * Attempts as runs started before TCC_ROUNDS recorded them: one workflow step per app and call, the provision

@@ -44,11 +44,12 @@ export const tccRounds = (apps: Array<{ tryTimeoutSeconds: number }>): LocalActi
 });
 
 /**
- * An attempt's first step: the user, its apps, and when their calls fit in what is left of this limit, the Try and
- * Confirm calls and the records of the apps that confirmed (activities/provisioning/first-step.ts). Retried like a
- * store write: nothing fails it once a call has been sent but this backstop, and a run again, like a replay, sends
- * the same calls with the same transactionId. Five minutes hold four apps at the default Try timeout; with more, or
- * slower, apps the calls get a step of their own (tccRounds).
+ * An attempt's first step (createUserAndCallApps, loadUserAndCallApps): the user, its apps, and, when the calls' own
+ * timeouts (tccRoundsSeconds) fit in what is left of this limit, the Try and Confirm calls and the records of the apps
+ * that confirmed. Retried like a store write; once a call is sent the step ends within this limit on its own (records
+ * it cannot write in time are left to recordAndFinish), so only a stuck worker meets the backstop, and a run again,
+ * like a replay, sends the same calls with the same transactionId. Five minutes hold four apps at the default Try
+ * timeout; more, or slower, apps get the calls as a step of their own (tccRounds).
  */
 export const FIRST_STEP: LocalActivityOptions = { ...STORE, startToCloseTimeout: '5 minutes' };
 

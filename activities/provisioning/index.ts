@@ -39,7 +39,7 @@ export interface ResolvedApps {
   provisionedApps: string[];
 }
 
-/** What an attempt's last step wrote: false when the user was deleted while the attempt ran. */
+/** What writing the records of the apps that confirmed gave: false when the user was deleted while the attempt ran. */
 export type FinishResult = { recorded: true; user: UserProfile; provisionedApps: string[] } | { recorded: false };
 
 /** What an attempt's first step found (the user, its apps) and, when the calls fitted in it, what it did. */
@@ -250,7 +250,6 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
       return { user, provisionedApps: await listProvisionedApps(db, input.user.userId) };
     },
 
-    /** An attempt's first step: the user created (see createUser) and the apps it needs, which the spec does not order. */
     /**
      * A creation's first step: the user (safe to run twice, see insertOrFind), the apps it needs, and the calls and
      * records when they fit (callAppsIfTheyFit). Run again, it sends the same calls with the same transactionId, and

@@ -1,3 +1,8 @@
+import { randomUUID } from 'node:crypto';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { sql } from 'kysely';
+import { createProvisioningActivities } from '../../activities/provisioning';
+import { newUserFrom } from '../../api/user-creation';
 import { listProvisionedApps } from '../../store/provisions';
 import { findUserIdByEmail } from '../../store/users';
 import { logEntries } from '../support/captured-log';
@@ -171,4 +176,37 @@ describe('Confirm failures', () => {
   test('retrying provisioning for an unknown user answers 404', async () => {
     expect((await h.admin('POST', '/api/v1/profile/nobody/provisioning')).status).toBe(404);
   });
+});
+
+describe("the first step's limit", () => {
+  test('records it cannot write in time are left to the retried step: the step ends before its limit, the calls made once', async () => {
+    const { createUserAndCallApps } = createProvisioningActivities(h.context);
+    // wiki's calls may take 1 + 10 s and a second more: they fit in 12.5 s, and the records get what is left.
+    const warnings: string[] = [];
+    const logger = {
+      log() {},
+      trace() {},
+      debug() {},
+      info() {},
+      warn: (message: string) => warnings.push(message),
+      error() {},
+    };
+    const step = new MockActivityEnvironment({ startToCloseTimeoutMs: 12_500 }, { logger });
+    const userId = randomUUID();
+    const transactionId = `held-up-${userId}`;
+    const started = Date.now();
+    const made = await h.context.db.transaction().execute(async (trx) => {
+      await sql`lock table user_provisions in exclusive mode`.execute(trx);
+      return step.run(createUserAndCallApps, {
+        user: { userId, ...newUserFrom({ email: uniqueEmail('held-up') }) },
+        appIds: ['wiki'],
+        transactionId,
+      });
+    });
+    expect(Date.now() - started).toBeLessThan(12_500);
+    expect(made).toMatchObject({ status: 'created', rounds: { confirmed: { confirmed: ['wiki'] } } });
+    expect(made).not.toHaveProperty('finished');
+    expect(pathsFor('wiki', transactionId)).toEqual(['/try', '/confirm']);
+    expect(warnings).toEqual([expect.stringMatching(/^Recording the apps that confirmed failed/)]);
+  }, 30_000);
 });

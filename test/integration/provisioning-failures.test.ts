@@ -180,7 +180,7 @@ describe('Confirm failures', () => {
 
 describe("the first step's limit", () => {
   test('records it cannot write in time are left to the retried step: the step ends before its limit, the calls made once', async () => {
-    const { createUserAndCallApps } = createProvisioningActivities(h.context);
+    const activities = createProvisioningActivities(h.context);
     // wiki's calls may take 1 + 10 s and a second more: they fit in 12.5 s, and the records get what is left.
     const warnings: string[] = [];
     const logger = {
@@ -197,7 +197,7 @@ describe("the first step's limit", () => {
     const started = Date.now();
     const made = await h.context.db.transaction().execute(async (trx) => {
       await sql`lock table user_provisions in exclusive mode`.execute(trx);
-      return step.run(createUserAndCallApps, {
+      return step.run((input) => activities.createUserAndCallApps(input), {
         user: { userId, ...newUserFrom({ email: uniqueEmail('held-up') }) },
         appIds: ['wiki'],
         transactionId,

@@ -138,6 +138,28 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
     }
   }
 
+  /** The user created (insertOrFind) and the apps it needs: how every creation's first step begins. */
+  async function createdWithApps(input: {
+    user: NewUser;
+    credentialRef?: string;
+    appIds?: string[];
+  }): Promise<
+    ({ status: 'created'; user: UserProfile } & ResolvedApps) | Extract<CreateUserResult, { status: 'duplicate' }>
+  > {
+    const { inserted, ...created } = await insertOrFind(input);
+    if (created.status === 'duplicate') return created;
+    return { ...created, ...(await resolve(created.user, input.appIds, inserted ? [] : undefined)) };
+  }
+
+  /** The user as stored and the apps it needs, null when gone: how an attempt for an existing user begins. */
+  async function loadedWithApps(input: {
+    userId: string;
+    appIds?: string[];
+  }): Promise<({ user: UserProfile } & ResolvedApps) | null> {
+    const user = await findUser(db, input.userId);
+    return user ? { user, ...(await resolve(user, input.appIds)) } : null;
+  }
+
   /**
    * An attempt's Try and Confirm call to each app; each app is looked up once for both (the store-backed provider
    * reads and unseals it).
@@ -174,15 +196,14 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
    * is left of the step's limit; otherwise the workflow gives them a step of their own.
    */
   async function callAppsIfTheyFit(
-    user: UserProfile,
-    resolved: ResolvedApps,
+    found: { user: UserProfile } & ResolvedApps,
     transactionId: string,
     started: number,
   ): Promise<FirstStep> {
-    const found = { user, ...resolved };
-    if (resolved.unknownAppIds.length > 0 || resolved.apps.length === 0) return found;
+    const { user, apps: needed } = found;
+    if (found.unknownAppIds.length > 0 || needed.length === 0) return found;
     const deadline = started + Context.current().info.startToCloseTimeoutMs;
-    if (Date.now() + tccRoundsSeconds(resolved.apps) * 1000 > deadline) return found;
+    if (Date.now() + tccRoundsSeconds(needed) * 1000 > deadline) return found;
     const { tryApp, confirmApp } = callsOf(transactionId);
     // The records get what is left of the step's limit but a second: a write held up longer (a lock) is left to the
     // workflow's retried step too, so the step never ends by its own backstop once the calls are made.
@@ -196,7 +217,7 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
           return undefined;
         },
       );
-    const made = await tryConfirmThenRecord(resolved.apps, user, tryApp, confirmApp, recordNow);
+    const made = await tryConfirmThenRecord(needed, user, tryApp, confirmApp, recordNow);
     return { ...found, ...made };
   }
 
@@ -262,10 +283,9 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
       transactionId: string;
     }): Promise<({ status: 'created' } & FirstStep) | Extract<CreateUserResult, { status: 'duplicate' }>> {
       const started = Date.now();
-      const { inserted, ...created } = await insertOrFind(input);
+      const created = await createdWithApps(input);
       if (created.status === 'duplicate') return created;
-      const resolved = await resolve(created.user, input.appIds, inserted ? [] : undefined);
-      return { status: 'created', ...(await callAppsIfTheyFit(created.user, resolved, input.transactionId, started)) };
+      return { ...created, ...(await callAppsIfTheyFit(created, input.transactionId, started)) };
     },
 
     /** The first step of an attempt for an existing user, as the creation's; null when the user is gone. */
@@ -275,37 +295,20 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
       transactionId: string;
     }): Promise<FirstStep | null> {
       const started = Date.now();
-      const user = await findUser(db, input.userId);
-      if (!user) return null;
-      return callAppsIfTheyFit(user, await resolve(user, input.appIds), input.transactionId, started);
+      const loaded = await loadedWithApps(input);
+      return loaded && callAppsIfTheyFit(loaded, input.transactionId, started);
     },
 
     /** The first step of a creation as runs of the three-step build recorded it (no calls, no records). */
-    async createUserForApps(input: {
-      user: NewUser;
-      credentialRef?: string;
-      appIds?: string[];
-    }): Promise<
-      ({ status: 'created'; user: UserProfile } & ResolvedApps) | Extract<CreateUserResult, { status: 'duplicate' }>
-    > {
-      const { inserted, ...created } = await insertOrFind(input);
-      if (created.status === 'duplicate') return created;
-      return { ...created, ...(await resolve(created.user, input.appIds, inserted ? [] : undefined)) };
+    async createUserForApps(input: { user: NewUser; credentialRef?: string; appIds?: string[] }) {
+      return createdWithApps(input);
     },
 
     /** The first step of an attempt for an existing user as the three-step build recorded it; null when gone. */
-    async loadUserForApps(input: {
-      userId: string;
-      appIds?: string[];
-    }): Promise<({ user: UserProfile } & ResolvedApps) | null> {
-      const user = await findUser(db, input.userId);
-      return user ? { user, ...(await resolve(user, input.appIds)) } : null;
+    async loadUserForApps(input: { userId: string; appIds?: string[] }) {
+      return loadedWithApps(input);
     },
 
-    /**
-     * Trying, then Confirming, every app in one step (see rounds.ts): the calls alone; the workflow records the
-     * provisions as a step of their own.
-     */
     /** The Try and Confirm calls as a step of their own: when they did not fit in the first step. */
     async tryThenConfirmApps(input: { apps: AppRef[]; transactionId: string; user: UserProfile }): Promise<TccRounds> {
       const { tryApp, confirmApp } = callsOf(input.transactionId);

@@ -2,11 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { hashPassword } from '../security/password-hashing';
 import { releaseEmail, reserveEmail, takeOverReservation } from '../store/creation-guards';
 import type { Db } from '../store/database';
-import { discardPasswordHash, stashPasswordHash } from '../store/pending-credentials';
+import { ABANDONED_AFTER_HOURS, discardPasswordHash, stashPasswordHash } from '../store/pending-credentials';
 import type { NewUser } from '../store/users';
 import { provisioningWorkflowId, type Trigger } from '../workflows/ids';
 import { createUserAndProvision, type CreationOutcome } from '../workflows/provisioning';
 import { AttemptInProgressError, ResultDeadlineError, type WorkflowRunner } from '../client/workflow-runner';
+import { logger } from '../observability/logger';
 
 export interface CreationRequest {
   trigger: Trigger;
@@ -61,24 +62,48 @@ export async function createUserThroughWorkflow(
   await reserve(db, run, request.user.email, workflowId);
   let credentialRef: string | undefined;
   let stillRunning = false;
+  let outcome: CreationOutcome | undefined;
   try {
     credentialRef =
       request.password === undefined ? undefined : await stashPasswordHash(db, await hashPassword(request.password));
-    return await run(createUserAndProvision, {
+    outcome = await run(createUserAndProvision, {
       workflowId,
       onEnded: 'result',
       args: [{ trigger: request.trigger, credentialRef, user: { ...request.user, userId } }],
       search: { userId, trigger: request.trigger },
     });
+    return outcome;
   } catch (error) {
     stillRunning = error instanceof ResultDeadlineError;
     throw error;
   } finally {
-    // Past the deadline the workflow may still need both. Otherwise the attempt has ended: a credential of a request
-    // that attached to an earlier attempt was never read, and the e-mail is free again.
+    // Past the deadline the workflow may still need both. Otherwise the attempt has ended: the stashed hash is no
+    // longer read (an attempt that kept no user leaves it here; one that attached to an earlier attempt never had it
+    // read), and the e-mail is free again. The answer is already decided, so a failed clean-up is a warning.
     if (!stillRunning) {
-      if (credentialRef) await discardPasswordHash(db, credentialRef);
-      await releaseEmail(db, request.user.email, workflowId);
+      const cleanUp = (async () => {
+        if (credentialRef) await discardPasswordHash(db, credentialRef);
+        await releaseEmail(db, request.user.email, workflowId);
+      })().catch((error: unknown) => cleanUpFailed(workflowId, error));
+      if (!(outcome && E_MAIL_TAKEN.has(outcome.status))) await cleanUp;
     }
   }
+}
+
+/**
+ * Outcomes after which a user holds the e-mail: the answer does not wait for the reservation's release, since a
+ * creation that meets the reservation before its release would meet the user after it (a 409 either way). The release
+ * is queued before the answer goes out, and the store hands out its connections first come first served, so a
+ * request that follows the answer finds it done.
+ * After a refusal the user is gone, and the answer waits, so that the same e-mail can be submitted again at once.
+ */
+const E_MAIL_TAKEN = new Set<CreationOutcome['status']>(['provisioned', 'partially-confirmed', 'duplicate']);
+
+/** What is left is cleared later: the reservation is taken over after its grace, the hash purged as abandoned. */
+function cleanUpFailed(workflowId: string, error: unknown): void {
+  logger.warn(
+    `creation: clearing the e-mail reservation and stashed password hash of ${workflowId} failed ` +
+      `(${(error as Error).message}); another attempt for that e-mail takes the reservation over after ` +
+      `${RESERVATION_GRACE_MS / 1000} s, and a stashed hash is purged after ${ABANDONED_AFTER_HOURS} h`,
+  );
 }

@@ -72,8 +72,8 @@ async function main(): Promise<void> {
       headers: { 'content-type': 'application/json', authorization: 'Bearer bench-admin' },
       body: JSON.stringify({ email: `bench-${i}-${randomUUID().slice(0, 8)}@example.test`, firstName: 'Bench' }),
     });
-    await res.arrayBuffer();
-    return res.status === 201;
+    const body = await res.text();
+    return res.status === 201 || `HTTP ${res.status}: ${body.slice(0, 200)}`;
   };
 
   // The one-step baseline's own worker on a queue of its own, polling beside the service's worker.
@@ -100,7 +100,7 @@ async function main(): Promise<void> {
       args: [{ user: { email: `bench-${i}@example.test`, firstName: 'Bench' } }],
       search: { userId: randomUUID(), trigger: 'admin-api' },
     });
-    return result.status === 'provisioned';
+    return result.status === 'provisioned' || result.status;
   };
 
   const appList = await worker.context.apps.listApps({ userId: 'bench', organizationId: null });
@@ -112,8 +112,15 @@ async function main(): Promise<void> {
       email: `direct-${transactionId}@example.test`,
       firstName: 'Bench',
     };
-    for (const app of appList) if (!(await worker.context.http.try(app, user)).approved) return false;
-    for (const app of appList) await worker.context.http.confirm(app, transactionId);
+    for (const app of appList) {
+      const verdict = await worker.context.http.try(app, user);
+      if (!verdict.approved) return verdict.reason;
+    }
+    try {
+      for (const app of appList) await worker.context.http.confirm(app, transactionId);
+    } catch (error) {
+      return `Confirm ${(error as Error).message}`;
+    }
     return true;
   };
 

@@ -14,37 +14,49 @@ export interface LoadResult {
   p95: number;
   p99: number;
   failures: number;
+  /** Why tasks failed, each reason once (the first few), when the tasks said. */
+  failureReasons?: string[];
 }
+
+/** A task's result: true when it did what it measures; false, or why not, when it failed. */
+export type TaskResult = boolean | string;
+
+/** How many different failure reasons a result keeps. */
+const REASONS_KEPT = 5;
 
 /** What one load run saw: each task's latency in milliseconds, the wall time, the failures. */
 export interface LoadSamples {
   latencies: number[];
   seconds: number;
   failures: number;
+  failureReasons: Set<string>;
 }
 
 /** Runs `task` `count` times with at most `concurrency` in flight. */
 export async function loadSamples(
   count: number,
   concurrency: number,
-  task: (i: number) => Promise<boolean>,
+  task: (i: number) => Promise<TaskResult>,
   first = 0,
 ): Promise<LoadSamples> {
   const latencies: number[] = [];
   let next = first;
   let failures = 0;
+  const failureReasons = new Set<string>();
   const started = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
       while (next < first + count) {
         const i = next++;
         const t0 = performance.now();
-        if (!(await task(i))) failures++;
+        const result = await task(i);
+        if (result !== true) failures++;
+        if (typeof result === 'string' && failureReasons.size < REASONS_KEPT) failureReasons.add(result);
         latencies.push(performance.now() - t0);
       }
     }),
   );
-  return { latencies, seconds: (performance.now() - started) / 1000, failures };
+  return { latencies, seconds: (performance.now() - started) / 1000, failures, failureReasons };
 }
 
 /** Several runs' samples as one result: throughput over their summed wall time, percentiles over all latencies. */
@@ -52,6 +64,7 @@ export function summarize(runs: LoadSamples[]): LoadResult {
   const latencies = runs.flatMap((r) => r.latencies).sort((a, b) => a - b);
   const seconds = runs.reduce((sum, r) => sum + r.seconds, 0);
   const round = (n: number) => Math.round(n * 10) / 10;
+  const reasons = [...new Set(runs.flatMap((r) => [...r.failureReasons]))].slice(0, REASONS_KEPT);
   return {
     count: latencies.length,
     seconds: round(seconds),
@@ -60,6 +73,7 @@ export function summarize(runs: LoadSamples[]): LoadResult {
     p95: round(percentile(latencies, 95)),
     p99: round(percentile(latencies, 99)),
     failures: runs.reduce((sum, r) => sum + r.failures, 0),
+    ...(reasons.length > 0 ? { failureReasons: reasons } : {}),
   };
 }
 
@@ -67,7 +81,7 @@ export function summarize(runs: LoadSamples[]): LoadResult {
 export async function runLoad(
   count: number,
   concurrency: number,
-  task: (i: number) => Promise<boolean>,
+  task: (i: number) => Promise<TaskResult>,
 ): Promise<LoadResult> {
   return summarize([await loadSamples(count, concurrency, task)]);
 }

@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { Db } from './database';
 
 /**
- * A stashed hash is needed until its attempt's first step has stored the user (the attempt then removes it as its
- * last step). One still here after a day belongs to a request that never started a workflow, or to an attempt
- * that no worker picked up for a day, which then ends with CredentialExpired and asks the client to submit again.
+ * A stashed hash is needed until its attempt has ended: the attempt removes it as its last step when it kept the user
+ * (who then holds the hash), the API once it has the answer. One still here after a day belongs to a request that
+ * never started a workflow, to an attempt whose API gave up waiting before it was refused, or to an attempt that no
+ * worker picked up for a day, which then ends with CredentialExpired and asks the client to submit again.
  */
 export const ABANDONED_AFTER_HOURS = 24;
 

@@ -1,4 +1,4 @@
-import { patched, proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
+import { proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { FirstStep, ProvisioningActivities } from '../activities/provisioning';
 import type { NewUser, UserProfile } from '../store/users';
 import { FIRST_STEP, STORE } from './activity-policies';
@@ -6,6 +6,7 @@ import { deprovisionInBackground } from './background';
 import type { Trigger } from './ids';
 import * as legacy from './legacy/per-app-steps';
 import { deleteRefusedUser } from './refused-creation';
+import { hasChange } from './patches';
 import { recordOutcome } from './search-attributes';
 import { runTransaction, type TransactionResult } from './transaction';
 
@@ -33,7 +34,7 @@ function transactionId(): string {
 }
 
 /** Runs started before the TCC calls were one step replay the per-app steps they recorded (legacy/per-app-steps.ts). */
-const tccRoundsInOneStep = () => patched(legacy.TCC_ROUNDS);
+const tccRoundsInOneStep = () => hasChange(legacy.TCC_ROUNDS);
 
 /**
  * Runs started before the first step made the calls (the three-step build) replay the first step they recorded
@@ -67,18 +68,32 @@ async function createAndProvision(
   input: ProvisionScope & { user: NewUser; credentialRef?: string },
 ): Promise<CreationOutcome> {
   if (!tccRoundsInOneStep()) return legacy.createAndProvision(input, transactionId());
+  let outcome: CreationOutcome | undefined;
   try {
     const scope = { user: input.user, credentialRef: input.credentialRef, appIds: input.appIds };
-    const created = patched(CALLS_IN_FIRST_STEP)
+    const created = hasChange(CALLS_IN_FIRST_STEP)
       ? await firstStep.createUserAndCallApps({ ...scope, transactionId: transactionId() })
       : await store.createUserForApps(scope);
-    if (created.status === 'duplicate') return created;
-    return deleteRefusedUser(created.user.userId, await provision(created));
+    if (created.status === 'duplicate') return (outcome = created);
+    return (outcome = await deleteRefusedUser(created.user.userId, await provision(created)));
   } finally {
-    // The stashed hash is read, not taken, by the first step (a replay must find it again), so the attempt's last
-    // step removes it, whatever the ending.
-    if (input.credentialRef) await store.discardCredential(input.credentialRef);
+    if (input.credentialRef && !(hasChange(STASH_KEPT_WITHOUT_USER) && noUserHoldsHash(outcome)))
+      await store.discardCredential(input.credentialRef);
   }
+}
+
+/**
+ * The stashed hash is read, not taken, by the first step, since a replay runs that step again. Local activities
+ * record their results only when the workflow task ends, so a worker lost after the last step replays every step of
+ * the attempt: a replay that no longer finds the hash must find the user holding it. So the attempt removes the hash
+ * only when the user is kept; after a refusal or a duplicate it is left to the API, which removes it once it has the
+ * answer (or to the purge of abandoned credentials, when the API gave up waiting).
+ */
+const STASH_KEPT_WITHOUT_USER = 'stash-kept-without-user';
+
+/** A refusal deleted the user, a duplicate never created it; a run that failed (no outcome) is not replayed. */
+function noUserHoldsHash(outcome: CreationOutcome | undefined): boolean {
+  return outcome !== undefined && (outcome.status === 'duplicate' || outcome.userDeleted === true);
 }
 
 /** Provisioning for an existing user (retry after a partial confirm, first authorization): the user is never deleted. */
@@ -89,7 +104,7 @@ export async function provisionExistingUser(input: ProvisionScope & { userId: st
 async function provisionLoadedUser(input: ProvisionScope & { userId: string }): Promise<ProvisioningOutcome> {
   if (!tccRoundsInOneStep()) return legacy.provisionLoadedUser(input, transactionId());
   const scope = { userId: input.userId, appIds: input.appIds };
-  const loaded = patched(CALLS_IN_FIRST_STEP)
+  const loaded = hasChange(CALLS_IN_FIRST_STEP)
     ? await firstStep.loadUserAndCallApps({ ...scope, transactionId: transactionId() })
     : await store.loadUserForApps(scope);
   if (!loaded) return { status: 'not-found', userId: input.userId };

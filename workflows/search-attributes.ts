@@ -1,5 +1,6 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
-import { patched, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { hasChange } from './patches';
 
 /**
  * How an operator finds a user's workflows in the Temporal UI (`UserId = "…"`): ids and outcomes only, never personal
@@ -25,5 +26,5 @@ export function userIdOfParent() {
  */
 export function recordOutcome(outcome: string): void {
   if (workflowInfo().typedSearchAttributes.get(USER_ID) === undefined) return;
-  if (patched('outcome-search-attribute')) upsertSearchAttributes([{ key: PROVISIONING_OUTCOME, value: outcome }]);
+  if (hasChange('outcome-search-attribute')) upsertSearchAttributes([{ key: PROVISIONING_OUTCOME, value: outcome }]);
 }

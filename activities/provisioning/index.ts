@@ -264,7 +264,7 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
     /** Ends an attempt: stores what confirmed apps assigned (when anything changed) and reports where the user is provisioned. */
     async finishProvisioning(input: {
       user: UserProfile;
-      assigned?: { organizationId: string | null; customAttributes: Record<string, string> };
+      assigned?: Assigned;
     }): Promise<{ user: UserProfile; provisionedApps: string[] }> {
       const user =
         (input.assigned && (await updateUserAttributes(db, input.user.userId, input.assigned))) || input.user;

@@ -252,6 +252,28 @@ describe('admin API input and policy', () => {
     expect(rows).toHaveLength(1);
   });
 
+  test('the e-mail is free again when an answer comes: at once after a refusal, just after it otherwise', async () => {
+    const email = uniqueEmail('again');
+    h.apps.wiki.state.behaviour = { rejectWith: 'not today' };
+    expect((await h.admin('POST', '/api/v1/profile/', { email })).status).toBe(422);
+    h.apps.wiki.state.behaviour = {};
+    const created = await h.admin('POST', '/api/v1/profile/', { email });
+    expect(created.status).toBe(201);
+    // A provisioned user holds the e-mail, so its reservation is released as the answer goes out, not before.
+    const again = await h.admin('POST', '/api/v1/profile/', { email });
+    expect(again.status).toBe(409);
+    expect(again.body.userId).toBe(created.body.userId);
+    await eventually(async () =>
+      expect(
+        await h.context.db
+          .selectFrom('creation_reservations')
+          .select('workflow_id')
+          .where('normalized_email', '=', email.toUpperCase())
+          .execute(),
+      ).toEqual([]),
+    );
+  });
+
   test('a double submit runs one attempt: one 201, one 409, one user', async () => {
     h.apps.crm.state.behaviour = { tryDelayMs: 300 };
     const email = uniqueEmail('double');
@@ -350,7 +372,7 @@ describe('password hashes do not outlive their attempt', () => {
     return refs;
   }
 
-  test('every ending (provisioned, duplicate, rejected, partially confirmed) removes the stashed hash as its last step', async () => {
+  test('no ending (provisioned, duplicate, rejected, partially confirmed) leaves the stashed hash behind: the attempt removes it when it keeps the user, the API with the answer', async () => {
     const email = uniqueEmail('stash');
     expect((await h.admin('POST', '/api/v1/profile/', { email, password: 'stashed passphrase' })).status).toBe(201);
     expect((await h.admin('POST', '/api/v1/profile/', { email, password: 'stashed passphrase' })).status).toBe(409);

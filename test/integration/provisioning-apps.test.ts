@@ -101,12 +101,12 @@ describe('with the store-backed provider (Provisioning:AppProvider = Store)', ()
   });
 
   test('apps whose Try timeouts do not fit in the first step are called by steps of their own, and still provisioned', async () => {
-    /** The workflow steps (local activities) a creation ran. */
-    const stepsOf = async (userId: string) => {
+    /** The markers of a creation's history by name: a workflow step (local activity) or a patch checked each has one. */
+    const markersOf = async (userId: string, name: 'core_local_activity' | 'core_patch') => {
       const history = await h.client.workflow.getHandle(provisioningWorkflowId(userId)).fetchHistory();
-      return history.events!.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity')
-        .length;
+      return history.events!.filter((e) => e.markerRecordedEventAttributes?.markerName === name).length;
     };
+    const stepsOf = (userId: string) => markersOf(userId, 'core_local_activity');
     const setCrmTimeout = async (seconds: number) =>
       expect(
         (await h.admin('PUT', '/api/v1/provisioning/apps/crm', { ...registration('crm'), TryTimeoutSeconds: seconds }))
@@ -116,6 +116,8 @@ describe('with the store-backed provider (Provisioning:AppProvider = Store)', ()
     const usual = await h.admin('POST', '/api/v1/profile/', { email: uniqueEmail('one-step') });
     expect(usual.body.provisionedApps).toEqual(['billing', 'crm']);
     expect(await stepsOf(usual.body.userId)).toBe(1);
+    // One patch for every change so far (workflows/patches.ts): each patch checked costs two events and a visibility write.
+    expect(await markersOf(usual.body.userId, 'core_patch')).toBe(1);
 
     // 3,600 + 10 s for crm's calls alone: more than the first step's five minutes.
     await setCrmTimeout(3600);

@@ -6,23 +6,33 @@ import { createServiceContext } from '../../composition/service-context';
 import { createProvisioningWorker, workerHome } from '../../workers/create-worker';
 
 /**
- * A provisioning worker in a process of its own, so a test can SIGKILL it. With KILL_AFTER_CREATE_USER=N it kills
- * itself right after its N-th first step (createUserAndCallApps) for a user with a password has written the user, called
- * the apps and recorded them, before the workflow task that ran it is recorded: the replay on the next worker runs that
- * step again, the fault the crash-safety suite reproduces (it once stranded users whose stashed password hash the first
- * run had consumed).
+ * A provisioning worker in a process of its own, so a test can SIGKILL it. It kills itself right after a step has
+ * done its work and before the workflow task that ran it is recorded, so the replay on the next worker runs every step
+ * of that task again:
+ * - KILL_AFTER_CREATE_USER=N: after its N-th first step (createUserAndCallApps) for a user with a password has written
+ *   the user, called the apps and recorded them (it once stranded users whose stashed password hash the first run had
+ *   consumed);
+ * - KILL_AFTER_DELETE_USER=N: after its N-th deleteUser, the last step of a refused creation (it once failed the
+ *   replay of a refused creation with a password, whose hash the attempt had removed along with the user).
  */
 async function startWorker(): Promise<Worker> {
   const config = parseConfig(JSON.parse(process.env.SERVICE_CONFIG!));
   const context = await createServiceContext(config, config.Database.Url!);
-  const killAfter = Number(process.env.KILL_AFTER_CREATE_USER ?? 0);
+  const killAfterCreate = Number(process.env.KILL_AFTER_CREATE_USER ?? 0);
+  const killAfterDelete = Number(process.env.KILL_AFTER_DELETE_USER ?? 0);
   let created = 0;
+  let deleted = 0;
   const real = createProvisioningActivities(context);
   const activities = {
     ...real,
     async createUserAndCallApps(input: Parameters<typeof real.createUserAndCallApps>[0]) {
       const result = await real.createUserAndCallApps(input);
-      if (input.credentialRef && ++created === killAfter) process.kill(process.pid, 'SIGKILL');
+      if (input.credentialRef && ++created === killAfterCreate) process.kill(process.pid, 'SIGKILL');
+      return result;
+    },
+    async deleteUser(userId: string) {
+      const result = await real.deleteUser(userId);
+      if (++deleted === killAfterDelete) process.kill(process.pid, 'SIGKILL');
       return result;
     },
   };

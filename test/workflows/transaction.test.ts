@@ -87,12 +87,15 @@ function stubs(apps: Record<string, AppBehaviour>, faults: StepFaults) {
       user = undefined;
       return Promise.resolve({ deleted: true, appIds: [] });
     },
-    discardCredential: () => Promise.resolve(),
+    discardCredential: () => {
+      calls.push('discardCredential');
+      return Promise.resolve();
+    },
   };
   return { activities, calls, records, triedWith, assigned: () => assigned, userExists: () => user !== undefined };
 }
 
-async function attempt(apps: Record<string, AppBehaviour>, faults: StepFaults = {}) {
+async function attempt(apps: Record<string, AppBehaviour>, faults: StepFaults = {}, credentialRef?: string) {
   const stub = stubs(apps, faults);
   const taskQueue = `wf-${randomUUID()}`;
   const worker = await Worker.create({
@@ -110,6 +113,7 @@ async function attempt(apps: Record<string, AppBehaviour>, faults: StepFaults = 
         {
           trigger: 'admin-api',
           user: { userId, ...newUserFrom({ email: `${userId}@example.test` }) },
+          credentialRef,
         },
       ],
     }),
@@ -229,6 +233,23 @@ async function localActivities(workflowId: string): Promise<number> {
   expect(history.events!.filter((e) => e.workflowTaskCompletedEventAttributes)).toHaveLength(1);
   return history.events!.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity').length;
 }
+
+describe('a password stashed by the API', () => {
+  // A worker lost after an attempt's last step replays every step of that workflow task, the first step included,
+  // and the first step needs the stashed hash unless it finds the user holding it.
+  test('the attempt removes it as its last step when the user is kept', async () => {
+    const run = await attempt({ a: {} }, {}, 'stash-1');
+    expect(run.outcome.status).toBe('provisioned');
+    expect(run.calls.at(-1)).toBe('discardCredential');
+  });
+
+  test('a refused attempt deletes the user and leaves the hash for the API to remove with the answer', async () => {
+    const run = await attempt({ a: {}, b: { verdict: { approved: false, reason: 'no seats' } } }, {}, 'stash-2');
+    expect(run.outcome).toMatchObject({ status: 'rejected', userDeleted: true });
+    expect(run.calls).not.toContain('discardCredential');
+    expect(run.calls.at(-1)).toBe('deleteUser');
+  });
+});
 
 describe('the cost of an attempt', () => {
   test('a creation is one workflow step whatever the number of apps: the user, the TCC calls and the records', async () => {

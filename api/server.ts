@@ -11,12 +11,23 @@ import { purgeExpiredIdempotencyKeys } from '../store/creation-guards';
 import { purgeAbandonedCredentials } from '../store/pending-credentials';
 import { purgeExpiredOidcPayloads } from '../oidc/adapter';
 import { purgeSignInAttempts } from '../store/sign-in';
+import { purgeOldRemovals } from '../store/user-removals';
+import type { Db } from '../store/database';
 import { apiWorkflowRunner, createApiApp } from './app';
 import { createSignIn } from '../oidc';
 import { MISSING_KEY_MESSAGE } from '../security/key-ring-config';
 import { logger } from '../observability/logger';
 import { startMetricsServer } from '../observability/metrics-server';
 import { describeApps } from '../activities/provisioning/apps';
+
+/** What the API clears out every hour: rows kept only for a while, each table with its own retention. */
+const purges = (config: AppConfig): Array<[string, (db: Db) => Promise<unknown>]> => [
+  ['abandoned credentials', purgeAbandonedCredentials],
+  ['expired idempotency keys', purgeExpiredIdempotencyKeys],
+  ['expired sign-in artefacts', purgeExpiredOidcPayloads],
+  ['counted sign-in attempts', (db) => purgeSignInAttempts(db, config.Auth.SignInRateLimit.WindowSeconds)],
+  ['old removal answers', purgeOldRemovals],
+];
 
 export interface RunningApi {
   server: Server;
@@ -57,18 +68,8 @@ export async function startApi(
   if (signIn) logger.info(`api: sign-in issuer ${publicUrl} (${publicUrl}/.well-known/openid-configuration)`);
   logger.info(`api: provisioning apps: ${await describeApps(apps)}`);
   const purge = setInterval(() => {
-    purgeAbandonedCredentials(db).catch((error: Error) =>
-      logger.warn(`api: purging abandoned credentials failed: ${error.message}`),
-    );
-    purgeExpiredIdempotencyKeys(db).catch((error: Error) =>
-      logger.warn(`api: purging expired idempotency keys failed: ${error.message}`),
-    );
-    purgeExpiredOidcPayloads(db).catch((error: Error) =>
-      logger.warn(`api: purging expired sign-in artefacts failed: ${error.message}`),
-    );
-    purgeSignInAttempts(db, config.Auth.SignInRateLimit.WindowSeconds).catch((error: Error) =>
-      logger.warn(`api: purging counted sign-in attempts failed: ${error.message}`),
-    );
+    for (const [what, run] of purges(config))
+      run(db).catch((error: Error) => logger.warn(`api: purging ${what} failed: ${error.message}`));
   }, 3600_000).unref();
   return {
     server,

@@ -9,6 +9,7 @@ import * as creationGuards from './migrations/0006_creation_guards';
 import * as signIn from './migrations/0007_sign_in';
 import * as federation from './migrations/0008_federation';
 import * as scimEmails from './migrations/0009_scim_emails';
+import * as userRemovals from './migrations/0010_user_removals';
 import type { Database } from './schema';
 import { logger } from '../observability/logger';
 
@@ -78,6 +79,7 @@ const provider: MigrationProvider = {
       '0007_sign_in': signIn,
       '0008_federation': federation,
       '0009_scim_emails': scimEmails,
+      '0010_user_removals': userRemovals,
     }),
 };
 

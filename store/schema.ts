@@ -97,6 +97,14 @@ export interface CreationReservationsTable {
   created_at: Generated<Date>;
 }
 
+/** What a deletion or deactivation step answered, under its workflow run's key (store/user-removals.ts). */
+export interface UserRemovalsTable {
+  removal_id: string;
+  found: boolean;
+  app_ids: Json<string[]>;
+  created_at: Generated<Date>;
+}
+
 export interface IdempotencyKeysTable {
   /** SHA-256 of the caller's credential: one client's keys never meet another's. */
   scope: string;
@@ -297,6 +305,7 @@ export interface Database {
   provisioning_apps: ProvisioningAppsTable;
   creation_reservations: CreationReservationsTable;
   idempotency_keys: IdempotencyKeysTable;
+  user_removals: UserRemovalsTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

@@ -5,6 +5,7 @@ import { DuplicateUserError, normalize } from './users';
 import { isUniqueViolation } from './errors';
 import { scimPage } from './scim-page';
 import { updatedAny } from './row-counts';
+import { removeOnce } from './user-removals';
 
 export const SCIM_USER_COLUMNS = [
   'id',
@@ -73,9 +74,16 @@ export async function updateScimUser(db: Db, id: string, changes: ScimUserChange
   }
 }
 
-/** The spec's soft-delete: the user stays (and still shows in SCIM filters) but is inactive and provisioned nowhere. */
-export async function deactivateUserReturningApps(db: Db, id: string): Promise<{ found: boolean; appIds: string[] }> {
-  return db.transaction().execute(async (trx) => {
+/**
+ * The spec's soft-delete: the user stays (and still shows in SCIM filters) but is inactive and provisioned nowhere.
+ * Under a `removalId` a second run answers what the first did, the apps it took the user from included.
+ */
+export async function deactivateUserReturningApps(
+  db: Db,
+  id: string,
+  removalId?: string,
+): Promise<{ found: boolean; appIds: string[] }> {
+  return removeOnce(db, removalId, async (trx) => {
     const updated = await trx
       .updateTable('users')
       .set({ active: false, updated_at: new Date() })

@@ -4,6 +4,7 @@ import type { Database, UserRow } from './schema';
 import { safeStringMap } from '../security/object-keys';
 import { isUniqueViolation } from './errors';
 import { deletedAny } from './row-counts';
+import { removeOnce } from './user-removals';
 import { logger } from '../observability/logger';
 
 /** The user as provisioning, the API and downstream apps see it: never the password hash. */
@@ -149,9 +150,16 @@ export async function updateUserAttributes(
   return row && toProfile(row);
 }
 
-/** Deletes the user and its provision records together; returns the apps it had been provisioned into. */
-export async function deleteUserReturningApps(db: Db, userId: string): Promise<{ deleted: boolean; appIds: string[] }> {
-  return db.transaction().execute(async (trx) => {
+/**
+ * Deletes the user and its provision records together; returns the apps it had been provisioned into. Under a
+ * `removalId` a second run answers what the first did (store/user-removals.ts).
+ */
+export async function deleteUserReturningApps(
+  db: Db,
+  userId: string,
+  removalId?: string,
+): Promise<{ deleted: boolean; appIds: string[] }> {
+  const { found, appIds } = await removeOnce(db, removalId, async (trx) => {
     const provisions = await trx
       .selectFrom('user_provisions')
       .select('app_id')
@@ -159,6 +167,7 @@ export async function deleteUserReturningApps(db: Db, userId: string): Promise<{
       .orderBy('provisioned_at')
       .execute();
     const result = await trx.deleteFrom('users').where('id', '=', userId).executeTakeFirst();
-    return { deleted: deletedAny(result), appIds: provisions.map((p) => p.app_id) };
+    return { found: deletedAny(result), appIds: provisions.map((p) => p.app_id) };
   });
+  return { deleted: found, appIds };
 }

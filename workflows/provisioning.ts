@@ -27,7 +27,10 @@ export type ProvisioningOutcome =
 export type CreationOutcome =
   (ProvisioningOutcome & { userDeleted?: boolean }) | { status: 'duplicate'; detail: string; existingUserId?: string };
 
-/** The spec asks only for a string shared by Try, Confirm and Cancel; the run id keeps re-runs of one id apart. */
+/**
+ * The run's own key. The spec asks only for a string shared by Try, Confirm and Cancel; the run id keeps re-runs of
+ * one workflow id apart.
+ */
 function transactionId(): string {
   const info = workflowInfo();
   return `${info.workflowId}@${info.runId}`;
@@ -119,11 +122,17 @@ export async function reactivateAndProvision(input: { userId: string }): Promise
   return recorded({ ...outcome, user: { ...outcome.user, active: true } });
 }
 
+/**
+ * The key under which a removal's answer is kept (store/user-removals.ts): the step run again by a replay finds the
+ * user gone, and must still answer which apps to tell.
+ */
+const removalId = transactionId;
+
 /** Deletion answers as soon as the user is gone. */
 export async function deleteUserAndDeprovision(input: {
   userId: string;
 }): Promise<{ deleted: boolean; appIds: string[] }> {
-  const { deleted, appIds } = await store.deleteUser(input.userId);
+  const { deleted, appIds } = await store.deleteUser(input.userId, removalId());
   if (deleted) await deprovisionInBackground(input.userId, appIds);
   recordOutcome(deleted ? 'deleted' : 'not-found');
   return { deleted, appIds };
@@ -133,7 +142,7 @@ export async function deleteUserAndDeprovision(input: {
 export async function deactivateAndDeprovision(input: {
   userId: string;
 }): Promise<{ found: boolean; appIds: string[] }> {
-  const { found, appIds } = await store.deactivateUser(input.userId);
+  const { found, appIds } = await store.deactivateUser(input.userId, removalId());
   if (found) await deprovisionInBackground(input.userId, appIds);
   recordOutcome(found ? 'deactivated' : 'not-found');
   return { found, appIds };

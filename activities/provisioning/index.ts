@@ -325,12 +325,18 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
       return record(input);
     },
 
-    async deleteUser(userId: string): Promise<{ deleted: boolean; appIds: string[] }> {
-      return deleteUserReturningApps(db, userId);
+    /**
+     * Deletes the user and its provision records. With a `removalId` (the removing workflow run's key) a second run
+     * answers what the first found, so the replay after a lost worker still tells the apps. A refused creation passes
+     * none: its replay creates the user again, and that user must go too.
+     */
+    async deleteUser(userId: string, removalId?: string): Promise<{ deleted: boolean; appIds: string[] }> {
+      return deleteUserReturningApps(db, userId, removalId);
     },
 
-    async deactivateUser(userId: string): Promise<{ found: boolean; appIds: string[] }> {
-      return deactivateUserReturningApps(db, userId);
+    /** The SCIM soft-delete; `removalId` as for deleteUser. */
+    async deactivateUser(userId: string, removalId?: string): Promise<{ found: boolean; appIds: string[] }> {
+      return deactivateUserReturningApps(db, userId, removalId);
     },
 
     async activateUser(userId: string): Promise<void> {

@@ -16,6 +16,7 @@ import { createScratchDatabase } from '../fixtures/source/generate';
 import { ADMIN_KEY, eventually, TEST_DATA_PROTECTION_KEY, TEST_PAYLOAD_KEYS } from '../support/harness';
 import { temporalClient } from '../../composition/temporal-data-converter';
 import { TEST_ADMIN_URL } from '../support/scratch-store';
+import { createScimToken } from '../../store/scim-tokens';
 import { spawnService, waitForOutput, type ServiceProcess } from '../support/service-process';
 
 /**
@@ -36,15 +37,28 @@ let api: RunningApi;
 let worker: ServiceProcess | undefined;
 
 /** A worker process; `kill` makes it SIGKILL itself after that many of a step (provisioning-worker-process.ts). */
-async function startWorker(kill: { afterCreateUser?: number; afterDeleteUser?: number } = {}): Promise<ServiceProcess> {
+async function startWorker(
+  kill: { afterCreateUser?: number; afterDeleteUser?: number; afterRemoveUser?: number } = {},
+): Promise<ServiceProcess> {
   const process_ = spawnService('test/support/provisioning-worker-process.ts', {
     SERVICE_CONFIG: JSON.stringify(serviceSections()),
     TEST_WORKFLOW_BUNDLE: process.env.TEST_WORKFLOW_BUNDLE!,
     KILL_AFTER_CREATE_USER: String(kill.afterCreateUser ?? 0),
     KILL_AFTER_DELETE_USER: String(kill.afterDeleteUser ?? 0),
+    KILL_AFTER_REMOVE_USER: String(kill.afterRemoveUser ?? 0),
   });
   await waitForOutput(process_, /ready/);
   return process_;
+}
+
+/**
+ * Another worker in place of the one running, for a test that needs a different kill point. Nothing is in flight
+ * between tests, so the old one is killed rather than drained (a graceful stop waits out its long polls).
+ */
+async function replaceWorker(kill: Parameters<typeof startWorker>[0] = {}): Promise<ServiceProcess> {
+  worker?.child.kill('SIGKILL');
+  await worker?.exited;
+  return startWorker(kill);
 }
 
 const taskQueue = `test-crash-${randomUUID()}`;
@@ -211,8 +225,7 @@ test('worker killed with SIGKILL right after a user with a password was created,
 }, 180_000);
 
 test('worker killed with SIGKILL right after a refused creation with a password deleted its user, the last step of the attempt: the replay answers 422 and leaves nothing behind', async () => {
-  await worker?.stop();
-  worker = await startWorker({ afterDeleteUser: 1 });
+  worker = await replaceWorker({ afterDeleteUser: 1 });
   const attempt: Attempt = {
     email: `refused-reject-${randomUUID().slice(0, 6)}@example.test`,
     password: 'password long enough',
@@ -229,6 +242,71 @@ test('worker killed with SIGKILL right after a refused creation with a password 
   const stashed = await context.db.selectFrom('pending_credentials').select('id').execute();
   expect(stashed).toEqual([]);
 }, 120_000);
+
+describe('worker killed with SIGKILL right after removing a provisioned user, before the step was recorded: the replay still tells every app', () => {
+  /** A user every app holds, created with no fault. */
+  async function provisionedUser(): Promise<string> {
+    worker ??= await startWorker();
+    const res = await fetch(`${api.url}/api/v1/profile/`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ email: `removed-${randomUUID().slice(0, 6)}@example.test` }),
+    });
+    expect(res.status).toBe(201);
+    const { userId } = (await res.json()) as { userId: string };
+    worker = await replaceWorker({ afterRemoveUser: 1 });
+    return userId;
+  }
+
+  /** The request that removes the user, answered by the next worker once this one has killed itself. */
+  async function removeAcrossKill(request: () => Promise<Response>): Promise<number> {
+    const answer = request();
+    expect(await worker!.exited).toBeNull();
+    worker = await startWorker();
+    return (await answer).status;
+  }
+
+  const heldBy = (userId: string) =>
+    APPS.filter((id) => [...apps[id].state.records.values()].some((r) => r.userId === userId));
+  const toldOf = (userId: string) => APPS.filter((id) => apps[id].state.deletedUsers.includes(userId));
+
+  test('admin deletion answers 204 and every app is told', async () => {
+    apps.app2.state.behaviour = {};
+    const userId = await provisionedUser();
+    const status = await removeAcrossKill(() =>
+      fetch(`${api.url}/api/v1/profile/${userId}`, {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${ADMIN_KEY}` },
+      }),
+    );
+    expect(status).toBe(204);
+    await settled();
+    expect(toldOf(userId)).toEqual([...APPS]);
+    expect(heldBy(userId)).toEqual([]);
+  }, 120_000);
+
+  test('SCIM deactivation answers 200 with the user inactive, and every app is told', async () => {
+    apps.app2.state.behaviour = {};
+    const userId = await provisionedUser();
+    const { token } = await createScimToken(context.db, 'crash-safety');
+    const status = await removeAcrossKill(() =>
+      fetch(`${api.url}/scim/v2/Users/${userId}`, {
+        method: 'PATCH',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/scim+json' },
+        body: JSON.stringify({
+          schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+          Operations: [{ op: 'replace', path: 'active', value: false }],
+        }),
+      }),
+    );
+    expect(status).toBe(200);
+    await settled();
+    expect(toldOf(userId)).toEqual([...APPS]);
+    expect(heldBy(userId)).toEqual([]);
+    const stored = await context.db.selectFrom('users').select('active').where('id', '=', userId).executeTakeFirst();
+    expect(stored).toEqual({ active: false });
+  }, 120_000);
+});
 
 test('Temporal dev server killed with SIGKILL mid-flight and restarted on its database file: every user consistent', async () => {
   worker ??= await startWorker();
@@ -294,5 +372,10 @@ test('a provision record write held up longer than the Confirm timeout still lan
   expect(attempt.status).toBe(201);
   const tally = await check([attempt]);
   expect(tally).toMatchObject({ consistent: 1, inconsistent: [], lost: [] });
-  for (const appId of APPS) expect(apps[appId].state.deletedUsers).toHaveLength(0);
+  const { id } = await context.db
+    .selectFrom('users')
+    .select('id')
+    .where('email', '=', attempt.email)
+    .executeTakeFirstOrThrow();
+  for (const appId of APPS) expect(apps[appId].state.deletedUsers).not.toContain(id);
 }, 60_000);

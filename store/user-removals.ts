@@ -1,0 +1,58 @@
+import { sql, type Transaction } from 'kysely';
+import type { Db } from './database';
+import type { Database } from './schema';
+
+/** What removing a user (deleting or deactivating it) found, and the apps it took the user from. */
+export interface Removal {
+  found: boolean;
+  appIds: string[];
+}
+
+/**
+ * A removal step runs again when its worker is lost before Temporal recorded it, and by then the user is gone (or its
+ * provision records are): the second run must answer what the first did, or no app would be told. So the answer is
+ * kept under the removal's own key (its workflow run) for as long as a replay may come.
+ */
+export const REMOVALS_KEPT_DAYS = 7;
+
+/**
+ * Runs `remove` in a transaction, once per key: a second run under the same key answers what the first stored.
+ * Without a key it simply runs (a refused creation's removal, whose replay creates the user again first).
+ */
+export async function removeOnce(
+  db: Db,
+  removalId: string | undefined,
+  remove: (trx: Transaction<Database>) => Promise<Removal>,
+): Promise<Removal> {
+  if (removalId === undefined) return db.transaction().execute(remove);
+  return db.transaction().execute(async (trx) => {
+    const stored = await storedRemoval(trx, removalId);
+    if (stored) return stored;
+    const removal = await remove(trx);
+    const inserted = await trx
+      .insertInto('user_removals')
+      .values({ removal_id: removalId, found: removal.found, app_ids: JSON.stringify(removal.appIds) })
+      .onConflict((oc) => oc.column('removal_id').doNothing())
+      .returning('removal_id')
+      .executeTakeFirst();
+    // A run that overlapped this one (a retry while the first still ran) stored its answer first; that one stands.
+    return inserted ? removal : ((await storedRemoval(trx, removalId)) ?? removal);
+  });
+}
+
+async function storedRemoval(trx: Transaction<Database>, removalId: string): Promise<Removal | undefined> {
+  const row = await trx
+    .selectFrom('user_removals')
+    .select(['found', 'app_ids'])
+    .where('removal_id', '=', removalId)
+    .executeTakeFirst();
+  return row && { found: row.found, appIds: row.app_ids };
+}
+
+export async function purgeOldRemovals(db: Db): Promise<number> {
+  const result = await db
+    .deleteFrom('user_removals')
+    .where('created_at', '<', sql<Date>`now() - make_interval(days => ${REMOVALS_KEPT_DAYS})`)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

@@ -1,4 +1,5 @@
 import { got, type Response } from 'got';
+import type { ClientRequest } from 'node:http';
 import type { LookupFunction } from 'node:net';
 import { z } from 'zod';
 import {
@@ -76,6 +77,17 @@ function appCallError(error: unknown): AppCallError {
   return new AppCallError(`failed: ${e.message ?? String(error)}`);
 }
 
+/**
+ * The app closed an idle kept-alive connection as the call went out on it, so no answer came: the race every HTTP
+ * client with a connection pool meets (Node's docs retry such a request, Go's Transport one marked idempotent). Every
+ * TCC call may be repeated (an app treats a repeat of its transactionId as the same call), so it is sent once more,
+ * on a new connection. A reset on a new connection is the app's doing and stays a failure.
+ */
+function closedUnderRequest(error: unknown): boolean {
+  const e = error as { code?: string; reusedSocket?: boolean; response?: unknown };
+  return e.reusedSocket === true && e.response === undefined && (e.code === 'ECONNRESET' || e.code === 'EPIPE');
+}
+
 /** Counts a finished call to an app and its duration (the app id is configuration, never user data). */
 function observeCall(app: ProvisioningApp, phase: TccPhase, outcome: TccOutcome, started: number): void {
   const labels = { app: app.appId, phase, outcome };
@@ -88,8 +100,9 @@ const failureOutcome = (error: unknown): TccOutcome =>
 
 /**
  * Makes the Try/Confirm/Cancel/DELETE calls. Every call re-checks the callback address before connecting
- * and again at connect time (after DNS), never follows redirects, never retries (Temporal decides that),
- * and never puts the key into an error message.
+ * and again at connect time (after DNS), never follows redirects, never retries an answer or a timeout (Temporal
+ * decides that; only a kept-alive connection closed under the call is, see closedUnderRequest), and never puts the
+ * key into an error message.
  */
 export interface TccClientOptions {
   /** DNS resolver used at connect time; tests point names at loopback addresses with it. */
@@ -112,16 +125,34 @@ export function createTccClient(allow: AllowList, options: TccClientOptions = {}
     try {
       const base = assertCallableUrl(app.callbackUrl, allow).href.replace(/\/+$/, '');
       const url = new URL(`${base}${path}`);
-      return await got(url, {
-        method,
-        json,
-        headers: { authorization: `Bearer ${app.apiKey}` },
-        agent: agents.forUrl(url),
-        dnsLookup: options.dnsLookup,
-        timeout: { request: timeoutMs },
-        ...ONE_ATTEMPT,
-        responseType: 'text',
-      });
+      // Repeats share the call's timeout: the workflow's limits count one call per app and phase.
+      const deadline = Date.now() + timeoutMs;
+      const sendOnce = () => {
+        let reusedSocket = false;
+        const pending = got(url, {
+          method,
+          json,
+          headers: { authorization: `Bearer ${app.apiKey}` },
+          agent: agents.forUrl(url),
+          dnsLookup: options.dnsLookup,
+          timeout: { request: Math.max(1, deadline - Date.now()) },
+          ...ONE_ATTEMPT,
+          responseType: 'text',
+        });
+        void pending.on('request', (request: ClientRequest) => (reusedSocket = request.reusedSocket));
+        return pending.catch((error: unknown) => {
+          throw Object.assign(error as Error, { reusedSocket });
+        });
+      };
+      for (;;) {
+        try {
+          return await sendOnce();
+        } catch (error) {
+          // Each closed connection leaves the pool, so this ends on a new connection at the latest.
+          if (!closedUnderRequest(error)) throw error;
+          logger.debug(`provisioning: app ${app.appId} closed a kept-alive connection under ${path}; sent again`);
+        }
+      }
     } catch (error) {
       throw appCallError(error);
     }

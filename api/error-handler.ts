@@ -3,6 +3,10 @@ import { AttemptInProgressError, ResultDeadlineError, TemporalUnavailableError }
 import { z } from 'zod';
 import { sendError, validationProblem, type ErrorAnswer } from './problem';
 import { ScimError } from './scim/errors';
+import { isStoreUnavailable } from '../store/errors';
+
+/** How soon a client may send again after the store was out of reach: the pool replaces a dropped connection at once. */
+const STORE_RETRY_AFTER_SECONDS = 5;
 
 /** What body-parser and http-errors put on the errors they raise. */
 type ParserError = Error & { type?: string; limit?: number; status?: number };
@@ -41,6 +45,14 @@ function answerTo(caught: unknown, revealIds: boolean): ErrorAnswer | undefined 
       title: 'Service unavailable',
       detail: caught.message,
       headers: { 'Retry-After': String(caught.retryAfterSeconds) },
+    };
+  }
+  if (isStoreUnavailable(caught)) {
+    return {
+      status: 503,
+      title: 'Service unavailable',
+      detail: 'the store could not be reached or dropped the connection; retry in a few seconds',
+      headers: { 'Retry-After': String(STORE_RETRY_AFTER_SECONDS) },
     };
   }
   const error = caught as ParserError | undefined;

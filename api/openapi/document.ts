@@ -35,8 +35,11 @@ function commonAnswers(route: RouteSpec): Record<number, string | undefined> {
       403: 'The credential is not an IdentityAdmin',
     }),
     ...(route.auth === 'scim' && { 401: 'No valid SCIM token' }),
+    ...((route.auth !== 'public' || route.workflow) && {
+      503: 'The store could not be reached or dropped the connection; send again after Retry-After',
+    }),
     ...(route.workflow && {
-      503: 'Temporal is unreachable; nothing was started (Retry-After)',
+      503: 'Temporal or the store could not be reached; send again after Retry-After (with the same Idempotency-Key to meet an attempt that did start)',
       504: 'The workflow is still running past the API deadline; repeat with the same Idempotency-Key',
     }),
     500: 'A fault of the service; the log line with this X-Request-Id has the cause',

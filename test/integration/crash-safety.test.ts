@@ -350,6 +350,10 @@ test('database connections terminated under load: no process dies, every user co
   const tally = await check(list);
   report('connections terminated', tally);
   expect(tally).toMatchObject({ consistent: list.length, inconsistent: [], lost: [], duplicated: [] });
+  // A request whose own store query lost its connection is told to send again (503), never a 500.
+  expect(list.map((a) => `${a.email}: ${a.status}`)).toEqual(
+    list.map((a) => `${a.email}: ${a.status === 503 ? 503 : a.rejected ? 422 : 201}`),
+  );
 }, 180_000);
 
 test('a provision record write held up longer than the Confirm timeout still lands: the app that confirmed is recorded, never orphaned', async () => {

@@ -362,7 +362,11 @@ export const ROUTES: RouteSpec[] = [
     summary: 'Migration progress and report (404 when not mapped, and to anyone but an IdentityAdmin)',
     tag: 'Operations',
     auth: 'public',
-    answers: { 200: { description: 'The marker of Migration:Version', body: migrationStatusSchema }, 404: 'Not found' },
+    answers: {
+      200: { description: 'The marker of Migration:Version', body: migrationStatusSchema },
+      404: 'Not found',
+      503: 'The store could not be reached; send again after Retry-After',
+    },
   },
   {
     method: 'get',

@@ -17,6 +17,7 @@ import { ADMIN_KEY, eventually, TEST_DATA_PROTECTION_KEY, TEST_PAYLOAD_KEYS } fr
 import { temporalClient } from '../../composition/temporal-data-converter';
 import { TEST_ADMIN_URL } from '../support/scratch-store';
 import { createScimToken } from '../../store/scim-tokens';
+import type { ProvisioningActivities } from '../../activities/provisioning';
 import { spawnService, waitForOutput, type ServiceProcess } from '../support/service-process';
 
 /**
@@ -36,16 +37,20 @@ let connection: Connection;
 let api: RunningApi;
 let worker: ServiceProcess | undefined;
 
-/** A worker process; `kill` makes it SIGKILL itself after that many of a step (provisioning-worker-process.ts). */
-async function startWorker(
-  kill: { afterCreateUser?: number; afterDeleteUser?: number; afterRemoveUser?: number } = {},
-): Promise<ServiceProcess> {
+/** A fault point: the worker SIGKILLs itself right after the `nth` run of `step` (provisioning-worker-process.ts). */
+interface KillPoint {
+  step: keyof ProvisioningActivities;
+  nth: number;
+  /** Count only runs for a user with a password. */
+  withPasswordOnly?: boolean;
+}
+
+async function startWorker(kill?: KillPoint): Promise<ServiceProcess> {
   const process_ = spawnService('test/support/provisioning-worker-process.ts', {
     SERVICE_CONFIG: JSON.stringify(serviceSections()),
     TEST_WORKFLOW_BUNDLE: process.env.TEST_WORKFLOW_BUNDLE!,
-    KILL_AFTER_CREATE_USER: String(kill.afterCreateUser ?? 0),
-    KILL_AFTER_DELETE_USER: String(kill.afterDeleteUser ?? 0),
-    KILL_AFTER_REMOVE_USER: String(kill.afterRemoveUser ?? 0),
+    KILL_AFTER_STEP: kill ? `${kill.step}:${kill.nth}` : '',
+    KILL_ONLY_WITH_PASSWORD: kill?.withPasswordOnly ? '1' : '',
   });
   await waitForOutput(process_, /ready/);
   return process_;
@@ -55,7 +60,7 @@ async function startWorker(
  * Another worker in place of the one running, for a test that needs a different kill point. Nothing is in flight
  * between tests, so the old one is killed rather than drained (a graceful stop waits out its long polls).
  */
-async function replaceWorker(kill: Parameters<typeof startWorker>[0] = {}): Promise<ServiceProcess> {
+async function replaceWorker(kill?: KillPoint): Promise<ServiceProcess> {
   worker?.child.kill('SIGKILL');
   await worker?.exited;
   return startWorker(kill);
@@ -210,7 +215,7 @@ const report = (fault: string, tally: Tally) =>
   );
 
 test('worker killed with SIGKILL right after a user with a password was created, amid creations with and without: every user consistent', async () => {
-  worker = await startWorker({ afterCreateUser: 3 });
+  worker = await startWorker({ step: 'createUserAndCallApps', nth: 3, withPasswordOnly: true });
   const list = attempts('kill', 15);
   const answers = Promise.all(list.map(create));
   expect(await worker.exited).toBeNull(); // killed by its own SIGKILL after the third user
@@ -224,28 +229,36 @@ test('worker killed with SIGKILL right after a user with a password was created,
   expect(list.map((a) => `${a.email}: ${a.status}`)).toEqual(list.map((a) => `${a.email}: ${a.rejected ? 422 : 201}`));
 }, 180_000);
 
-test('worker killed with SIGKILL right after a refused creation with a password deleted its user, the last step of the attempt: the replay answers 422 and leaves nothing behind', async () => {
-  worker = await replaceWorker({ afterDeleteUser: 1 });
-  const attempt: Attempt = {
-    email: `refused-reject-${randomUUID().slice(0, 6)}@example.test`,
-    password: 'password long enough',
-    rejected: true,
-  };
-  const answer = create(attempt);
-  expect(await worker.exited).toBeNull(); // killed by its own SIGKILL after deleting the user
-  worker = await startWorker();
-  await answer;
-  expect(attempt.status).toBe(422);
-  await settled();
-  expect(await check([attempt])).toMatchObject({ consistent: 1, inconsistent: [], lost: [], duplicated: [] });
-  // The hash outlived the attempt for its replay; the API removed it with the answer.
-  const stashed = await context.db.selectFrom('pending_credentials').select('id').execute();
-  expect(stashed).toEqual([]);
-}, 120_000);
+test.each([
+  { ending: 'a refused creation deleted its user', step: 'deleteUser', rejected: true, status: 422 },
+  { ending: 'the stashed hash of a kept user was removed', step: 'discardCredential', rejected: false, status: 201 },
+] as const)(
+  'worker killed with SIGKILL right after $ending, the last step of a creation with a password: the replay answers $status, the store and the apps agree, no hash is left',
+  async ({ step, rejected, status }) => {
+    worker = await replaceWorker({ step, nth: 1 });
+    const attempt: Attempt = {
+      email: `last-step-${rejected ? 'reject' : 'ok'}-${randomUUID().slice(0, 6)}@example.test`,
+      password: 'password long enough',
+      rejected,
+    };
+    const answer = create(attempt);
+    expect(await worker.exited).toBeNull(); // killed by its own SIGKILL after that step
+    worker = await startWorker();
+    await answer;
+    expect(attempt.status).toBe(status);
+    await settled();
+    // Consistent includes "a kept user has its password".
+    expect(await check([attempt])).toMatchObject({ consistent: 1, inconsistent: [], lost: [], duplicated: [] });
+    // The hash outlived the steps that may need it again; the attempt or the API removed it.
+    const stashed = await context.db.selectFrom('pending_credentials').select('id').execute();
+    expect(stashed).toEqual([]);
+  },
+  120_000,
+);
 
 describe('worker killed with SIGKILL right after removing a provisioned user, before the step was recorded: the replay still tells every app', () => {
   /** A user every app holds, created with no fault. */
-  async function provisionedUser(): Promise<string> {
+  async function provisionedUser(removalStep: 'deleteUser' | 'deactivateUser'): Promise<string> {
     worker ??= await startWorker();
     const res = await fetch(`${api.url}/api/v1/profile/`, {
       method: 'POST',
@@ -254,7 +267,7 @@ describe('worker killed with SIGKILL right after removing a provisioned user, be
     });
     expect(res.status).toBe(201);
     const { userId } = (await res.json()) as { userId: string };
-    worker = await replaceWorker({ afterRemoveUser: 1 });
+    worker = await replaceWorker({ step: removalStep, nth: 1 });
     return userId;
   }
 
@@ -272,7 +285,7 @@ describe('worker killed with SIGKILL right after removing a provisioned user, be
 
   test('admin deletion answers 204 and every app is told', async () => {
     apps.app2.state.behaviour = {};
-    const userId = await provisionedUser();
+    const userId = await provisionedUser('deleteUser');
     const status = await removeAcrossKill(() =>
       fetch(`${api.url}/api/v1/profile/${userId}`, {
         method: 'DELETE',
@@ -287,7 +300,7 @@ describe('worker killed with SIGKILL right after removing a provisioned user, be
 
   test('SCIM deactivation answers 200 with the user inactive, and every app is told', async () => {
     apps.app2.state.behaviour = {};
-    const userId = await provisionedUser();
+    const userId = await provisionedUser('deactivateUser');
     const { token } = await createScimToken(context.db, 'crash-safety');
     const status = await removeAcrossKill(() =>
       fetch(`${api.url}/scim/v2/Users/${userId}`, {

@@ -1,51 +1,38 @@
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { runWorkerProcess } from './worker-process';
-import { createProvisioningActivities } from '../../activities/provisioning';
+import { createProvisioningActivities, type ProvisioningActivities } from '../../activities/provisioning';
 import { parseConfig } from '../../config/load';
 import { createServiceContext } from '../../composition/service-context';
 import { createProvisioningWorker, workerHome } from '../../workers/create-worker';
 
 /**
- * A provisioning worker in a process of its own, so a test can SIGKILL it. It kills itself right after a step has
- * done its work and before the workflow task that ran it is recorded, so the replay on the next worker runs every step
- * of that task again:
- * - KILL_AFTER_CREATE_USER=N: after its N-th first step (createUserAndCallApps) for a user with a password has written
- *   the user, called the apps and recorded them (it once stranded users whose stashed password hash the first run had
- *   consumed);
- * - KILL_AFTER_DELETE_USER=N: after its N-th deleteUser, the last step of a refused creation (it once failed the
- *   replay of a refused creation with a password, whose hash the attempt had removed along with the user);
- * - KILL_AFTER_REMOVE_USER=N: after its N-th deleteUser or deactivateUser, before the deprovisioning it leads to is
- *   started (a replay once found the user already gone and told no app).
+ * A provisioning worker in a process of its own, so a test can SIGKILL it. With KILL_AFTER_STEP=<activity>:<N> it
+ * kills itself right after the N-th run of that step has done its work, before the workflow task that ran it is
+ * recorded: the replay on the next worker runs every step of that task again. KILL_ONLY_WITH_PASSWORD=1 counts only
+ * runs for a user with a password (a stashed hash). Faults it reproduced: a first step whose replay found the stashed
+ * hash consumed; a refused creation whose replay found the hash and the user both gone; a deletion or deactivation
+ * whose replay found the user gone and told no app.
  */
 async function startWorker(): Promise<Worker> {
   const config = parseConfig(JSON.parse(process.env.SERVICE_CONFIG!));
   const context = await createServiceContext(config, config.Database.Url!);
-  const killAfterCreate = Number(process.env.KILL_AFTER_CREATE_USER ?? 0);
-  const killAfterDelete = Number(process.env.KILL_AFTER_DELETE_USER ?? 0);
-  const killAfterRemove = Number(process.env.KILL_AFTER_REMOVE_USER ?? 0);
-  let created = 0;
-  let deleted = 0;
-  let removed = 0;
   const real = createProvisioningActivities(context);
-  const activities = {
-    ...real,
-    async createUserAndCallApps(input: Parameters<typeof real.createUserAndCallApps>[0]) {
-      const result = await real.createUserAndCallApps(input);
-      if (input.credentialRef && ++created === killAfterCreate) process.kill(process.pid, 'SIGKILL');
-      return result;
-    },
-    async deleteUser(...args: Parameters<typeof real.deleteUser>) {
-      const result = await real.deleteUser(...args);
-      const nth = { deleted: ++deleted, removed: ++removed };
-      if (nth.deleted === killAfterDelete || nth.removed === killAfterRemove) process.kill(process.pid, 'SIGKILL');
-      return result;
-    },
-    async deactivateUser(...args: Parameters<typeof real.deactivateUser>) {
-      const result = await real.deactivateUser(...args);
-      if (++removed === killAfterRemove) process.kill(process.pid, 'SIGKILL');
-      return result;
-    },
-  };
+  const [step, nth] = (process.env.KILL_AFTER_STEP ?? ':0').split(':');
+  const withPasswordOnly = process.env.KILL_ONLY_WITH_PASSWORD === '1';
+  let runs = 0;
+  const activities: ProvisioningActivities = Object.hasOwn(real, step)
+    ? {
+        ...real,
+        async [step](...args: unknown[]) {
+          const result: unknown = await (real[step as keyof ProvisioningActivities] as (...a: unknown[]) => unknown)(
+            ...args,
+          );
+          const counted = !withPasswordOnly || (args[0] as { credentialRef?: string }).credentialRef !== undefined;
+          if (counted && ++runs === Number(nth)) process.kill(process.pid, 'SIGKILL');
+          return result;
+        },
+      }
+    : real;
   const connection = await NativeConnection.connect({ address: config.Temporal.Address! });
   const bundle = { codePath: process.env.TEST_WORKFLOW_BUNDLE! };
   return createProvisioningWorker(workerHome(connection, config, bundle), context, activities);

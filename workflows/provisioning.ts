@@ -78,7 +78,7 @@ async function createAndProvision(
       ? await firstStep.createUserAndCallApps({ ...scope, transactionId: transactionId() })
       : await store.createUserForApps(scope);
     if (created.status === 'duplicate') return (outcome = created);
-    return (outcome = await deleteRefusedUser(created.user.userId, await provision(created)));
+    return (outcome = await deleteRefusedUser(created, await provision(created)));
   } finally {
     if (input.credentialRef && !(hasChange(STASH_KEPT_WITHOUT_USER) && noUserHoldsHash(outcome)))
       await store.discardCredential(input.credentialRef);

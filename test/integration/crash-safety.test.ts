@@ -321,6 +321,33 @@ describe('worker killed with SIGKILL right after removing a provisioned user, be
   }, 120_000);
 });
 
+test('worker killed with SIGKILL right after the last Cancel of a partially confirmed creation: the replay keeps the user the first app holds, and answers 502', async () => {
+  worker = await replaceWorker({ step: 'cancelApp', nth: 2 });
+  apps.app2.state.behaviour = { confirmStatus: 500 };
+  const attempt: Attempt = { email: `partial-ok-${randomUUID().slice(0, 6)}@example.test`, rejected: false };
+  try {
+    const answer = create(attempt);
+    expect(await worker.exited).toBeNull(); // killed after cancelling app2 and app3
+    worker = await startWorker();
+    await answer;
+  } finally {
+    apps.app2.state.behaviour = {};
+  }
+  await settled();
+  expect(attempt.status).toBe(502);
+  const user = await context.db.selectFrom('users').select('id').where('email', '=', attempt.email).executeTakeFirst();
+  expect(user).toBeDefined();
+  const provisions = await context.db
+    .selectFrom('user_provisions')
+    .select('app_id')
+    .where('user_id', '=', user!.id)
+    .execute();
+  expect(provisions.map((p) => p.app_id)).toEqual(['app1']);
+  const states = (appId: string) =>
+    [...apps[appId].state.records.values()].filter((r) => r.email === attempt.email).map((r) => r.state);
+  expect(APPS.map((id) => `${id}: ${states(id).join()}`)).toEqual(['app1: confirmed', 'app2: ', 'app3: ']);
+}, 120_000);
+
 test('Temporal dev server killed with SIGKILL mid-flight and restarted on its database file: every user consistent', async () => {
   worker ??= await startWorker();
   apps.app2.state.behaviour = { tryDelayMs: 1500 }; // every attempt is in flight when the server dies

@@ -38,7 +38,8 @@ export async function createAndProvision(
   try {
     const created = await store.createUser({ user: input.user, credentialRef: input.credentialRef });
     if (created.status === 'duplicate') return created;
-    return deleteRefusedUser(created.user.userId, await provision(created.user, input, transactionId));
+    // The apps it needed are not at hand here: a kept user's answer names none of them as unconfirmed.
+    return deleteRefusedUser({ apps: [] }, await provision(created.user, input, transactionId));
   } finally {
     if (input.credentialRef && patched('discard-credential-last')) await store.discardCredential(input.credentialRef);
   }

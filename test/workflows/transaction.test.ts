@@ -31,11 +31,18 @@ afterAll(async () => {
  * the apps' timeouts do not fit in the first step), the user deleted meanwhile, that step's own limit hit, the first
  * step unable to write the records.
  */
-type StepFaults = { callsApart?: boolean; userGone?: boolean; tccStepFails?: boolean; firstRecordFails?: boolean };
+type StepFaults = {
+  callsApart?: boolean;
+  userGone?: boolean;
+  tccStepFails?: boolean;
+  firstRecordFails?: boolean;
+  /** The first step is run again (a replay) and finds these apps' records, written by its first run. */
+  heldBy?: string[];
+};
 
 function stubs(apps: Record<string, AppBehaviour>, faults: StepFaults) {
   const calls: string[] = [];
-  const records = new Set<string>();
+  const records = new Set<string>(faults.heldBy);
   const triedWith: Record<string, UserProfile> = {};
   let assigned: unknown;
   let user: UserProfile | undefined;
@@ -62,7 +69,13 @@ function stubs(apps: Record<string, AppBehaviour>, faults: StepFaults) {
     createUserAndCallApps: async (input) => {
       calls.push('createUser');
       user = { ...input.user, active: true };
-      const found = { status: 'created' as const, user, apps: appRefs, unknownAppIds: [], provisionedApps: [] };
+      const found = {
+        status: 'created' as const,
+        user,
+        apps: appRefs,
+        unknownAppIds: [],
+        provisionedApps: [...records].sort(),
+      };
       if (faults.callsApart) return found;
       const created = user;
       const made = await tryConfirmThenRecord(appRefs, created, tryOne, confirmOne, (confirmedApps, assignedNow) => {
@@ -171,6 +184,18 @@ describe.each([
     expect(run.outcome).toMatchObject({ status: 'rejected', appId: 'a', userDeleted: true });
     expect(run.calls).toEqual(['createUser', 'try a', 'try b', 'confirm a', 'cancel a', 'cancel b', 'deleteUser']);
     expect(run.userExists()).toBe(false);
+  });
+
+  test('the first Confirm failing in a run again of an attempt whose first run had an app confirm keeps the user that app holds', async () => {
+    const run = await create({ b: { confirm: 'fail' }, c: {} }, { heldBy: ['a'] });
+    expect(run.outcome).toMatchObject({
+      status: 'partially-confirmed',
+      appId: 'b',
+      confirmedApps: ['a'],
+      unconfirmedApps: ['b', 'c'],
+    });
+    expect(run.calls).not.toContain('deleteUser');
+    expect(run.userExists()).toBe(true);
   });
 
   test('Cancelling → Ended: a failing Cancel does not change the answer; a detached workflow keeps retrying it', async () => {

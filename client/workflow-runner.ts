@@ -10,6 +10,7 @@ import type { Workflow } from '@temporalio/common';
 import type { Trigger } from '../workflows/ids';
 import { PROVISIONING_TRIGGER, USER_ID } from '../workflows/search-attributes';
 import { provisioningAttempts } from '../observability/metrics';
+import { within } from '../composition/within';
 import { createUserAndProvision, provisionExistingUser, reactivateAndProvision } from '../workflows/provisioning';
 
 export class AttemptInProgressError extends Error {
@@ -99,24 +100,19 @@ export function createWorkflowRunner(client: Client, taskQueue: string, deadline
         throw error;
       }
     }
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new ResultDeadlineError(options.workflowId, deadlineSeconds)),
-        deadlineSeconds * 1000,
-      );
-    });
     const count = (outcome: string) =>
       PROVISIONING_ATTEMPTS.has(workflow) && provisioningAttempts.inc({ trigger: options.search.trigger, outcome });
     try {
-      const result = (await Promise.race([handle.result(), deadline])) as Awaited<ReturnType<W>>;
+      const result = (await within(
+        deadlineSeconds * 1000,
+        handle.result(),
+        () => new ResultDeadlineError(options.workflowId, deadlineSeconds),
+      )) as Awaited<ReturnType<W>>;
       count((result as { status: string }).status);
       return result;
     } catch (error) {
       count(error instanceof ResultDeadlineError ? 'deadline' : 'error');
       throw error;
-    } finally {
-      clearTimeout(timer);
     }
   }
 

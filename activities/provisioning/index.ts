@@ -19,6 +19,7 @@ import type { AppProvider, ProvisioningApp } from './apps';
 import type { TccClient, TryRequestBody, TryVerdict } from './tcc-client';
 import { tryConfirmThenRecord, tryThenConfirmInTurn, type Assigned, type TccRounds } from './rounds';
 import { tccRoundsSeconds } from '../../workflows/activity-policies';
+import { within } from '../../composition/within';
 
 export interface ProvisioningDependencies {
   db: Db;
@@ -58,19 +59,6 @@ export function buildTryBody(transactionId: string, user: UserProfile): TryReque
   if (user.organizationId != null) body.organizationId = user.organizationId;
   if (Object.keys(user.customAttributes).length > 0) body.customAttributes = user.customAttributes;
   return body;
-}
-
-/** The promise's value, or a rejection once `ms` have passed without one. */
-async function within<T>(ms: number, promise: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`not done within ${Math.round(ms / 1000)} s`)), Math.max(ms, 0));
-  });
-  try {
-    return await Promise.race([promise, late]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 export function createProvisioningActivities({ db, http, apps }: ProvisioningDependencies) {
@@ -207,16 +195,20 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
     const { tryApp, confirmApp } = callsOf(transactionId);
     // The records get what is left of the step's limit but a second: a write held up longer (a lock) is left to the
     // workflow's retried step too, so the step never ends by its own backstop once the calls are made.
-    const recordNow = (confirmedApps: string[], assigned?: Assigned) =>
-      within(deadline - Date.now() - 1000, record({ user, transactionId, confirmedApps, assigned })).catch(
-        (error: unknown) => {
-          log.warn('Recording the apps that confirmed failed; the workflow retries it as a step of its own', {
-            transactionId,
-            reason: (error as Error).message,
-          });
-          return undefined;
-        },
-      );
+    const recordNow = (confirmedApps: string[], assigned?: Assigned) => {
+      const left = deadline - Date.now() - 1000;
+      return within(
+        left,
+        record({ user, transactionId, confirmedApps, assigned }),
+        () => new Error(`not done within ${Math.round(left / 1000)} s`),
+      ).catch((error: unknown) => {
+        log.warn('Recording the apps that confirmed failed; the workflow retries it as a step of its own', {
+          transactionId,
+          reason: (error as Error).message,
+        });
+        return undefined;
+      });
+    };
     const made = await tryConfirmThenRecord(needed, user, tryApp, confirmApp, recordNow);
     return { ...found, ...made };
   }

@@ -2,14 +2,12 @@ import type { Client } from '@temporalio/client';
 import { Router } from 'express';
 import { sql } from 'kysely';
 import type { Db } from '../../store/database';
+import { within } from '../../composition/within';
 
 /** `ok`, or why the dependency did not answer. */
 async function probe(check: () => Promise<unknown>): Promise<string> {
   try {
-    await Promise.race([
-      check(),
-      new Promise((_, reject) => setTimeout(() => reject(new Error('no answer within 3 s')), 3000)),
-    ]);
+    await within(3000, check(), () => new Error('no answer within 3 s'));
     return 'ok';
   } catch (error) {
     return `unreachable: ${(error as Error).message}`;

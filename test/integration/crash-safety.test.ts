@@ -66,6 +66,17 @@ async function replaceWorker(kill?: KillPoint): Promise<ServiceProcess> {
   return startWorker(kill);
 }
 
+/**
+ * Requests made while the running worker kills itself at its kill point, answered by the next worker: every test's
+ * fault. The worker must die by its own SIGKILL (exit code null), or the test did not reach the fault it names.
+ */
+async function acrossKill<T>(requests: () => Promise<T>): Promise<T> {
+  const answers = requests();
+  expect(await worker!.exited).toBeNull();
+  worker = await startWorker();
+  return answers;
+}
+
 const taskQueue = `test-crash-${randomUUID()}`;
 
 function serviceSections() {
@@ -217,10 +228,7 @@ const report = (fault: string, tally: Tally) =>
 test('worker killed with SIGKILL right after a user with a password was created, amid creations with and without: every user consistent', async () => {
   worker = await startWorker({ step: 'createUserAndCallApps', nth: 3, withPasswordOnly: true });
   const list = attempts('kill', 15);
-  const answers = Promise.all(list.map(create));
-  expect(await worker.exited).toBeNull(); // killed by its own SIGKILL after the third user
-  worker = await startWorker();
-  await answers;
+  await acrossKill(() => Promise.all(list.map(create))); // killed after the third user with a password
   await settled();
   const tally = await check(list);
   report('worker SIGKILL', tally);
@@ -241,10 +249,7 @@ test.each([
       password: 'password long enough',
       rejected,
     };
-    const answer = create(attempt);
-    expect(await worker.exited).toBeNull(); // killed by its own SIGKILL after that step
-    worker = await startWorker();
-    await answer;
+    await acrossKill(() => create(attempt));
     expect(attempt.status).toBe(status);
     await settled();
     // Consistent includes "a kept user has its password".
@@ -271,14 +276,6 @@ describe('worker killed with SIGKILL right after removing a provisioned user, be
     return userId;
   }
 
-  /** The request that removes the user, answered by the next worker once this one has killed itself. */
-  async function removeAcrossKill(request: () => Promise<Response>): Promise<number> {
-    const answer = request();
-    expect(await worker!.exited).toBeNull();
-    worker = await startWorker();
-    return (await answer).status;
-  }
-
   const heldBy = (userId: string) =>
     APPS.filter((id) => [...apps[id].state.records.values()].some((r) => r.userId === userId));
   const toldOf = (userId: string) => APPS.filter((id) => apps[id].state.deletedUsers.includes(userId));
@@ -286,7 +283,7 @@ describe('worker killed with SIGKILL right after removing a provisioned user, be
   test('admin deletion answers 204 and every app is told', async () => {
     apps.app2.state.behaviour = {};
     const userId = await provisionedUser('deleteUser');
-    const status = await removeAcrossKill(() =>
+    const { status } = await acrossKill(() =>
       fetch(`${api.url}/api/v1/profile/${userId}`, {
         method: 'DELETE',
         headers: { authorization: `Bearer ${ADMIN_KEY}` },
@@ -302,7 +299,7 @@ describe('worker killed with SIGKILL right after removing a provisioned user, be
     apps.app2.state.behaviour = {};
     const userId = await provisionedUser('deactivateUser');
     const { token } = await createScimToken(context.db, 'crash-safety');
-    const status = await removeAcrossKill(() =>
+    const { status } = await acrossKill(() =>
       fetch(`${api.url}/scim/v2/Users/${userId}`, {
         method: 'PATCH',
         headers: { authorization: `Bearer ${token}`, 'content-type': 'application/scim+json' },
@@ -326,10 +323,7 @@ test('worker killed with SIGKILL right after the last Cancel of a partially conf
   apps.app2.state.behaviour = { confirmStatus: 500 };
   const attempt: Attempt = { email: `partial-ok-${randomUUID().slice(0, 6)}@example.test`, rejected: false };
   try {
-    const answer = create(attempt);
-    expect(await worker.exited).toBeNull(); // killed after cancelling app2 and app3
-    worker = await startWorker();
-    await answer;
+    await acrossKill(() => create(attempt)); // killed after cancelling app2 and app3
   } finally {
     apps.app2.state.behaviour = {};
   }

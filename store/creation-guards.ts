@@ -1,8 +1,8 @@
-import { sql } from 'kysely';
 import type { Db } from './database';
 import type { StoredAnswer } from './schema';
 import { normalize } from './users';
 import { updatedAny } from './row-counts';
+import { deleteCreatedBefore } from './retention';
 
 /** Reserves the e-mail for one creation attempt; answers the holder's workflow id when another attempt holds it. */
 export async function reserveEmail(
@@ -90,10 +90,6 @@ export async function saveIdempotentAnswer(db: Db, scope: string, key: string, a
     .execute();
 }
 
-export async function purgeExpiredIdempotencyKeys(db: Db): Promise<number> {
-  const result = await db
-    .deleteFrom('idempotency_keys')
-    .where('created_at', '<', sql<Date>`now() - make_interval(hours => ${IDEMPOTENCY_KEY_HOURS})`)
-    .executeTakeFirst();
-  return Number(result.numDeletedRows);
+export function purgeExpiredIdempotencyKeys(db: Db): Promise<number> {
+  return deleteCreatedBefore(db, 'idempotency_keys', IDEMPOTENCY_KEY_HOURS);
 }

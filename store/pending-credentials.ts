@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from './database';
+import { deleteCreatedBefore } from './retention';
 
 /**
  * A stashed hash is needed until its attempt has ended: the attempt removes it as its last step when it kept the user
@@ -28,8 +29,6 @@ export async function discardPasswordHash(db: Db, id: string): Promise<void> {
   await db.deleteFrom('pending_credentials').where('id', '=', id).execute();
 }
 
-export async function purgeAbandonedCredentials(db: Db): Promise<number> {
-  const cutoff = new Date(Date.now() - ABANDONED_AFTER_HOURS * 3600_000);
-  const result = await db.deleteFrom('pending_credentials').where('created_at', '<', cutoff).executeTakeFirst();
-  return Number(result.numDeletedRows);
+export function purgeAbandonedCredentials(db: Db): Promise<number> {
+  return deleteCreatedBefore(db, 'pending_credentials', ABANDONED_AFTER_HOURS);
 }

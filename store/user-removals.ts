@@ -1,6 +1,7 @@
-import { sql, type Transaction } from 'kysely';
+import type { Transaction } from 'kysely';
 import type { Db } from './database';
 import type { Database } from './schema';
+import { deleteCreatedBefore } from './retention';
 
 /** What removing a user (deleting or deactivating it) found, and the apps it took the user from. */
 export interface Removal {
@@ -49,10 +50,6 @@ async function storedRemoval(trx: Transaction<Database>, removalId: string): Pro
   return row && { found: row.found, appIds: row.app_ids };
 }
 
-export async function purgeOldRemovals(db: Db): Promise<number> {
-  const result = await db
-    .deleteFrom('user_removals')
-    .where('created_at', '<', sql<Date>`now() - make_interval(days => ${REMOVALS_KEPT_DAYS})`)
-    .executeTakeFirst();
-  return Number(result.numDeletedRows);
+export function purgeOldRemovals(db: Db): Promise<number> {
+  return deleteCreatedBefore(db, 'user_removals', REMOVALS_KEPT_DAYS * 24);
 }

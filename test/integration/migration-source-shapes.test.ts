@@ -1,8 +1,7 @@
 import { refreshTokensPass } from '../../activities/migration/passes/providers';
 import { validateSource } from '../../activities/migration/validation';
-import type { Db } from '../../store/database';
 import { runPages } from '../support/pass-pages';
-import { createScratchStore, testMigrationOptions, useConnectedSource } from '../support/scratch-store';
+import { testMigrationOptions, useConnectedSource, useScratchStore } from '../support/scratch-store';
 
 describe('a source from before Duende IdentityServer 6.1, whose PersistedGrants has Key as its primary key and no Id', () => {
   const source = useConnectedSource(40, (pg) =>
@@ -10,15 +9,7 @@ describe('a source from before Duende IdentityServer 6.1, whose PersistedGrants 
       `alter table "PersistedGrants" drop column "Id"; alter table "PersistedGrants" alter column "Key" set not null; alter table "PersistedGrants" add constraint "PK_PersistedGrants" primary key ("Key")`,
     ),
   );
-  let store: Awaited<ReturnType<typeof createScratchStore>>;
-  let target: Db;
-  beforeAll(async () => {
-    store = await createScratchStore();
-    target = store.db;
-  });
-  afterAll(async () => {
-    await store?.drop();
-  });
+  const target = useScratchStore();
 
   test('the inventory finds everything it reads', async () => {
     const grants = (await validateSource(source())).inventory.find((t) => t.table === 'PersistedGrants');
@@ -27,10 +18,10 @@ describe('a source from before Duende IdentityServer 6.1, whose PersistedGrants 
 
   test('refresh tokens are paged by Key and copied', async () => {
     const options = testMigrationOptions({ migrateRefreshTokens: true, sourceGrantKeysAreUnhashed: true, pageSize: 3 });
-    const total = await runPages(refreshTokensPass, { source: source(), target, options });
+    const total = await runPages(refreshTokensPass, { source: source(), target: target(), options });
     // The fixture holds 20 grants, 10 of them live refresh tokens.
     expect(total).toMatchObject({ read: 10, created: 10, pages: 4 });
-    expect((await target.selectFrom('grants').select('key').orderBy('key').execute()).map((g) => g.key)).toHaveLength(
+    expect((await target().selectFrom('grants').select('key').orderBy('key').execute()).map((g) => g.key)).toHaveLength(
       10,
     );
   });

@@ -1,6 +1,5 @@
-import type { Db } from '../../store/database';
 import { copyUnlessAnyExists, insertSkippingExisting } from '../../store/insert-new';
-import { createScratchStore } from '../support/scratch-store';
+import { useScratchStore } from '../support/scratch-store';
 import { USER_COLUMNS, type MigratedUser } from '../../activities/migration/passes/user-writes';
 // The columns and row shape the migration's users pass writes.
 const COLUMNS = USER_COLUMNS;
@@ -26,26 +25,18 @@ const user = (id: string, extra: Partial<MigratedUser> = {}): MigratedUser => ({
 });
 
 describe('writing rows that are expected to be new', () => {
-  let store: Awaited<ReturnType<typeof createScratchStore>>;
-  let db: Db;
-  beforeAll(async () => {
-    store = await createScratchStore('ips_store');
-    db = store.db;
-  }, 60_000);
-  afterAll(async () => {
-    await store?.drop();
-  });
+  const db = useScratchStore('ips_store');
 
   test('COPY carries every character a text or JSON value can hold, and null', async () => {
     const odd = 'tab\there, line\nbreak, return\r, back\\slash, \\N, \\., quote " and ünïcode';
     expect(
-      await copyUnlessAnyExists(db, 'users', COLUMNS, [
+      await copyUnlessAnyExists(db(), 'users', COLUMNS, [
         user('copy-1', { first_name: odd, custom_attributes: { department: odd } }),
         user('copy-2'),
       ]),
     ).toBe(2);
 
-    const rows = await db
+    const rows = await db()
       .selectFrom('users')
       .select(['id', 'first_name', 'custom_attributes'])
       .where('id', 'in', ['copy-1', 'copy-2'])
@@ -58,7 +49,7 @@ describe('writing rows that are expected to be new', () => {
   });
 
   test('a COPY meeting an existing key writes none of its rows and says so', async () => {
-    await db
+    await db()
       .insertInto('users')
       .values({
         id: 'held',
@@ -71,25 +62,25 @@ describe('writing rows that are expected to be new', () => {
       .execute();
 
     expect(
-      await copyUnlessAnyExists(db, 'users', COLUMNS, [
+      await copyUnlessAnyExists(db(), 'users', COLUMNS, [
         user('new-1'),
         user('new-2', { normalized_email: 'HELD@EXAMPLE.COM' }),
       ]),
     ).toBeUndefined();
-    expect(await db.selectFrom('users').select('id').where('id', 'in', ['new-1', 'new-2']).execute()).toEqual([]);
+    expect(await db().selectFrom('users').select('id').where('id', 'in', ['new-1', 'new-2']).execute()).toEqual([]);
     // The connection that saw the failure still works for the next write.
-    expect(await copyUnlessAnyExists(db, 'users', COLUMNS, [user('new-1')])).toBe(1);
+    expect(await copyUnlessAnyExists(db(), 'users', COLUMNS, [user('new-1')])).toBe(1);
   });
 
   test('an insert meeting an existing key falls back to skipping it and writes the others', async () => {
-    await db.insertInto('roles').values({ id: 'r-1', name: 'One', normalized_name: 'ONE' }).execute();
+    await db().insertInto('roles').values({ id: 'r-1', name: 'One', normalized_name: 'ONE' }).execute();
     const rows = [
       { id: 'r-1', name: 'One again', normalized_name: 'ONE-AGAIN' },
       { id: 'r-2', name: 'Two', normalized_name: 'TWO' },
     ];
 
-    expect(await insertSkippingExisting(db.insertInto('roles').values(rows))).toBe(1);
-    expect((await db.selectFrom('roles').select('name').orderBy('id').execute()).map((r) => r.name)).toEqual([
+    expect(await insertSkippingExisting(db().insertInto('roles').values(rows))).toBe(1);
+    expect((await db().selectFrom('roles').select('name').orderBy('id').execute()).map((r) => r.name)).toEqual([
       'One',
       'Two',
     ]);

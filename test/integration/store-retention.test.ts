@@ -1,43 +1,34 @@
 import { sql } from 'kysely';
-import type { Db } from '../../store/database';
 import { claimIdempotencyKey, IDEMPOTENCY_KEY_HOURS, purgeExpiredIdempotencyKeys } from '../../store/creation-guards';
 import { ABANDONED_AFTER_HOURS, purgeAbandonedCredentials, stashPasswordHash } from '../../store/pending-credentials';
-import { createScratchStore } from '../support/scratch-store';
+import { useScratchStore } from '../support/scratch-store';
 
 /** Rows kept for a while after they were written go once their retention has passed, and not before. */
-let store: Awaited<ReturnType<typeof createScratchStore>>;
-let db: Db;
-beforeAll(async () => {
-  store = await createScratchStore('ips_retention');
-  db = store.db;
-}, 60_000);
-afterAll(async () => {
-  await store?.drop();
-});
+const db = useScratchStore('ips_retention');
 
 /** Moves a row's created_at back by `hours` and a minute. */
 const age = (table: 'pending_credentials' | 'idempotency_keys', column: 'id' | 'key', value: string, hours: number) =>
-  db
+  db()
     .updateTable(table)
     .set({ created_at: sql<Date>`now() - make_interval(hours => ${hours}, mins => 1)` })
     .where(column, '=', value)
     .execute();
 
 test(`a stashed password hash is purged as abandoned after ${ABANDONED_AFTER_HOURS} h`, async () => {
-  const old = await stashPasswordHash(db, 'old-hash');
-  const recent = await stashPasswordHash(db, 'recent-hash');
+  const old = await stashPasswordHash(db(), 'old-hash');
+  const recent = await stashPasswordHash(db(), 'recent-hash');
   await age('pending_credentials', 'id', old, ABANDONED_AFTER_HOURS);
-  expect(await purgeAbandonedCredentials(db)).toBe(1);
-  const left = (await db.selectFrom('pending_credentials').select('id').execute()).map((r) => r.id);
+  expect(await purgeAbandonedCredentials(db())).toBe(1);
+  const left = (await db().selectFrom('pending_credentials').select('id').execute()).map((r) => r.id);
   expect(left).toContain(recent);
   expect(left).not.toContain(old);
 });
 
 test(`an Idempotency-Key is purged after ${IDEMPOTENCY_KEY_HOURS} h`, async () => {
-  await claimIdempotencyKey(db, 'scope', 'old-key', 'f');
-  await claimIdempotencyKey(db, 'scope', 'recent-key', 'f');
+  await claimIdempotencyKey(db(), 'scope', 'old-key', 'f');
+  await claimIdempotencyKey(db(), 'scope', 'recent-key', 'f');
   await age('idempotency_keys', 'key', 'old-key', IDEMPOTENCY_KEY_HOURS);
-  expect(await purgeExpiredIdempotencyKeys(db)).toBe(1);
-  const left = (await db.selectFrom('idempotency_keys').select('key').execute()).map((r) => r.key);
+  expect(await purgeExpiredIdempotencyKeys(db())).toBe(1);
+  const left = (await db().selectFrom('idempotency_keys').select('key').execute()).map((r) => r.key);
   expect(left).toEqual(['recent-key']);
 });

@@ -23,6 +23,21 @@ export async function createScratchStore(prefix = 'ips_target'): Promise<{ db: D
   };
 }
 
+/** A scratch store for the tests around it: made before them, dropped after them. */
+export function useScratchStore(prefix?: string): () => Db {
+  let store: Awaited<ReturnType<typeof createScratchStore>> | undefined;
+  beforeAll(async () => {
+    store = await createScratchStore(prefix);
+  }, 60_000);
+  afterAll(async () => {
+    await store?.drop();
+  });
+  return () => {
+    if (!store) throw new Error('the scratch store is used before it was made (outside a test)');
+    return store.db;
+  };
+}
+
 type ScratchDatabase = Awaited<ReturnType<typeof createScratchDatabase>>;
 
 /**

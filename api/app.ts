@@ -3,6 +3,7 @@ import express from 'express';
 import type { TccClient } from '../activities/provisioning/tcc-client';
 import type { AppConfig } from '../config/schema';
 import { parseAllowList } from '../security/callback-address';
+import { trustProxySetting } from '../security/trusted-proxies';
 import type { KeyRing } from '../security/data-protection';
 import type { Db } from '../store/database';
 import { identityAdminCheck, requireIdentityAdmin } from './auth/identity-admin';
@@ -75,8 +76,9 @@ export function createApiApp({
   const app = express();
   app.disable('x-powered-by');
   app.use(requestObservability(log));
-  // Behind a proxy the client address (the sign-in rate limit's key) comes from X-Forwarded-For.
-  if (config.Api.PublicUrl?.startsWith('https:')) app.set('trust proxy', 'loopback, linklocal, uniquelocal');
+  // The client address (the key of the sign-in and registration limits) comes from X-Forwarded-For only when the
+  // request arrived from one of Api:TrustedProxies; from anyone else the header is the client's own say.
+  app.set('trust proxy', trustProxySetting(config.Api.TrustedProxies));
   app.use(edgeGuard());
   // The service's own access tokens count only where it issues them.
   const adminCheck = identityAdminCheck(

@@ -12,6 +12,7 @@ import { purgeAbandonedCredentials } from '../store/pending-credentials';
 import { purgeExpiredOidcPayloads } from '../oidc/adapter';
 import { purgeSignInAttempts } from '../store/sign-in';
 import { purgeOldRemovals } from '../store/user-removals';
+import { purgeRevokedAccessTokens } from '../store/admin-tokens';
 import type { Db } from '../store/database';
 import { apiWorkflowRunner, createApiApp } from './app';
 import { createSignIn } from '../oidc';
@@ -27,6 +28,7 @@ const purges = (config: AppConfig): Array<[string, (db: Db) => Promise<unknown>]
   ['expired sign-in artefacts', purgeExpiredOidcPayloads],
   ['counted sign-in attempts', (db) => purgeSignInAttempts(db, config.Auth.SignInRateLimit.WindowSeconds)],
   ['old removal answers', purgeOldRemovals],
+  ['revocations of expired access tokens', purgeRevokedAccessTokens],
 ];
 
 export interface RunningApi {
@@ -60,6 +62,10 @@ export async function startApi(
       })
     : undefined;
   if (!signIn) logger.warn(`api: sign-in is off: ${MISSING_KEY_MESSAGE}`);
+  if (config.Api.PublicUrl?.startsWith('https:') && config.Api.TrustedProxies.length === 0)
+    logger.warn(
+      'api: Api:PublicUrl is https but Api:TrustedProxies is empty: X-Forwarded-For is not believed, so behind a proxy every caller counts as the proxy toward the sign-in and registration limits; list the proxy addresses',
+    );
   server.on('request', createApiApp({ config, db, temporal, http, apps, publicUrl, dataProtection, signIn }));
   logger.info(`api: listening on ${url} (health: ${url}/healthz)`);
   logger.info(

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { isForbiddenKey } from '../security/object-keys';
+import { isAddressOrCidr } from '../security/trusted-proxies';
 import { callbackUrlProblem, describeAllowListEntryProblem, parseAllowList } from '../security/callback-address';
 
 /** Booleans arrive as strings from environment variables and flags; "false" must stay false. */
@@ -149,6 +150,16 @@ export const configSchema = z
         Port: z.coerce.number().int().min(0).max(65535).default(5000),
         Host: z.string().default('127.0.0.1'),
         ResultTimeoutSeconds: z.coerce.number().int().positive().default(180),
+        /**
+         * The reverse proxies in front of the service (addresses or CIDRs, for example `10.0.0.5` or `10.0.0.0/24`):
+         * only a request arriving from one of them has its X-Forwarded-For believed, so the client address the
+         * sign-in and registration limits count by cannot be chosen by the client. Default: none.
+         */
+        TrustedProxies: stringList
+          .pipe(
+            z.array(z.string().refine(isAddressOrCidr, 'must be an IP address or a CIDR range such as 10.0.0.0/24')),
+          )
+          .default([]),
         /**
          * The service's public base URL (scheme, host, port, optional path), used for every URL it hands out (SCIM
          * locations, later the sign-in issuer). Default: the listening URL, with 127.0.0.1 for a wildcard address.

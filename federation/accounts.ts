@@ -3,7 +3,8 @@ import { createUserThroughWorkflow, newUserFrom } from '../api/user-creation';
 import { AttemptInProgressError, type WorkflowRunner } from '../client/workflow-runner';
 import type { Db } from '../store/database';
 import { domainsOf, findUserByLogin, linkLogin } from '../store/federation';
-import { findUser, findUserIdByEmail } from '../store/users';
+import { domainOf, findLinkCandidate, findUserIdByEmail } from '../store/users';
+import { logger } from '../observability/logger';
 
 /** Who an upstream identity provider says signed in. */
 export interface FederatedIdentity {
@@ -49,13 +50,25 @@ export async function federatedUser(
 
   const existingId = await findUserIdByEmail(db, email);
   if (existingId) {
-    const domain = email.slice(email.lastIndexOf('@') + 1).toLowerCase();
+    const domain = domainOf(email);
     if (!(await domainsOf(db, identity.kind, identity.providerId)).includes(domain))
       return {
         status: 'refused',
         reason: `An account with ${email} exists, and ${identity.providerName} does not sign in users of ${domain}. Sign in the way you usually do.`,
       };
-    if (!(await findUser(db, existingId))?.active) return { status: 'refused', reason: DEACTIVATED };
+    const existing = await findLinkCandidate(db, existingId);
+    if (!existing?.active) return { status: 'refused', reason: DEACTIVATED };
+    // Whoever set that password may not be the address's owner (anyone could have registered it before the domain
+    // was an SSO domain): linking would let the password keep opening the owner's account.
+    if (existing.hasPassword && !existing.emailConfirmed) {
+      logger.warn(
+        `federation: ${identity.providerName} signed in a user whose e-mail matches account ${existingId}, which has a password and an unconfirmed e-mail; not linked`,
+      );
+      return {
+        status: 'refused',
+        reason: `An account with this e-mail address already exists here with its own password, and its address was never confirmed, so it cannot be joined to ${identity.providerName}. Ask your administrator to confirm or remove that account (account id ${existingId}), then sign in again.`,
+      };
+    }
     await link(existingId);
     return { status: 'signed-in', userId: existingId };
   }

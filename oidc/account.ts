@@ -8,7 +8,10 @@ import { protectSecret, protectText, unprotectText, type KeyRing } from '../secu
 import { authenticatorUri, matchTotp, newAuthenticatorKey } from '../security/totp';
 import type { Db } from '../store/database';
 import { enrolTotp, findTotpCredential } from '../store/mfa';
-import { mfaEnrolPage, mfaOnPage, notSignedInPage } from './pages';
+import { mfaEnrolPage, mfaOnPage, notSignedInPage, reauthPage, signInAgainPage } from './pages';
+import { checkPassword } from './credentials';
+import type { AppConfig } from '../config/schema';
+import { findAccountUser } from '../store/users';
 
 /** How long an enrolment page stays good for. */
 const PENDING_MINUTES = 15;
@@ -23,34 +26,50 @@ const pendingSchema = z.object({ userId: z.string(), key: z.string(), until: z.n
 type Pending = z.infer<typeof pendingSchema>;
 
 const codeForm = z.object({ pending: z.string().max(2048), code: z.string().max(16) });
+const passwordForm = z.object({
+  password: z
+    .string()
+    .max(1024)
+    .refine((v) => !v.includes('\0')),
+});
+
+/**
+ * How recent a sign-in must be to change how the user signs in (ASP.NET Identity's UI and most providers ask for the
+ * password again before such a change): a session lasts 14 days, and an unattended browser must not be enough.
+ */
+const RECENT_SIGN_IN_MINUTES = 5;
 
 export interface AccountDependencies {
   provider: Provider;
   db: Db;
   ring: KeyRing;
   issuer: string;
+  config: AppConfig;
 }
 
 /**
  * `/account/mfa`: a signed-in user (the provider's session cookie) without two-step verification enrols an
  * authenticator app. The session cookie is SameSite=Lax, so a form posted from another site arrives without it.
  */
-export function accountRouter({ provider, db, ring, issuer }: AccountDependencies): Router {
+export function accountRouter({ provider, db, ring, issuer, config }: AccountDependencies): Router {
   const router = Router();
   const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 5 });
   const html = (res: Response, status: number, body: string) =>
     res.status(status).set('cache-control', 'no-store').type('html').send(body);
 
-  /** The signed-in user's id and e-mail, or undefined. */
+  /** The signed-in user, and whether the sign-in (the session's login time) is recent; undefined when none. */
   async function signedInUser(req: Request, res: Response) {
     const session = await provider.Session.get(provider.createContext(req, res));
     if (!session.accountId) return undefined;
-    return db
-      .selectFrom('users')
-      .select(['id', 'email'])
-      .where('id', '=', session.accountId)
-      .where('active', '=', true)
-      .executeTakeFirst();
+    const user = await findAccountUser(db, session.accountId);
+    const ageSeconds = Date.now() / 1000 - (session.loginTs ?? 0);
+    return user && { ...user, recent: ageSeconds <= RECENT_SIGN_IN_MINUTES * 60 };
+  }
+
+  /** A sign-in that is not recent: the password again (or, without one, a new sign-in) before anything changes. */
+  function reauthentication(res: Response, user: { email: string; hasPassword: boolean }, error?: string) {
+    if (!user.hasPassword) return html(res, 403, signInAgainPage(RECENT_SIGN_IN_MINUTES));
+    html(res, error ? 400 : 200, reauthPage(ACTION, user.email, error));
   }
 
   async function enrolment(res: Response, email: string, pending: Pending, error?: string) {
@@ -80,6 +99,7 @@ export function accountRouter({ provider, db, ring, issuer }: AccountDependencie
     const user = await signedInUser(req, res);
     if (!user) return html(res, 401, notSignedInPage());
     if (await findTotpCredential(db, user.id)) return html(res, 200, mfaOnPage());
+    if (!user.recent) return reauthentication(res, user);
     await enrolment(res, user.email, fresh(user.id));
   });
 
@@ -87,6 +107,15 @@ export function accountRouter({ provider, db, ring, issuer }: AccountDependencie
     const user = await signedInUser(req, res);
     if (!user) return html(res, 401, notSignedInPage());
     if (await findTotpCredential(db, user.id)) return html(res, 200, mfaOnPage());
+    // The password form: checked as at sign-in (counted toward the lockout, the same time whatever the outcome).
+    if (req.body && typeof req.body === 'object' && 'password' in req.body) {
+      const entered = passwordForm.safeParse(req.body);
+      const check = entered.success ? await checkPassword(db, config, user.email, entered.data.password) : undefined;
+      if (check?.status !== 'valid' || check.userId !== user.id)
+        return reauthentication(res, user, 'That password is not right.');
+      return enrolment(res, user.email, fresh(user.id));
+    }
+    // A code form carries a pending enrolment sealed for this user, made only after a recent sign-in or the password.
     const parsed = codeForm.safeParse(req.body);
     const pending = parsed.success ? openPending(parsed.data.pending, user.id) : undefined;
     if (!parsed.success || !pending)

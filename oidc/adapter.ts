@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { errors } from 'oidc-provider';
 import type { Db } from '../store/database';
 
 /** What oidc-provider stores through an adapter: one JSON document per artefact. */
@@ -20,6 +21,16 @@ export interface OidcAdapter {
   revokeByGrantId(grantId: string): Promise<void>;
 }
 
+/** The models oidc-provider's revocation of a grant removes (lib/helpers/revoke.js). */
+const GRANT_TOKEN_MODELS = [
+  'AccessToken',
+  'RefreshToken',
+  'AuthorizationCode',
+  'DeviceCode',
+  'BackchannelAuthenticationRequest',
+  'PreAuthorizedCode',
+];
+
 /** Models whose reads come from elsewhere than `oidc_payloads` (clients from the clients store). */
 export type ModelOverrides = Partial<Record<string, Partial<OidcAdapter>>>;
 
@@ -40,6 +51,19 @@ export function createPostgresAdapter(db: Db, overrides: ModelOverrides = {}) {
       ...(row.payload as AdapterPayload),
       ...(row.consumed_at ? { consumed: Math.floor(row.consumed_at.getTime() / 1000) } : {}),
     };
+
+  /** Every token of a grant and the grant itself (oidc-provider keys a Grant by its own id), as its revoke does. */
+  const revokeGrant = async (grantId: string) => {
+    await db
+      .deleteFrom('oidc_payloads')
+      .where((eb) =>
+        eb.or([
+          eb.and([eb('grant_id', '=', grantId), eb('model', 'in', GRANT_TOKEN_MODELS)]),
+          eb.and([eb('model', '=', 'Grant'), eb('id', '=', grantId)]),
+        ]),
+      )
+      .execute();
+  };
 
   return (model: string): OidcAdapter => ({
     async upsert(id, payload, expiresIn) {
@@ -75,19 +99,40 @@ export function createPostgresAdapter(db: Db, overrides: ModelOverrides = {}) {
     async findByUid(uid) {
       return withConsumed(await live(model).where('uid', '=', uid).executeTakeFirst());
     },
+    /**
+     * oidc-provider reads a code or refresh token, sees it unconsumed, then consumes it: two redemptions racing each
+     * other would both pass the read. The consumption is therefore the atomic step: only the one that flips
+     * `consumed_at` goes on; the other is a detected reuse, which revokes the whole grant (as oidc-provider does for
+     * a reuse it sees itself) and fails with invalid_grant.
+     */
     async consume(id) {
-      await db
+      const flipped = await db
         .updateTable('oidc_payloads')
         .set({ consumed_at: sql<Date>`now()` })
         .where('model', '=', model)
         .where('id', '=', id)
-        .execute();
+        .where('consumed_at', 'is', null)
+        .returning('grant_id')
+        .executeTakeFirst();
+      if (flipped) return;
+      const row = await db
+        .selectFrom('oidc_payloads')
+        .select('grant_id')
+        .where('model', '=', model)
+        .where('id', '=', id)
+        .executeTakeFirst();
+      if (row?.grant_id) await revokeGrant(row.grant_id);
+      throw new errors.InvalidGrant(
+        `${model === 'RefreshToken' ? 'refresh token' : 'authorization code'} already used`,
+      );
     },
     async destroy(id) {
       await db.deleteFrom('oidc_payloads').where('model', '=', model).where('id', '=', id).execute();
     },
+    // Only this model's rows: an interaction or a session also names its grant, and must outlive a revocation (the
+    // sign-out that precedes switching accounts revokes the grant while the interaction goes on).
     async revokeByGrantId(grantId) {
-      await db.deleteFrom('oidc_payloads').where('grant_id', '=', grantId).execute();
+      await db.deleteFrom('oidc_payloads').where('model', '=', model).where('grant_id', '=', grantId).execute();
     },
     ...overrides[model],
   });

@@ -1,6 +1,7 @@
 import type { Db } from '../store/database';
 import { findClaimsUser, listScopes, type ClaimsUser } from '../store/sign-in';
 import { isForbiddenKey } from '../security/object-keys';
+import { isReservedClaim } from '../security/reserved-claims';
 
 /**
  * Claims of the openid scope, so of every token of a user: the subject, the organization, the roles, and how the user
@@ -65,12 +66,13 @@ export async function loadScopeClaims(db: Db): Promise<ScopeClaims> {
 
 /**
  * Every claim the user has; oidc-provider releases those the granted scopes name. A custom attribute never takes the
- * place of a standard claim, and one named like a prototype key is never a claim.
+ * place of a reserved claim (security/reserved-claims.ts: one stored before that rule is passed over), and one named
+ * like a prototype key is never a claim.
  */
 function allClaims(user: ClaimsUser): Record<string, unknown> {
   const claims: Record<string, unknown> = Object.create(null) as Record<string, unknown>;
   for (const [name, value] of Object.entries(user.custom_attributes ?? {}))
-    if (!isForbiddenKey(name)) claims[name] = value;
+    if (!isForbiddenKey(name) && !isReservedClaim(name)) claims[name] = value;
   Object.assign(claims, {
     sub: user.id,
     email: user.email,

@@ -25,6 +25,16 @@ export interface ClientSettings {
 
 export const settingsOf = (row: Pick<ClientRow, 'settings'>) => row.settings as ClientSettings;
 
+/**
+ * What is wrong with a client that has no secret but the client-credentials grant: it could mint tokens for its
+ * scopes without proving anything. IdentityServer's client validation refuses the same shape.
+ */
+export function publicClientGrantProblem(client: { RequireClientSecret?: boolean; AllowedGrantTypes: string[] }) {
+  return client.RequireClientSecret === false && client.AllowedGrantTypes.includes('client_credentials')
+    ? 'client_credentials needs a client secret: a client with RequireClientSecret false cannot use it'
+    : undefined;
+}
+
 /** The grant types of a client the service does not offer (resource-owner password, implicit, hybrid, device…). */
 export const unofferedGrantTypes = (grantTypes: string[]) =>
   grantTypes.filter((g) => !(OFFERED_GRANT_TYPES as readonly string[]).includes(g));
@@ -49,7 +59,9 @@ export function clientMetadata(row: ClientRow, identityScopes: ReadonlySet<strin
     grant_types: [
       ...(code ? ['authorization_code'] : []),
       ...(code && settings.AllowOfflineAccess ? ['refresh_token'] : []),
-      ...(grants.includes('client_credentials') ? ['client_credentials'] : []),
+      // A client without a secret cannot prove who it is, so it never gets the client-credentials grant, even when a
+      // migrated or stored row says so (the admin API and the configuration refuse that shape).
+      ...(grants.includes('client_credentials') && !isPublic ? ['client_credentials'] : []),
     ],
     response_types: code ? ['code'] : [],
     redirect_uris: code ? row.redirect_uris : [],

@@ -1,16 +1,25 @@
 import type { AppConfig } from '../config/schema';
 import { unprotectSecret, type KeyRing } from '../security/data-protection';
+import { equalDuration } from '../security/equal-duration';
 import { hashPassword, verifyPassword } from '../security/password-hashing';
 import { verifyAnyPassword } from '../security/password-formats';
 import { matchTotp, recoveryCodeHash } from '../security/totp';
 import type { Db } from '../store/database';
 import { consumeRecoveryCode, findTotpCredential, useTotpStep } from '../store/mfa';
-import { findSignInUser, recordSignInFailure, resetSignInFailures, upgradePasswordHash } from '../store/sign-in';
+import {
+  findLockoutEnd,
+  findSignInUser,
+  releaseSignInAttempt,
+  reserveSignInAttempt,
+  settleSignInSuccess,
+  upgradePasswordHash,
+} from '../store/sign-in';
 
-export type PasswordCheck =
-  | { status: 'valid'; userId: string; needsSecondFactor: boolean }
-  | { status: 'invalid' }
-  | { status: 'locked'; message: string };
+/**
+ * A password check answers `invalid` for an unknown e-mail, a deactivated user, a user without a password, a locked
+ * account and a wrong password alike: none of them may tell an attacker that an account exists.
+ */
+export type PasswordCheck = { status: 'valid'; userId: string; needsSecondFactor: boolean } | { status: 'invalid' };
 
 export type SecondFactorCheck = { status: 'valid' } | { status: 'invalid' } | { status: 'locked'; message: string };
 
@@ -18,46 +27,50 @@ export type SecondFactorCheck = { status: 'valid' } | { status: 'invalid' } | { 
 let dummyHash: Promise<string> | undefined;
 const dummy = () => (dummyHash ??= hashPassword(`no user ${Math.random()}`));
 
+/**
+ * Every password check takes as long as the slowest recent one, whatever the account and its hash format: a migrated
+ * ASP.NET V2 hash verifies in a few milliseconds, BCrypt in tens, the native hash in between, and without this a
+ * single request would tell migrated users apart. The ceiling keeps a pathological hash from slowing every sign-in.
+ */
+const atPasswordFloor = equalDuration({ halfLifeMs: 60_000, ceilingMs: 2_000 });
+
 function lockedMessage(until: Date): string {
   const minutes = Math.max(1, Math.ceil((until.getTime() - Date.now()) / 60_000));
   return `Too many failed attempts: this account is locked. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`;
 }
 
-async function failure(db: Db, config: AppConfig, userId: string): Promise<PasswordCheck> {
-  const { MaxFailedAttempts, Minutes } = config.Auth.Lockout;
-  const locked = await recordSignInFailure(db, userId, MaxFailedAttempts, Minutes);
-  return locked
-    ? { status: 'locked', message: lockedMessage(new Date(Date.now() + Minutes * 60_000)) }
-    : { status: 'invalid' };
+/**
+ * The password step. Every migrated format verifies; after a success with one, the stored hash becomes the native
+ * one. The attempt is counted before the hash is checked (reserveSignInAttempt), so parallel guesses cannot outrun
+ * the lockout, and a locked account's password is not checked at all.
+ */
+export function checkPassword(db: Db, config: AppConfig, email: string, password: string): Promise<PasswordCheck> {
+  return atPasswordFloor(async () => {
+    const { MaxFailedAttempts, Minutes } = config.Auth.Lockout;
+    const user = await findSignInUser(db, email);
+    const reservation =
+      user?.active && user.password_hash
+        ? await reserveSignInAttempt(db, user.id, MaxFailedAttempts, Minutes)
+        : undefined;
+    if (!user?.password_hash || !reservation) {
+      await verifyPassword(password, await dummy());
+      return { status: 'invalid' };
+    }
+    const { valid, needsUpgrade } = await verifyAnyPassword(password, user.password_hash);
+    if (!valid) return { status: 'invalid' };
+    if (needsUpgrade) await upgradePasswordHash(db, user.id, user.password_hash, await hashPassword(password));
+    // ASP.NET Identity keeps an authenticator key from before enrolment was finished: the switch decides, with a key.
+    const needsSecondFactor = user.two_factor_enabled && (await findTotpCredential(db, user.id)) !== undefined;
+    if (needsSecondFactor) await releaseSignInAttempt(db, user.id, reservation, MaxFailedAttempts);
+    else await settleSignInSuccess(db, user.id, reservation);
+    return { status: 'valid', userId: user.id, needsSecondFactor };
+  });
 }
 
 /**
- * The password step. An unknown e-mail, a deactivated user and a wrong password are one answer. Every migrated format
- * verifies; after a success with one, the stored hash becomes the native one.
+ * The second step: a TOTP code (each accepted once) or a recovery code (consumed). The attempt is counted first, as a
+ * password is, so wrong codes count toward the lockout and a locked account's codes are not checked at all.
  */
-export async function checkPassword(
-  db: Db,
-  config: AppConfig,
-  email: string,
-  password: string,
-): Promise<PasswordCheck> {
-  const user = await findSignInUser(db, email);
-  if (!user?.active || !user.password_hash) {
-    await verifyPassword(password, await dummy());
-    return { status: 'invalid' };
-  }
-  if (user.lockout_end && user.lockout_end > new Date())
-    return { status: 'locked', message: lockedMessage(user.lockout_end) };
-  const { valid, needsUpgrade } = await verifyAnyPassword(password, user.password_hash);
-  if (!valid) return failure(db, config, user.id);
-  if (needsUpgrade) await upgradePasswordHash(db, user.id, user.password_hash, await hashPassword(password));
-  // ASP.NET Identity keeps an authenticator key from before enrolment was finished: the switch decides, with a key.
-  const needsSecondFactor = user.two_factor_enabled && (await findTotpCredential(db, user.id)) !== undefined;
-  if (!needsSecondFactor) await resetSignInFailures(db, user.id);
-  return { status: 'valid', userId: user.id, needsSecondFactor };
-}
-
-/** The second step: a TOTP code (each accepted once) or a recovery code (consumed). Failures count toward lockout. */
 export async function checkSecondFactor(
   db: Db,
   config: AppConfig,
@@ -65,6 +78,23 @@ export async function checkSecondFactor(
   userId: string,
   code: string,
 ): Promise<SecondFactorCheck> {
+  const { MaxFailedAttempts, Minutes } = config.Auth.Lockout;
+  const reservation = await reserveSignInAttempt(db, userId, MaxFailedAttempts, Minutes);
+  if (!reservation) return { status: 'locked', message: await lockedMessageOf(db, userId) };
+  if (await secondFactorMatches(db, ring, userId, code)) {
+    await settleSignInSuccess(db, userId, reservation);
+    return { status: 'valid' };
+  }
+  return reservation.locked
+    ? { status: 'locked', message: lockedMessage(new Date(Date.now() + Minutes * 60_000)) }
+    : { status: 'invalid' };
+}
+
+async function lockedMessageOf(db: Db, userId: string): Promise<string> {
+  return lockedMessage((await findLockoutEnd(db, userId)) ?? new Date());
+}
+
+async function secondFactorMatches(db: Db, ring: KeyRing, userId: string, code: string): Promise<boolean> {
   const totp = await findTotpCredential(db, userId);
   if (totp) {
     const step = await matchTotp(
@@ -72,18 +102,11 @@ export async function checkSecondFactor(
       code,
       totp.last_used_step === null ? null : Number(totp.last_used_step),
     );
-    if (step !== undefined && (await useTotpStep(db, totp.id, step))) {
-      await resetSignInFailures(db, userId);
-      return { status: 'valid' };
-    }
+    if (step !== undefined && (await useTotpStep(db, totp.id, step))) return true;
   }
   if (code.length >= 6 && !/^\d{6}$/.test(code)) {
     const hashes = [...ring.keys.values()].map((key) => recoveryCodeHash(code, key));
-    if (await consumeRecoveryCode(db, userId, hashes)) {
-      await resetSignInFailures(db, userId);
-      return { status: 'valid' };
-    }
+    return consumeRecoveryCode(db, userId, hashes);
   }
-  const outcome = await failure(db, config, userId);
-  return outcome.status === 'locked' ? outcome : { status: 'invalid' };
+  return false;
 }

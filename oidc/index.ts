@@ -1,4 +1,4 @@
-import { Router } from 'express';
+import { Router, type Request, type Response } from 'express';
 import type { AppConfig } from '../config/schema';
 import { putClient } from '../store/clients';
 import type { Db } from '../store/database';
@@ -17,6 +17,32 @@ import { logger } from '../observability/logger';
 
 /** Federation's dependencies (the issuer is Api:PublicUrl), with the configuration in place of the allow-list. */
 export type SignInDependencies = Omit<FederationDependencies, 'allow'> & { config: AppConfig };
+
+/**
+ * oidc-provider (Koa, `proxy` on behind a TLS terminator) would believe any X-Forwarded-* header. It is handed the
+ * facts as the service established them instead: the client address Express derived under Api:TrustedProxies, the
+ * scheme of the public URL, and no forwarded host (every URL it hands out starts with the issuer).
+ */
+function forwardedAsExpressSees(req: Request, issuer: string): void {
+  delete req.headers['x-forwarded-host'];
+  req.headers['x-forwarded-for'] = req.ip ?? req.socket.remoteAddress ?? '';
+  req.headers['x-forwarded-proto'] = new URL(issuer).protocol.replace(':', '');
+}
+
+/**
+ * Headers of every sign-in answer: no page may be framed (clickjacking a sign-in or consent form), nothing a person
+ * saw may come back from a cache (a shared computer's Back button), and no sign-in URL leaks to another site in a
+ * Referer. Discovery and the JWKS stay cacheable: they are public and clients fetch them often.
+ */
+function setSignInHeaders(res: Response, path: string): void {
+  res.set({
+    'X-Frame-Options': 'DENY',
+    'Content-Security-Policy': "frame-ancestors 'none'",
+    'Referrer-Policy': 'no-referrer',
+    'X-Content-Type-Options': 'nosniff',
+  });
+  if (!path.startsWith('/.well-known/')) res.set('Cache-Control', 'no-store');
+}
 
 /** Configured clients are written to the store at start; they win over migrated clients of the same id. */
 async function applyConfiguredClients(db: Db, config: AppConfig): Promise<void> {
@@ -46,7 +72,7 @@ async function buildSignIn(
   return {
     callback: provider.callback(),
     interactions: interactionRouter({ provider, db, config: deps.config, ring, run: deps.run, federation }),
-    account: accountRouter({ provider, db, ring, issuer }),
+    account: accountRouter({ provider, db, ring, issuer, config: deps.config }),
   };
 }
 
@@ -92,11 +118,14 @@ export async function createSignIn(deps: SignInDependencies): Promise<Router> {
   router.use(async (req, res, next) => {
     const forProvider = isProviderPath(req.path);
     const forAccount = req.path.startsWith('/account/');
-    if (isFederationPath(req.path)) return federation.router(req, res, next);
-    if (!forProvider && !forAccount && !req.path.startsWith('/interaction/')) return next();
+    const forFederation = isFederationPath(req.path);
+    if (!forProvider && !forAccount && !forFederation && !req.path.startsWith('/interaction/')) return next();
+    setSignInHeaders(res, req.path);
+    if (forFederation) return federation.router(req, res, next);
     await fresh();
     if (forProvider) {
       if (req.method === 'GET') req.url = withOfflineConsent(req.url);
+      forwardedAsExpressSees(req, deps.issuer);
       return current.callback(req, res);
     }
     (forAccount ? current.account : current.interactions)(req, res, next);

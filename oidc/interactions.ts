@@ -7,7 +7,9 @@ import type { AppConfig } from '../config/schema';
 import type { KeyRing } from '../security/data-protection';
 import { findClient, type ClientRow } from '../store/clients';
 import type { Db } from '../store/database';
+import { isSsoDomainEmail } from '../store/federation';
 import { listProvisionedApps } from '../store/provisions';
+import { domainOf, findUserEmail } from '../store/users';
 import { countSignInAttempt } from '../store/sign-in';
 import { provisioningWorkflowId } from '../workflows/ids';
 import { provisionExistingUser } from '../workflows/provisioning';
@@ -45,7 +47,18 @@ interface PendingSecondFactor {
 
 type InteractionDetails = Awaited<ReturnType<Provider['interactionDetails']>>;
 
-const WRONG_CREDENTIALS = 'The e-mail or password is not right.';
+/**
+ * RFC 6749 §4.1.2.1: error_description holds printable ASCII without `"` and `\`. An app's refusal reason is the
+ * app's text: it reaches the client as plain text (markup removed), on one line, capped.
+ */
+export function errorDescriptionOf(reason: string): string {
+  const plain = reason
+    .replace(/<[^>]*>/g, ' ')
+    .replace(/[^\x20-\x21\x23-\x5b\x5d-\x7e]/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
+  return plain.length > 200 ? `${plain.slice(0, 197)}...` : plain || 'access was refused';
+}
 
 /**
  * The sign-in pages of oidc-provider's interactions: the e-mail first (so single sign-on can later send some domains
@@ -75,6 +88,16 @@ export function interactionRouter(deps: InteractionDependencies): Router {
     const { PermitLimit, WindowSeconds } = config.Auth.SignInRateLimit;
     return (await countSignInAttempt(db, req.ip ?? 'unknown', WindowSeconds)) > PermitLimit;
   }
+  /**
+   * The one answer for every failed password: an unknown e-mail and a locked account read the same as a wrong
+   * password, so the page tells no one whether an account exists; it says how the lockout works instead.
+   */
+  const wrongCredentials = () => {
+    const { MaxFailedAttempts, Minutes } = config.Auth.Lockout;
+    return `The e-mail or password is not right. After ${MaxFailedAttempts} failed attempts an account is locked for ${Minutes} minutes.`;
+  };
+  const ssoRequired = (domain: string) =>
+    `Accounts of ${domain} sign in through their organization's sign-in page, not with a password here. Start again from the application and enter your e-mail address.`;
   const tooMany = () =>
     `Too many sign-in attempts from this network; wait ${config.Auth.SignInRateLimit.WindowSeconds} seconds and try again.`;
 
@@ -138,14 +161,19 @@ export function interactionRouter(deps: InteractionDependencies): Router {
   router.post('/interaction/:uid/password', form, async (req, res) => {
     const details = await provider.interactionDetails(req, res);
     const parsed = passwordForm.safeParse(req.body);
-    if (!parsed.success) return emailStep(res, 400, details, WRONG_CREDENTIALS);
+    if (!parsed.success) return emailStep(res, 400, details, wrongCredentials());
     const { email, password } = parsed.data;
+    // The SSO-domain rule holds at this step too, not only on the e-mail page: a password posted here directly for
+    // an address of an SSO domain is not checked, and the browser goes to the domain's identity provider.
+    if (await isSsoDomainEmail(db, email)) {
+      const upstream = await deps.federation.startFor(email, details.uid).catch(() => undefined);
+      if (upstream) return res.redirect(303, upstream);
+      return emailStep(res, 400, details, ssoRequired(domainOf(email)), email);
+    }
     if (await overBudget(req)) return html(res, 429, passwordPage(action(details.uid, 'password'), email, tooMany()));
     const check: PasswordCheck = await checkPassword(db, config, email, password);
-    if (check.status === 'locked')
-      return html(res, 200, passwordPage(action(details.uid, 'password'), email, check.message));
     if (check.status !== 'valid')
-      return html(res, 200, passwordPage(action(details.uid, 'password'), email, WRONG_CREDENTIALS));
+      return html(res, 200, passwordPage(action(details.uid, 'password'), email, wrongCredentials()));
     if (check.needsSecondFactor) {
       const pending: PendingSecondFactor = { secondFactor: { accountId: check.userId } };
       await provider.interactionResult(req, res, pending as never, { mergeWithLastSubmission: false });
@@ -154,7 +182,7 @@ export function interactionRouter(deps: InteractionDependencies): Router {
     await provider.interactionFinished(
       req,
       res,
-      { login: { accountId: check.userId } },
+      { login: { accountId: check.userId, amr: ['pwd'] } },
       { mergeWithLastSubmission: false },
     );
   });
@@ -164,6 +192,9 @@ export function interactionRouter(deps: InteractionDependencies): Router {
     const pending = (details.result as Partial<PendingSecondFactor> | undefined)?.secondFactor;
     if (!pending) return res.redirect(303, `/interaction/${encodeURIComponent(details.uid)}`);
     const parsed = codeForm.safeParse(req.body);
+    const email = await findUserEmail(db, pending.accountId);
+    if (!email || (await isSsoDomainEmail(db, email)))
+      return emailStep(res, 400, details, email ? ssoRequired(domainOf(email)) : wrongCredentials());
     if (await overBudget(req)) return html(res, 429, codePage(action(details.uid, 'code'), tooMany()));
     const check = parsed.success
       ? await checkSecondFactor(db, config, deps.ring, pending.accountId, parsed.data.code.replace(/\s/g, ''))
@@ -212,7 +243,7 @@ export function interactionRouter(deps: InteractionDependencies): Router {
       return provider.interactionFinished(
         req,
         res,
-        { error: 'access_denied', error_description: refusal },
+        { error: 'access_denied', error_description: errorDescriptionOf(refusal) },
         { mergeWithLastSubmission: false },
       );
     const grant = details.grantId

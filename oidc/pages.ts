@@ -112,6 +112,29 @@ ${errorLine(error)}
   );
 }
 
+/** Before a change to how the user signs in, after a sign-in that is not recent: the password again. */
+export function reauthPage(action: string, email: string, error?: string): string {
+  return page(
+    'Confirm it is you',
+    `<p>Enter the password of <span class="who">${escapeHtml(email)}</span> to change how you sign in.</p>
+${errorLine(error)}
+<form method="post" action="${escapeHtml(action)}">
+<label for="password">Password</label>
+<input id="password" name="password" type="password" autocomplete="current-password" required autofocus>
+<button type="submit">Continue</button>
+</form>`,
+  );
+}
+
+/** The same for a user without a password here (signed in through an organization's provider): sign in again. */
+export function signInAgainPage(minutes: number): string {
+  return page(
+    'Sign in again first',
+    `<p>To change how you sign in, your sign-in must be recent. Sign out, sign in again through one of your
+applications, and come back to this page within ${minutes} minutes.</p>`,
+  );
+}
+
 export function mfaOnPage(): string {
   return page(
     'Two-step verification is on',

@@ -13,6 +13,8 @@ import {
   type ClientSettings,
 } from './clients';
 import { adoptMigratedRefreshToken } from './migrated-refresh-tokens';
+import { verifyIssuedAccessToken } from './issued-tokens';
+import { revokeAccessToken } from '../store/admin-tokens';
 import { renderErrorPage, signedOutPage, signOutPage } from './pages';
 import { RESOURCE_PREFIX, resourceOfScopes, resourceServer, type ApiResources } from './resources';
 
@@ -46,6 +48,47 @@ export function withOfflineConsent(url: string): string {
   if (!scope.includes('offline_access') || prompts.includes('consent') || prompts.includes('none')) return url;
   params.set('prompt', [...prompts, 'consent'].join(' '));
   return `${OIDC_ROUTES.authorization}?${params.toString()}`;
+}
+
+/**
+ * Clears who signed in to a session (oidc-provider's Session.loginAccount, undone). oidc-provider's session proxy
+ * refuses to set accountId to nothing, so the fields are deleted; setting `authorizations` marks the session changed,
+ * for it to be saved so.
+ */
+function endSignIn(session: {
+  accountId?: string;
+  loginTs?: number;
+  amr?: string[];
+  acr?: string;
+  authorizations?: unknown;
+}) {
+  delete session.accountId;
+  delete session.loginTs;
+  delete session.amr;
+  delete session.acr;
+  session.authorizations = {};
+}
+
+/**
+ * A JWT access token is not stored when issued, and oidc-provider's revocation endpoint refuses one as
+ * `unsupported_token_type` (RFC 7009 §2.2.1). IdentityServer revokes its JWTs' use at its own APIs, so here a JWT this
+ * service issued to the authenticated client is listed as revoked until it expires (the admin API refuses it), and
+ * the answer is the endpoint's 200. Another client's token keeps oidc-provider's refusal.
+ */
+function revokeJwtAccessTokens(db: Db, issuer: string) {
+  return async (ctx: KoaContextWithOIDC, next: () => Promise<void>) => {
+    await next();
+    if (ctx.path !== OIDC_ROUTES.revocation || ctx.method !== 'POST') return;
+    if (ctx.status !== 400 || (ctx.body as { error?: string } | undefined)?.error !== 'unsupported_token_type') return;
+    const token = ctx.oidc?.params?.token;
+    const clientId = ctx.oidc?.client?.clientId;
+    if (typeof token !== 'string' || !clientId) return;
+    const claims = await verifyIssuedAccessToken(db, issuer, token);
+    if (!claims || claims.client_id !== clientId) return;
+    await revokeAccessToken(db, claims.jti, new Date(claims.exp * 1000));
+    ctx.status = 200;
+    ctx.body = '';
+  };
 }
 
 export interface ProviderDependencies {
@@ -95,9 +138,15 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
 
   const configuration: Configuration = {
     adapter,
-    findAccount: async (_ctx, sub) => {
+    findAccount: async (ctx, sub) => {
       const account = await claimsOf(db, sub);
-      if (!account) return undefined;
+      if (!account) {
+        // A session left by a user since deactivated or deleted signs nobody in: it is ended here, so the
+        // authorization asks who is signing in (the e-mail page) instead of failing on an account that is gone.
+        const session = ctx.oidc?.session;
+        if (session?.accountId === sub) endSignIn(session);
+        return undefined;
+      }
       return {
         accountId: sub,
         claims: () => account.claims(),
@@ -125,7 +174,11 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
-      introspection: { enabled: true },
+      // Only the client a token was issued to may introspect it (oidc-provider's default lets any confidential
+      // client read any token's claims).
+      introspection: { enabled: true, allowedPolicy: (_ctx, client, token) => token.clientId === client.clientId },
+      // Not served: IdentityServer's clients do not use it, and discovery must not advertise what answers 404.
+      pushedAuthorizationRequests: { enabled: false },
       revocation: { enabled: true },
       // Only registered post-logout redirect URIs are honoured (oidc-provider refuses others).
       rpInitiatedLogout: {
@@ -187,6 +240,7 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
   };
 
   const provider = new Provider(issuer, configuration);
+  provider.use(revokeJwtAccessTokens(db, issuer));
   // Behind a TLS-terminating proxy the public URL is https while this process speaks http.
   if (issuer.startsWith('https:')) provider.proxy = true;
   // Stored secrets are IdentityServer hashes: a presented secret is hashed and compared with each unexpired one.

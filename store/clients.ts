@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { randomUUID } from 'node:crypto';
 import type { Insertable, Selectable } from 'kysely';
 import type { Db } from './database';
@@ -65,4 +66,15 @@ export async function putClient(
 /** Its secrets go with it (the foreign key cascades). */
 export async function deleteClient(db: Db, clientId: string): Promise<boolean> {
   return deletedAny(await db.deleteFrom('clients').where('client_id', '=', clientId).executeTakeFirst());
+}
+
+/** The ids of the clients whose ProvisioningApps name an app. */
+export async function clientsListingApp(db: Db, appId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('clients')
+    .select('client_id')
+    .where(sql<boolean>`provisioning_apps ? ${appId}`)
+    .orderBy('client_id')
+    .execute();
+  return rows.map((r) => r.client_id);
 }

@@ -10,6 +10,7 @@ import * as signIn from './migrations/0007_sign_in';
 import * as federation from './migrations/0008_federation';
 import * as scimEmails from './migrations/0009_scim_emails';
 import * as userRemovals from './migrations/0010_user_removals';
+import * as revokedAccessTokens from './migrations/0011_revoked_access_tokens';
 import type { Database } from './schema';
 import { logger } from '../observability/logger';
 
@@ -80,6 +81,7 @@ const provider: MigrationProvider = {
       '0008_federation': federation,
       '0009_scim_emails': scimEmails,
       '0010_user_removals': userRemovals,
+      '0011_revoked_access_tokens': revokedAccessTokens,
     }),
 };
 

@@ -2,6 +2,7 @@ import type { Selectable } from 'kysely';
 import { protectText, unprotectText, type KeyRing } from '../security/data-protection';
 import type { Db } from './database';
 import { deletedAny } from './row-counts';
+import { domainOf } from './users';
 import type { OidcProvidersTable, SamlProvidersTable } from './schema';
 
 export type OidcProviderRow = Selectable<OidcProvidersTable>;
@@ -14,6 +15,27 @@ export function findSsoProvider(db: Db, domain: string) {
     .select(['provider_kind', 'provider_id'])
     .where('domain', '=', domain.toLowerCase())
     .executeTakeFirst();
+}
+
+/**
+ * Whether an e-mail address belongs to an SSO domain whose provider is enabled: such an address signs in and
+ * registers only through that provider (a disabled provider sends nobody anywhere, so its domain falls back to
+ * passwords).
+ */
+export async function isSsoDomainEmail(db: Db, email: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('sso_domains')
+    .leftJoin('oidc_providers', (join) =>
+      join.onRef('oidc_providers.id', '=', 'sso_domains.provider_id').on('sso_domains.provider_kind', '=', 'oidc'),
+    )
+    .leftJoin('saml_providers', (join) =>
+      join.onRef('saml_providers.id', '=', 'sso_domains.provider_id').on('sso_domains.provider_kind', '=', 'saml'),
+    )
+    .select('sso_domains.domain')
+    .where('sso_domains.domain', '=', domainOf(email))
+    .where((eb) => eb.or([eb('oidc_providers.enabled', '=', true), eb('saml_providers.enabled', '=', true)]))
+    .executeTakeFirst();
+  return row !== undefined;
 }
 
 export function findOidcProvider(db: Db, id: string): Promise<OidcProviderRow | undefined> {

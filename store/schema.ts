@@ -265,6 +265,11 @@ export interface OidcPayloadsTable {
   consumed_at: Date | null;
 }
 
+export interface RevokedAccessTokensTable {
+  jti: string;
+  expires_at: Date;
+}
+
 export interface SignInAttemptsTable {
   address: string;
   at: Generated<Date>;
@@ -306,6 +311,7 @@ export interface Database {
   creation_reservations: CreationReservationsTable;
   idempotency_keys: IdempotencyKeysTable;
   user_removals: UserRemovalsTable;
+  revoked_access_tokens: RevokedAccessTokensTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

@@ -39,30 +39,67 @@ export function findClaimsUser(db: Db, userId: string) {
 
 export type ClaimsUser = NonNullable<Awaited<ReturnType<typeof findClaimsUser>>>;
 
-/**
- * A failed password or code: one more failure, and a lockout of `minutes` when it reaches `maxFailures` (the count
- * starts again then), as ASP.NET Identity's AccessFailedAsync does. Returns whether the account is now locked.
- */
-export async function recordSignInFailure(db: Db, userId: string, maxFailures: number, minutes: number) {
-  const row = await db
-    .updateTable('users')
-    .set((eb) => ({
-      access_failed_count: sql<number>`case when ${eb.ref('access_failed_count')} + 1 >= ${maxFailures} then 0 else ${eb.ref('access_failed_count')} + 1 end`,
-      lockout_end: sql<Date | null>`case when ${eb.ref('access_failed_count')} + 1 >= ${maxFailures} then now() + make_interval(secs => ${minutes * 60}) else ${eb.ref('lockout_end')} end`,
-    }))
-    .where('id', '=', userId)
-    .returning('lockout_end')
-    .executeTakeFirst();
-  return row?.lockout_end ? row.lockout_end > new Date() : false;
+/** A reserved sign-in attempt: whether reserving it locked the account (it was the last one allowed). */
+export interface SignInReservation {
+  locked: boolean;
 }
 
-/** A successful sign-in clears the failure count (ASP.NET Identity's ResetAccessFailedCountAsync). */
-export async function resetSignInFailures(db: Db, userId: string): Promise<void> {
+/**
+ * Counts an attempt as failed before its password or code is checked, in one statement, so parallel guesses cannot
+ * outrun the lockout: at most `maxFailures` checks are ever reserved before the lock holds. The attempt that reaches
+ * the limit locks the account for `minutes` (the count starts again then), as ASP.NET Identity's AccessFailedAsync
+ * does. Undefined when the account is locked now (or gone): nothing may be checked.
+ */
+export async function reserveSignInAttempt(
+  db: Db,
+  userId: string,
+  maxFailures: number,
+  minutes: number,
+): Promise<SignInReservation | undefined> {
+  const reaches = sql<boolean>`access_failed_count + 1 >= ${maxFailures}`;
+  const row = await db
+    .updateTable('users')
+    .set({
+      access_failed_count: sql<number>`case when ${reaches} then 0 else access_failed_count + 1 end`,
+      lockout_end: sql<Date | null>`case when ${reaches} then now() + make_interval(secs => ${minutes * 60}) else lockout_end end`,
+    })
+    .where('id', '=', userId)
+    .where((eb) => eb.or([eb('lockout_end', 'is', null), eb('lockout_end', '<=', sql<Date>`now()`)]))
+    .returning(sql<boolean>`lockout_end is not null and lockout_end > now()`.as('locked'))
+    .executeTakeFirst();
+  return row && { locked: row.locked };
+}
+
+/**
+ * The reserved attempt succeeded: the failure count starts again (ASP.NET Identity's ResetAccessFailedCountAsync), and
+ * a lock this very attempt set is lifted.
+ */
+export async function settleSignInSuccess(db: Db, userId: string, reservation: SignInReservation): Promise<void> {
   await db
     .updateTable('users')
-    .set({ access_failed_count: 0 })
+    .set(reservation.locked ? { access_failed_count: 0, lockout_end: null } : { access_failed_count: 0 })
     .where('id', '=', userId)
-    .where('access_failed_count', '>', 0)
+    .execute();
+}
+
+/**
+ * The reserved attempt was a right password that still needs its second factor: it is not a failure, and the count is
+ * not cleared either (ASP.NET Identity resets it only once two-step sign-in is done), so one failure less.
+ */
+export async function releaseSignInAttempt(
+  db: Db,
+  userId: string,
+  reservation: SignInReservation,
+  maxFailures: number,
+): Promise<void> {
+  await db
+    .updateTable('users')
+    .set(
+      reservation.locked
+        ? { access_failed_count: Math.max(0, maxFailures - 1), lockout_end: null }
+        : { access_failed_count: sql<number>`greatest(access_failed_count - 1, 0)` },
+    )
+    .where('id', '=', userId)
     .execute();
 }
 
@@ -113,4 +150,10 @@ export async function providerSettingsVersion(db: Db): Promise<string> {
       coalesce((select string_agg(id, ',' order by id) from signing_keys), '')
     ) as version`.execute(db);
   return rows[0].version;
+}
+
+/** Until when a user is locked out (null when not), or undefined for no such user. */
+export async function findLockoutEnd(db: Db, userId: string): Promise<Date | null | undefined> {
+  const row = await db.selectFrom('users').select('lockout_end').where('id', '=', userId).executeTakeFirst();
+  return row?.lockout_end;
 }

@@ -171,3 +171,31 @@ export async function deleteUserReturningApps(
   });
   return { deleted: found, appIds };
 }
+
+/** The domain of an e-mail address, lower case (what SSO domains are matched against). */
+export const domainOf = (email: string) => email.slice(email.lastIndexOf('@') + 1).toLowerCase();
+
+export async function findUserEmail(db: Db, userId: string): Promise<string | undefined> {
+  return (await db.selectFrom('users').select('email').where('id', '=', userId).executeTakeFirst())?.email;
+}
+
+/** What federated linking needs to know of an existing account with the same e-mail. */
+export async function findLinkCandidate(db: Db, userId: string) {
+  const row = await db
+    .selectFrom('users')
+    .select(['active', 'email_confirmed', (eb) => eb('password_hash', 'is not', null).as('has_password')])
+    .where('id', '=', userId)
+    .executeTakeFirst();
+  return row && { active: row.active, emailConfirmed: row.email_confirmed, hasPassword: row.has_password === true };
+}
+
+/** The active user behind a signed-in session, as the account pages need it. */
+export async function findAccountUser(db: Db, userId: string) {
+  const row = await db
+    .selectFrom('users')
+    .select(['id', 'email', (eb) => eb('password_hash', 'is not', null).as('has_password')])
+    .where('id', '=', userId)
+    .where('active', '=', true)
+    .executeTakeFirst();
+  return row && { id: row.id, email: row.email, hasPassword: row.has_password === true };
+}

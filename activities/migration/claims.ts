@@ -1,4 +1,5 @@
 import { isForbiddenKey } from '../../security/object-keys';
+import { isReservedClaim, reservedClaimMessage } from '../../security/reserved-claims';
 
 /**
  * Claim folding for migrated users. Each folded claim type also arrives in its alternate namespace
@@ -52,7 +53,10 @@ export function foldClaimsByUser(
     if (!folded) byUser.set(userId, (folded = noClaims()));
     const target = FOLDED_CLAIMS[type] ?? FOLDED_CLAIMS[type.toLowerCase()];
     if (target) folded[target] ??= value;
-    else if (!DROPPED_CLAIMS.has(type.toLowerCase())) {
+    else if (DROPPED_CLAIMS.has(type.toLowerCase())) continue;
+    else if (isReservedClaim(type))
+      warn(`user ${userId} has a claim of type "${type}": ${reservedClaimMessage(type)}; it was not migrated`);
+    else {
       // A claim type given more than once keeps every value, comma-separated.
       folded.customAttributes[type] =
         folded.customAttributes[type] === undefined ? value : `${folded.customAttributes[type]},${value}`;

@@ -10,6 +10,7 @@ import {
   type AllowList,
 } from '../../security/callback-address';
 import { safeStringMap } from '../../security/object-keys';
+import { isReservedClaim, reservedClaimMessage } from '../../security/reserved-claims';
 import { CONFIRM_CANCEL_TIMEOUT_SECONDS } from '../../workflows/activity-policies';
 import type { ProvisioningApp } from './apps';
 import { logger } from '../../observability/logger';
@@ -184,6 +185,13 @@ export function createTccClient(allow: AllowList, options: TccClientOptions = {}
         body.customAttributes = safeStringMap(body.customAttributes as Record<string, string>, (key) =>
           warn(`app ${app.appId} answered Try with the attribute name "${key}", which is not allowed; it was dropped`),
         );
+        for (const key of Object.keys(body.customAttributes as Record<string, string>))
+          if (isReservedClaim(key)) {
+            delete (body.customAttributes as Record<string, string>)[key];
+            warn(
+              `app ${app.appId} answered Try with the attribute "${key}": ${reservedClaimMessage(key)}; it was dropped`,
+            );
+          }
       }
       parsed = tryResponseSchema.safeParse(body);
     } catch {

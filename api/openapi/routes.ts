@@ -163,6 +163,8 @@ function adminCollection(
     absent = undefined as string | undefined,
     /** The path parameter naming one member. */
     param = 'id',
+    /** Why a member may not be deleted now (something else still uses it), if ever. */
+    inUse = undefined as string | undefined,
   } = {},
 ): RouteSpec[] {
   const admin = { tag, auth: 'admin' as const };
@@ -211,7 +213,9 @@ function adminCollection(
       method: 'delete',
       path: one,
       summary: `Delete a ${noun}`,
-      answers: { 204: 'Deleted', 404: `No such ${noun}` },
+      answers: inUse
+        ? { 204: 'Deleted', 404: `No such ${noun}`, 409: inUse }
+        : { 204: 'Deleted', 404: `No such ${noun}` },
     },
   ];
   return absent ? routes.map((route) => ({ ...route, answers: { 404: absent, ...route.answers } })) : routes;
@@ -306,7 +310,7 @@ export const ROUTES: RouteSpec[] = [
     'provisioning app',
     appViewSchema,
     appBodySchema,
-    { absent: APPS_ABSENT, param: 'appId' },
+    { absent: APPS_ABSENT, param: 'appId', inUse: 'Clients list the app in ProvisioningApps (named in the detail)' },
   ),
   {
     method: 'post',

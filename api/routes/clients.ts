@@ -2,7 +2,7 @@ import { Router } from 'express';
 import { z } from 'zod';
 import type { AppProvider } from '../../activities/provisioning/apps';
 import { appIdSchema, clientConfigSchema } from '../../config/schema';
-import { clientRow, clientView, unofferedGrantTypes } from '../../oidc/clients';
+import { clientRow, clientView, publicClientGrantProblem, unofferedGrantTypes } from '../../oidc/clients';
 import { hashClientSecret } from '../../security/client-secrets';
 import { deleteClient, findClient, listClients, putClient } from '../../store/clients';
 import type { Db } from '../../store/database';
@@ -69,6 +69,8 @@ export function clientsRouter({ db, apps }: { db: Db; apps: AppProvider }): Rout
     const invalid = (detail: string) => sendProblem(res, { status: 400, title: 'Invalid request', detail });
     if (body.ClientId !== undefined && body.ClientId !== clientId)
       return invalid(`ClientId: the body says ${body.ClientId}, the path ${clientId}`);
+    const publicProblem = publicClientGrantProblem(body);
+    if (publicProblem) return invalid(`AllowedGrantTypes: ${publicProblem}`);
     const unoffered = unofferedGrantTypes(body.AllowedGrantTypes);
     if (unoffered.length > 0) return invalid(`AllowedGrantTypes: this service does not offer ${unoffered.join(', ')}`);
     const known = await Promise.all(body.ProvisioningApps.map((appId) => apps.getApp(appId)));

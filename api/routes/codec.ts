@@ -1,5 +1,5 @@
 import type { Payload, PayloadCodec } from '@temporalio/common';
-import express, { Router, type RequestHandler } from 'express';
+import express, { Router, type Request, type RequestHandler } from 'express';
 import { z } from 'zod';
 import { rejectJsonProblems } from '../edge-guard';
 import { describeIssues, sendProblem } from '../problem';
@@ -63,9 +63,11 @@ export function codecRouter({ codec, allowedOrigins, identityAdmin, openToLoopba
     next();
   });
 
-  // req.ip honours the proxy setting: behind a proxy, a remote caller is not taken for a loopback one.
+  // A forwarded request is never a loopback caller's own, whatever the connection's address: a reverse proxy on this
+  // machine may be passing on a remote caller (and req.ip believes X-Forwarded-For only from Api:TrustedProxies).
+  const forwarded = (req: Request) => req.get('x-forwarded-for') !== undefined || req.get('forwarded') !== undefined;
   const authorize: RequestHandler = (req, res, next) =>
-    openToLoopback && req.get('authorization') === undefined && isLoopbackAddress(req.ip)
+    openToLoopback && req.get('authorization') === undefined && isLoopbackAddress(req.ip) && !forwarded(req)
       ? next()
       : identityAdmin(req, res, next);
 

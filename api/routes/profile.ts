@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { personName } from '../fields';
+import { isReservedClaim, reservedClaimMessage } from '../../security/reserved-claims';
 import type { Db } from '../../store/database';
 import { listProvisionedApps } from '../../store/provisions';
 import { findUser, findUserIdByEmail } from '../../store/users';
@@ -19,7 +20,14 @@ export const createProfileSchema = z
     lastName: personName.optional(),
     password: z.string().min(8, 'must be at least 8 characters').max(1024).optional(),
     organizationId: z.string().trim().min(1).max(256).optional(),
-    customAttributes: z.record(z.string().min(1).max(128), z.string().max(4096)).optional(),
+    customAttributes: z
+      .record(z.string().min(1).max(128), z.string().max(4096))
+      .superRefine((attributes, ctx) => {
+        for (const name of Object.keys(attributes))
+          if (isReservedClaim(name))
+            ctx.addIssue({ code: 'custom', path: [name], message: reservedClaimMessage(name) });
+      })
+      .optional(),
   })
   .strict();
 

@@ -6,6 +6,7 @@ import { appIdSchema, provisioningAppSchema } from '../../config/schema';
 import { callbackUrlProblem, type AllowList } from '../../security/callback-address';
 import type { KeyRing } from '../../security/data-protection';
 import type { Db } from '../../store/database';
+import { clientsListingApp } from '../../store/clients';
 import {
   deleteStoredApp,
   findStoredApp,
@@ -113,6 +114,15 @@ export function provisioningAppsRouter({
   });
 
   router.delete('/:appId', async (req, res) => {
+    // A client that lists the app provisions into it at every first authorization: without the app, every sign-in
+    // through that client would be refused. The clients are changed first.
+    const listing = await clientsListingApp(db, req.params.appId);
+    if (listing.length > 0)
+      return sendProblem(res, {
+        status: 409,
+        title: 'App in use',
+        detail: `clients ${listing.join(', ')} list app ${req.params.appId} in ProvisioningApps; remove it from them (PUT /api/v1/clients/{clientId}) before deleting the app`,
+      });
     if (!(await deleteStoredApp(db, req.params.appId))) return sendProblem(res, notFound(req.params.appId));
     res.status(204).end();
   });

@@ -5,6 +5,8 @@ import { personName } from '../fields';
 import type { AppConfig } from '../../config/schema';
 import { passwordPolicyViolations } from '../../security/password-policy';
 import type { Db } from '../../store/database';
+import { isSsoDomainEmail } from '../../store/federation';
+import { domainOf } from '../../store/users';
 import { sendProblem } from '../problem';
 import { answer, toHttpOutcome } from '../provisioning-outcome';
 import { createUserThroughWorkflow, newUserFrom } from '../user-creation';
@@ -29,6 +31,8 @@ export function registerRouter({ config, db, run }: { config: AppConfig; db: Db;
       limit: PermitLimit,
       standardHeaders: 'draft-8',
       legacyHeaders: false,
+      // An X-Forwarded-For from a peer not in Api:TrustedProxies is expected and ignored, not a misconfiguration.
+      validate: { xForwardedForHeader: false },
       handler: (_req, res, _next, options) => {
         res.set('Retry-After', String(Math.ceil(options.windowMs / 1000)));
         sendProblem(res, {
@@ -42,6 +46,19 @@ export function registerRouter({ config, db, run }: { config: AppConfig; db: Db;
 
   router.post('/', async (req, res) => {
     const { password, ...profile } = registrationSchema.parse(req.body);
+    // An address of an SSO domain belongs to that organization: its account is made by the first sign-in through the
+    // organization's identity provider, never by a stranger registering it first with a password.
+    if (await isSsoDomainEmail(db, profile.email)) {
+      const domain = domainOf(profile.email);
+      return sendProblem(res, {
+        status: 400,
+        title: 'Registration not allowed for this domain',
+        detail: `email: addresses of ${domain} sign in through their organization's identity provider; sign in there instead of registering`,
+        errors: [
+          { field: 'email', message: `addresses of ${domain} sign in through their organization's identity provider` },
+        ],
+      });
+    }
     const violations = passwordPolicyViolations(password, config.Auth.PasswordPolicy);
     if (violations.length > 0) {
       return sendProblem(res, {

@@ -172,6 +172,67 @@ describe('home-realm discovery and the upstream OIDC callback', () => {
   });
 });
 
+// Pentest (sign-in security, item 4): the SSO-domain rule was enforced on the e-mail page only. An attacker registered
+// victim@<sso domain> with a password; the victim's first sign-in through the IdP was linked to that account, and the
+// attacker's password still opened it.
+describe('the SSO-domain rule holds at every step', () => {
+  const globexEmail = (label: string) => uniqueEmail(label).replace('@example.test', '@globex.example');
+
+  test('registration of an SSO-domain address answers 400 naming the rule, and creates nothing', async () => {
+    const email = globexEmail('squatter');
+    const answer = await h.request('POST', '/api/auth/register', { email, password: 'a long passphrase 7' });
+    expect(answer.status).toBe(400);
+    expect(answer.body.detail).toContain(
+      "addresses of globex.example sign in through their organization's identity provider",
+    );
+    expect(await findUserIdByEmail(h.context.db, email)).toBeUndefined();
+  });
+
+  test('a password posted straight to the password step for an SSO-domain address is not checked: the browser goes to the IdP', async () => {
+    const email = globexEmail('direct');
+    const created = await h.admin('POST', '/api/v1/profile/', { email, password: 'a long passphrase 7' });
+    expect(created.status).toBe(201);
+    const rp = await relyingParty(h.api.publicUrl, 'portal');
+    const { url } = await authorizationRequest(rp, { redirect_uri: PORTAL_CALLBACK, scope: 'openid' });
+    const person = browser(upstream.url);
+    const emailPage = (await person.open(url)) as Visit;
+    const uid = new URL(emailPage.url).pathname.split('/')[2];
+    const answer = await person.post(`${h.api.url}/interaction/${uid}/password`, {
+      email,
+      password: 'a long passphrase 7',
+    });
+    expect(answer).toBeInstanceOf(URL);
+    expect((answer as URL).href.startsWith(upstream.url)).toBe(true);
+    const failures = await h.context.db
+      .selectFrom('users')
+      .select('access_failed_count')
+      .where('id', '=', created.body.userId)
+      .executeTakeFirstOrThrow();
+    expect(failures.access_failed_count).toBe(0);
+  });
+
+  test('a federated sign-in is not linked to an account with a password and an unconfirmed e-mail; it is refused with what to do', async () => {
+    // The squatter's account, made before the domain was an SSO domain (registration refuses it now).
+    const email = globexEmail('victim');
+    const squatted = await h.admin('POST', '/api/v1/profile/', { email, password: 'attacker passphrase 1' });
+    expect(squatted.status).toBe(201);
+    const { end } = await signInThroughGlobex(email, { sub: 'globex-victim', email });
+    expect((end as Visit).status).toBe(400);
+    expect(textOf(end)).toContain('already exists here with its own password');
+    expect(textOf(end)).toContain(`account id ${squatted.body.userId}`);
+    expect(await loginOf('globex-victim')).toBeUndefined();
+
+    // Once an operator confirmed the address (its owner set that password), the sign-in links.
+    await h.context.db
+      .updateTable('users')
+      .set({ email_confirmed: true })
+      .where('id', '=', squatted.body.userId)
+      .execute();
+    const { tokens } = await signInThroughGlobex(email, { sub: 'globex-victim', email });
+    expect((await tokens()).claims()).toMatchObject({ sub: squatted.body.userId });
+  });
+});
+
 describe('the OIDC providers admin API', () => {
   test('the client secret is write-only and sealed; a PUT without it keeps it', async () => {
     const read = await h.admin('GET', '/api/v1/sso/oidc-providers/globex');

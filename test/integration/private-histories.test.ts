@@ -169,7 +169,7 @@ describe('the codec endpoint (Temporal remote codec protocol)', () => {
     }));
     try {
       expect((await codecCall(api, 'decode', wire(payloads))).status).toBe(200);
-      // Behind a proxy (an https public URL), the caller is the forwarded address, not the proxy's loopback one.
+      // A forwarded request is a proxy passing on a caller from elsewhere, not a loopback caller's own.
       const forwarded = await codecCall(api, 'decode', wire(payloads), { 'x-forwarded-for': '203.0.113.9' });
       expect(forwarded.status).toBe(401);
     } finally {

@@ -1,6 +1,6 @@
 import type { AppProvider } from '../../activities/provisioning/apps';
 import { createConfigAppProvider } from '../../activities/provisioning/apps';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { createServiceContext } from '../../composition/service-context';
 import { createKeyRing } from '../../security/data-protection';
 import { findStoredApp, insertStoredApp } from '../../store/provisioning-apps';
@@ -84,6 +84,35 @@ describe('with the store-backed provider (Provisioning:AppProvider = Store)', ()
     expect(
       (await h.admin('PUT', '/api/v1/provisioning/apps/nope', { CallbackUrl: h.apps.billing.url, ApiKey: 'k' })).status,
     ).toBe(404);
+  });
+
+  // Pentest (sign-in security, item 16): deleting an app a client lists was accepted, and then every sign-in through
+  // that client was refused.
+  test('deleting an app that a client lists answers 409 naming the client; once no client lists it, it goes', async () => {
+    const suffix = randomUUID().slice(0, 8);
+    const appId = `listed-${suffix}`;
+    const clientId = `lists-app-${suffix}`;
+    expect(
+      (await h.admin('POST', '/api/v1/provisioning/apps', { appId, CallbackUrl: h.apps.crm.url, ApiKey: key('crm') }))
+        .status,
+    ).toBe(201);
+    const client = (provisioningApps: string[]) =>
+      h.admin('PUT', `/api/v1/clients/${clientId}`, {
+        AllowedGrantTypes: ['authorization_code'],
+        RedirectUris: ['https://lists.example.com/cb'],
+        AllowedScopes: ['openid'],
+        RequireClientSecret: false,
+        ProvisioningApps: provisioningApps,
+      });
+    expect((await client([appId])).status).toBe(201);
+    const refused = await h.admin('DELETE', `/api/v1/provisioning/apps/${appId}`);
+    expect(refused.status).toBe(409);
+    expect(refused.body.detail).toContain(`clients ${clientId} list app ${appId}`);
+    expect((await h.admin('GET', `/api/v1/provisioning/apps/${appId}`)).status).toBe(200);
+
+    expect((await client([])).status).toBe(200);
+    expect((await h.admin('DELETE', `/api/v1/provisioning/apps/${appId}`)).status).toBe(204);
+    await h.admin('DELETE', `/api/v1/clients/${clientId}`);
   });
 
   test('changes apply to the next provisioning without a restart', async () => {

@@ -94,7 +94,9 @@ test('sign-in, authenticator enrolment and a two-step sign-in in a real browser 
   await seen(page, '02-password');
   await page.fill('input[name=password]', 'not my password');
   await page.click('button[type=submit]');
-  await expect(page.locator('[role=alert]').textContent()).resolves.toBe('The e-mail or password is not right.');
+  await expect(page.locator('[role=alert]').textContent()).resolves.toBe(
+    'The e-mail or password is not right. After 5 failed attempts an account is locked for 15 minutes.',
+  );
   await seen(page, '03-wrong-password');
   await page.fill('input[name=password]', PASSWORD);
   await Promise.all([page.waitForURL(`${callback}?**`), page.click('button[type=submit]')]);

@@ -45,3 +45,73 @@ test('password posts from one address past Auth:SignInRateLimit answer 429 and s
   expect(statuses).toEqual([200, 200, 200, 429]);
   expect(textOf(last!)).toContain('Too many sign-in attempts from this network; wait 60 seconds and try again.');
 });
+
+// Pentest (sign-in security, item 7): behind an https public URL, X-Forwarded-For was believed from every loopback and
+// private address, and rotating it bypassed both limits. Now only Api:TrustedProxies (default none) are believed.
+describe('behind an https public URL with no trusted proxy', () => {
+  const proxied = useHarness({
+    apps: {},
+    ownDatabase: true,
+    config: {
+      Api: { PublicUrl: 'https://id.example.test' },
+      Auth: {
+        SignInRateLimit: { PermitLimit: 3, WindowSeconds: 60 },
+        RegistrationRateLimit: { PermitLimit: 3, WindowSeconds: 60 },
+      },
+    },
+  });
+  const forwardedFor = (i: number) => ({ 'x-forwarded-for': `198.51.100.${i + 1}` });
+
+  test('a rotating X-Forwarded-For does not buy more registrations', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++)
+      statuses.push(
+        (
+          await proxied.request(
+            'POST',
+            '/api/auth/register',
+            { email: uniqueEmail(`rotating${i}`), password: 'a long passphrase 7' },
+            forwardedFor(i),
+          )
+        ).status,
+      );
+    expect(statuses).toEqual([201, 201, 201, 429]);
+  });
+
+  test('a rotating X-Forwarded-For does not buy more password guesses', async () => {
+    const email = uniqueEmail('rotating-guesses');
+    const client = await proxied.admin('PUT', '/api/v1/clients/rotating', {
+      RequireClientSecret: false,
+      AllowedGrantTypes: ['authorization_code'],
+      RedirectUris: [CALLBACK],
+      AllowedScopes: ['openid'],
+    });
+    expect(client.status).toBe(201);
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) {
+      const authorize = new URL('/connect/authorize', proxied.api.url);
+      authorize.search = new URLSearchParams({
+        client_id: 'rotating',
+        response_type: 'code',
+        redirect_uri: CALLBACK,
+        scope: 'openid',
+        code_challenge: createHash('sha256').update(randomBytes(32).toString('base64url')).digest('base64url'),
+        code_challenge_method: 'S256',
+      }).toString();
+      const person = browser(CALLBACK);
+      const emailPage = (await person.open(authorize.href)) as Visit;
+      const uid = new URL(emailPage.url).pathname.split('/')[2];
+      const answer = await fetch(`${proxied.api.url}/interaction/${uid}/password`, {
+        method: 'POST',
+        headers: {
+          ...forwardedFor(i),
+          cookie: person.jar.header(emailPage.url),
+          'content-type': 'application/x-www-form-urlencoded',
+        },
+        body: new URLSearchParams({ email, password: 'wrong passphrase' }).toString(),
+      });
+      statuses.push(answer.status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 429]);
+  });
+});

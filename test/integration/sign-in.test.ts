@@ -378,7 +378,9 @@ describe('refusals', () => {
     expect(new Set(answers)).toEqual(new Set(['The e-mail or password is not right.']));
   });
 
-  test('three wrong passwords lock the account: the right one is then refused, saying for how long', async () => {
+  // The locked account reads as an unknown e-mail does (it must not tell that an account exists); every failure
+  // says how the lockout works instead.
+  test('three wrong passwords lock the account: the right one is then refused, as an unknown e-mail is', async () => {
     const rp = await relyingParty('web', 'web-secret');
     for (let i = 0; i < 3; i++) {
       const started = await startAuthorization(rp);
@@ -387,7 +389,13 @@ describe('refusals', () => {
     expect((await storedUser(13)).lockout_end!.getTime()).toBeGreaterThan(Date.now() + 14 * 60_000);
     const started = await startAuthorization(rp);
     const page = await enterPassword(started, emailOf(13), FIXTURE_PASSWORD);
-    expect(textOf(page)).toMatch(/locked\. Try again in 1[45] minutes/);
+    expect(page).not.toBeInstanceOf(URL);
+    const unknown = await startAuthorization(rp);
+    const unknownPage = await enterPassword(unknown, 'nobody-at-all@example.com', FIXTURE_PASSWORD);
+    expect(textOf(page)).toContain('After 3 failed attempts an account is locked for 15 minutes.');
+    const withoutAddress = (visit: Visit | URL) =>
+      textOf(visit).replace(emailOf(13), 'EMAIL').replace('nobody-at-all@example.com', 'EMAIL');
+    expect(withoutAddress(page)).toBe(withoutAddress(unknownPage));
   });
 
   test('a form field with a NUL byte or too long answers 400 and a page, not a 500', async () => {
@@ -700,6 +708,40 @@ describe('grant types the service does not offer', () => {
     });
     expect(password.status).toBe(400);
     expect(await password.json()).toMatchObject({ error: 'unsupported_grant_type' });
+  });
+
+  // Pentest (sign-in security, item 2): a public client allowed client_credentials minted admin tokens.
+  test('a source client without a secret but with client_credentials is reported, and migrated without that grant', async () => {
+    const pg = new PgClient({ connectionString: source().url });
+    await pg.connect();
+    try {
+      await pg.query(`create temp table kiosk as select * from "Clients" where "ClientId" = 'machine'`);
+      await pg.query(
+        `update kiosk set "Id" = (select max("Id") + 1000 from "Clients"), "ClientId" = 'kiosk', "RequireClientSecret" = false`,
+      );
+      await pg.query(`insert into "Clients" select * from kiosk`);
+      await pg.query(
+        `insert into "ClientGrantTypes" ("ClientId","GrantType") select "Id", 'client_credentials' from "Clients" where "ClientId" = 'kiosk'`,
+      );
+      await pg.query(
+        `insert into "ClientScopes" ("ClientId","Scope") select "Id", 'orders.read' from "Clients" where "ClientId" = 'kiosk'`,
+      );
+    } finally {
+      await pg.end();
+    }
+    const report = await migrate({ version: 'sign-in-public-client-credentials', migrateClients: true });
+    expect(report.passes.flatMap((p) => p.warnings)).toContain(
+      'client kiosk: client_credentials needs a client secret: a client with RequireClientSecret false cannot use it; it is migrated without that grant (its token requests for it are refused)',
+    );
+    const token = await fetch(`${h.api.url}/connect/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'grant_type=client_credentials&client_id=kiosk&scope=orders.read',
+    });
+    expect(token.status).toBe(400);
+    expect(await token.json()).toMatchObject({
+      error_description: 'requested grant type is not allowed for this client',
+    });
   });
 });
 

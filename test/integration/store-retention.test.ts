@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { claimIdempotencyKey, IDEMPOTENCY_KEY_HOURS, purgeExpiredIdempotencyKeys } from '../../store/creation-guards';
 import { ABANDONED_AFTER_HOURS, purgeAbandonedCredentials, stashPasswordHash } from '../../store/pending-credentials';
+import { purgeRevokedAccessTokens, revokeAccessToken } from '../../store/admin-tokens';
 import { useScratchStore } from '../support/scratch-store';
 
 /** Rows kept for a while after they were written go once their retention has passed, and not before. */
@@ -31,4 +32,13 @@ test(`an Idempotency-Key is purged after ${IDEMPOTENCY_KEY_HOURS} h`, async () =
   expect(await purgeExpiredIdempotencyKeys(db())).toBe(1);
   const left = (await db().selectFrom('idempotency_keys').select('key').execute()).map((r) => r.key);
   expect(left).toEqual(['recent-key']);
+});
+
+test('a revoked access token is forgotten once it would have expired anyway, and not before', async () => {
+  await revokeAccessToken(db(), 'expired-jti', new Date(Date.now() - 60_000));
+  await revokeAccessToken(db(), 'live-jti', new Date(Date.now() + 3_600_000));
+  await revokeAccessToken(db(), 'live-jti', new Date(Date.now() + 3_600_000));
+  await purgeRevokedAccessTokens(db());
+  const left = (await db().selectFrom('revoked_access_tokens').select('jti').execute()).map((r) => r.jti);
+  expect(left).toEqual(['live-jti']);
 });

@@ -61,6 +61,26 @@ export function browser(stopAt: string, jar = new CookieJar()): Browser {
         continue;
       }
       const visit = { url, status: response.status, html: await response.text() };
+      // oidc-provider's self-submitting form (its sign-out before switching accounts): a browser with script posts it.
+      const autoPost = /document\.forms\[0\]\.submit\(\)/.test(visit.html)
+        ? /<form method="post" action="([^"]+)">([\s\S]*?)<\/form>/.exec(visit.html)
+        : null;
+      if (autoPost) {
+        const fields = Object.fromEntries(
+          [...autoPost[2].matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"\/?>/g)].map((m) => [
+            m[1],
+            m[2],
+          ]),
+        );
+        url = new URL(autoPost[1], url).href;
+        response = await fetch(url, {
+          method: 'POST',
+          redirect: 'manual',
+          headers: { cookie: jar.header(url), 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams(fields).toString(),
+        });
+        continue;
+      }
       pages.push(visit);
       return visit;
     }

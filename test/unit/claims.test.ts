@@ -39,12 +39,32 @@ describe('claim folding', () => {
     const folded = foldClaimsByUser([
       claim('u1', 'department', 'R&D'),
       claim('u1', 'department', 'Ops'),
-      claim('u2', 'role', 'x'),
+      claim('u2', 'team', 'x'),
       claim('u2', null, 'v'),
-      claim('u2', 'team', null),
+      claim('u2', 'cost', null),
     ]);
     expect(folded.get('u1')?.customAttributes).toEqual({ department: 'R&D,Ops' });
-    expect(folded.get('u2')?.customAttributes).toEqual({ role: 'x' });
+    expect(folded.get('u2')?.customAttributes).toEqual({ team: 'x' });
+  });
+
+  // Roles come from AspNetUserRoles only: a role claim (or any other name the service sets itself) in
+  // AspNetUserClaims would otherwise surface in tokens as a privilege.
+  test('claims with reserved names are not migrated, whatever their casing or namespace, each with a warning', () => {
+    const warnings: string[] = [];
+    const folded = foldClaimsByUser(
+      [
+        claim('u1', 'role', 'IdentityAdmin'),
+        claim('u1', 'http://schemas.microsoft.com/ws/2008/06/identity/claims/role', 'IdentityAdmin'),
+        claim('u1', 'AMR', 'mfa'),
+        claim('u1', 'sub', 'someone-else'),
+        claim('u1', 'idp', 'corp'),
+        claim('u1', 'team', 'blue'),
+      ],
+      (w) => warnings.push(w),
+    );
+    expect(folded.get('u1')?.customAttributes).toEqual({ team: 'blue' });
+    expect(warnings).toHaveLength(5);
+    expect(warnings[0]).toMatch(/user u1 has a claim of type "role": .*not migrated/);
   });
 });
 

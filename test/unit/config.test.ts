@@ -34,6 +34,15 @@ describe('configuration: appsettings, Section__Key environment variables, --Sect
     expect(load).toThrow(/ProvisioningApps:crm:CallbackUrl: refused: targets 127\.0\.0\.1, a loopback address/);
   });
 
+  test('Api:TrustedProxies takes addresses and CIDRs (none by default) and names an entry that is neither', () => {
+    expect(loadConfig({ base: {}, env: {}, argv: [] }).Api.TrustedProxies).toEqual([]);
+    const config = loadConfig({ base: {}, env: { Api__TrustedProxies: '10.0.0.5, 10.1.0.0/16,::1' }, argv: [] });
+    expect(config.Api.TrustedProxies).toEqual(['10.0.0.5', '10.1.0.0/16', '::1']);
+    expect(() => loadConfig({ base: {}, env: { Api__TrustedProxies__0: 'proxy.internal' }, argv: [] })).toThrow(
+      /Api:TrustedProxies:0.*must be an IP address or a CIDR range/,
+    );
+  });
+
   test('a bad value names its key', () => {
     expect(() =>
       loadConfig({ base: { ProvisioningApps: { crm: { ...app, TryTimeoutSeconds: 'soon' } } }, env: {}, argv: [] }),

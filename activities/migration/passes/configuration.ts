@@ -1,4 +1,4 @@
-import { unofferedGrantTypes } from '../../../oidc/clients';
+import { publicClientGrantProblem, unofferedGrantTypes } from '../../../oidc/clients';
 import { tagSecret } from '../../../security/client-secrets';
 import { SCOPE_COLUMNS } from '../validation';
 import { identifierProblem, uuidV5 } from '../identifiers';
@@ -150,7 +150,16 @@ async function clientsPage(source: Kysely<SourceDatabase>, page: PageResult, aft
       continue;
     }
     const { Id, ClientId, ClientName, Enabled, ...settings } = c;
-    const unoffered = unofferedGrantTypes(grantTypes(Id).map((g) => g.GrantType));
+    const granted = grantTypes(Id).map((g) => g.GrantType);
+    const publicProblem = publicClientGrantProblem({
+      RequireClientSecret: settings.RequireClientSecret,
+      AllowedGrantTypes: granted,
+    });
+    if (publicProblem)
+      page.warnings.push(
+        `client ${ClientId}: ${publicProblem}; it is migrated without that grant (its token requests for it are refused)`,
+      );
+    const unoffered = unofferedGrantTypes(granted);
     if (unoffered.length > 0)
       page.warnings.push(
         `client ${ClientId} uses grant types this service does not offer (${unoffered.join(', ')}): it is migrated, and its requests of those kinds are refused with unsupported_grant_type or unsupported_response_type`,

@@ -1,0 +1,596 @@
+import { createHash, createHmac, pbkdf2Sync, randomUUID } from 'node:crypto';
+import bcrypt from 'bcryptjs';
+import { sql } from 'kysely';
+import * as oidc from 'openid-client';
+import * as passwordFormats from '../../security/password-formats';
+import { base32Decode } from '../../security/base32';
+import { protectSecret } from '../../security/data-protection';
+import { enrolTotp } from '../../store/mfa';
+import { reserveSignInAttempt } from '../../store/sign-in';
+import { uniqueEmail, useHarness } from '../support/harness';
+import { authorizationRequest, relyingParty as relyingPartyOf } from '../support/relying-party';
+import { browser, textOf, type Browser, type Visit } from '../support/sign-in-flow';
+
+// The attacks of the sign-in pentest (issue "Sign-in security"), each reproduced against a service of this file's own:
+// real HTTP, the real provider, openid-client as the relying party. A database of its own: the lockout and the
+// role checks count rows that other files would share.
+const MAX_FAILED = 3;
+const h = useHarness({
+  apps: { crm: {} },
+  ownDatabase: true,
+  config: {
+    Auth: {
+      Lockout: { MaxFailedAttempts: MAX_FAILED, Minutes: 15 },
+      SignInRateLimit: { PermitLimit: 100_000, WindowSeconds: 60 },
+    },
+  },
+});
+
+const CALLBACK = 'https://app.example.com/callback';
+const PASSWORD = 'correct horse battery 9';
+const AUTHENTICATOR_KEY = 'JBSWY3DPEHPK3PXP';
+
+/** RFC 6238 written out here, independent of the service's TOTP code. */
+function totp(step = Math.floor(Date.now() / 30_000)): string {
+  const counter = Buffer.alloc(8);
+  counter.writeBigUInt64BE(BigInt(step));
+  const mac = createHmac('sha1', base32Decode(AUTHENTICATOR_KEY)).update(counter).digest();
+  const offset = mac[mac.length - 1] & 0xf;
+  return String((mac.readUInt32BE(offset) & 0x7fffffff) % 1_000_000).padStart(6, '0');
+}
+
+const relyingParty = (clientId: string, secret?: string) => relyingPartyOf(h.api.publicUrl, clientId, secret);
+
+async function putClient(clientId: string, body: Record<string, unknown>) {
+  const answer = await h.admin('PUT', `/api/v1/clients/${clientId}`, body);
+  if (answer.status !== 200 && answer.status !== 201) throw new Error(`PUT client ${clientId}: ${answer.status}`);
+}
+
+async function createUser(label: string, extra: Record<string, unknown> = {}): Promise<{ id: string; email: string }> {
+  const email = uniqueEmail(label);
+  const answer = await h.admin('POST', '/api/v1/profile/', { email, password: PASSWORD, ...extra });
+  if (answer.status !== 201) throw new Error(`creating ${email}: ${answer.status} ${JSON.stringify(answer.body)}`);
+  return { id: answer.body.userId as string, email };
+}
+
+async function grantRole(userId: string, role: string) {
+  await h.context.db
+    .insertInto('roles')
+    .values({ id: `role-${role}`, name: role, normalized_name: role.toUpperCase() })
+    .onConflict((oc) => oc.column('id').doNothing())
+    .execute();
+  await h.context.db
+    .insertInto('user_roles')
+    .values({ user_id: userId, role_id: `role-${role}` })
+    .execute();
+}
+
+interface Started {
+  page: Browser;
+  first: Visit | URL;
+  verifier: string;
+  uid: string;
+}
+
+async function startAuthorization(rp: oidc.Configuration, scope = 'openid', extra: Record<string, string> = {}) {
+  const { url, verifier } = await authorizationRequest(rp, { redirect_uri: CALLBACK, scope });
+  const withExtra = new URL(url);
+  for (const [k, v] of Object.entries(extra)) withExtra.searchParams.set(k, v);
+  const page = browser(CALLBACK);
+  const first = await page.open(withExtra.href);
+  const uid = first instanceof URL ? '' : new URL(first.url).pathname.split('/')[2];
+  return { page, first, verifier, uid } satisfies Started;
+}
+
+async function signIn(started: Started, email: string, password = PASSWORD) {
+  await started.page.submit('/email', { email });
+  return started.page.submit('/password', { password });
+}
+
+async function redeem(rp: oidc.Configuration, started: Started, callback: Visit | URL) {
+  if (!(callback instanceof URL)) throw new Error(`expected the redirect to the client, got: ${textOf(callback)}`);
+  return oidc.authorizationCodeGrant(rp, callback, { pkceCodeVerifier: started.verifier });
+}
+
+const adminGet = (token: string) =>
+  h.request('GET', '/api/v1/clients', undefined, { authorization: `Bearer ${token}` });
+
+beforeAll(async () => {
+  await putClient('sec-web', {
+    ClientName: 'Security web',
+    AllowedGrantTypes: ['authorization_code'],
+    RedirectUris: [CALLBACK],
+    AllowedScopes: ['openid', 'profile', 'email', 'IdentityAdmin'],
+    AllowOfflineAccess: true,
+    ClientSecrets: [{ Value: 'sec-web-secret-sixteen' }],
+  });
+  await putClient('sec-other', {
+    AllowedGrantTypes: ['client_credentials'],
+    AllowedScopes: ['IdentityAdmin'],
+    ClientSecrets: [{ Value: 'sec-other-secret-sixteen' }],
+  });
+}, 60_000);
+
+describe('claims from outside never become privileges (item 1)', () => {
+  test("an app's Try answer naming role, given_name or org_id is dropped; the user's token is no admin token", async () => {
+    h.apps.crm.state.behaviour = {
+      assignAttributes: { role: 'IdentityAdmin', Given_Name: 'Mallory', org_id: 'evil-org', team: 'blue' },
+    };
+    const user = await createUser('minted');
+    const stored = await h.context.db
+      .selectFrom('users')
+      .select(['custom_attributes', 'organization_id'])
+      .where('id', '=', user.id)
+      .executeTakeFirstOrThrow();
+    expect(stored.custom_attributes).toEqual({ team: 'blue' });
+    expect(stored.organization_id).toBeNull();
+
+    const rp = await relyingParty('sec-web', 'sec-web-secret-sixteen');
+    const started = await startAuthorization(rp, 'openid profile IdentityAdmin');
+    const tokens = await redeem(rp, started, await signIn(started, user.email));
+    const access = JSON.parse(Buffer.from(tokens.access_token.split('.')[1], 'base64url').toString()) as Record<
+      string,
+      unknown
+    >;
+    expect(access.role).toBeUndefined();
+    expect(tokens.claims()?.given_name).toBeUndefined();
+    expect((await adminGet(tokens.access_token)).status).toBe(403);
+  });
+
+  test('an attribute stored with a reserved name (from before the rule) is no claim, and a role claim alone is no privilege', async () => {
+    const user = await createUser('legacy-role');
+    await h.context.db
+      .updateTable('users')
+      .set({ custom_attributes: JSON.stringify({ role: 'IdentityAdmin', sub: 'someone-else', team: 'red' }) })
+      .where('id', '=', user.id)
+      .execute();
+    const rp = await relyingParty('sec-web', 'sec-web-secret-sixteen');
+    const started = await startAuthorization(rp, 'openid profile IdentityAdmin');
+    const tokens = await redeem(rp, started, await signIn(started, user.email));
+    expect(tokens.claims()?.sub).toBe(user.id);
+    expect((await adminGet(tokens.access_token)).status).toBe(403);
+  });
+
+  test('the admin API refuses a reserved attribute name with 400 naming the key', async () => {
+    for (const key of [
+      'role',
+      'ROLE',
+      'org_id',
+      'email_verified',
+      'http://schemas.microsoft.com/ws/2008/06/identity/claims/role',
+    ]) {
+      const answer = await h.admin('POST', '/api/v1/profile/', {
+        email: uniqueEmail('reserved'),
+        customAttributes: { [key]: 'x' },
+      });
+      expect(answer.status).toBe(400);
+      expect(answer.body.detail).toContain(`"${key}" is a claim name the service sets itself`);
+    }
+  });
+});
+
+describe('a public client never gets client credentials (item 2)', () => {
+  test('PUT of a secretless client with client_credentials answers 400 naming the grant', async () => {
+    const answer = await h.admin('PUT', '/api/v1/clients/pubcc', {
+      RequireClientSecret: false,
+      AllowedGrantTypes: ['client_credentials'],
+      AllowedScopes: ['IdentityAdmin'],
+    });
+    expect(answer.status).toBe(400);
+    expect(answer.body.detail).toContain('client_credentials needs a client secret');
+  });
+
+  test('a stored client in that shape (as a migration could leave it) is refused the grant at the token endpoint', async () => {
+    await h.context.db
+      .insertInto('clients')
+      .values({
+        client_id: 'pubcc-migrated',
+        client_name: null,
+        enabled: true,
+        settings: JSON.stringify({ RequireClientSecret: false }),
+        allowed_scopes: JSON.stringify(['IdentityAdmin']),
+        grant_types: JSON.stringify(['client_credentials']),
+        redirect_uris: JSON.stringify([]),
+        post_logout_redirect_uris: JSON.stringify([]),
+        cors_origins: JSON.stringify([]),
+        claims: JSON.stringify([]),
+        provisioning_apps: JSON.stringify([]),
+        origin: 'migration',
+      })
+      .execute();
+    const answer = await fetch(`${h.api.url}/connect/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'grant_type=client_credentials&client_id=pubcc-migrated&scope=IdentityAdmin',
+    });
+    expect(answer.status).toBe(400);
+    // oidc-provider's words for a grant type the client's metadata does not list.
+    expect(await answer.json()).toEqual({
+      error: 'invalid_request',
+      error_description: 'requested grant type is not allowed for this client',
+    });
+  });
+});
+
+describe('the lockout holds at the second factor (item 3)', () => {
+  test('wrong codes lock the account; after that even the right code is not checked', async () => {
+    const user = await createUser('twostep');
+    await enrolTotp(
+      h.context.db,
+      randomUUID(),
+      user.id,
+      protectSecret(base32Decode(AUTHENTICATOR_KEY), h.context.dataProtection!),
+      0,
+    );
+    const rp = await relyingParty('sec-web', 'sec-web-secret-sixteen');
+    const started = await startAuthorization(rp);
+    expect(textOf(await signIn(started, user.email))).toMatch(/authenticator/i);
+    const right = totp();
+    const wrong = right === '000000' ? '111111' : '000000';
+    const answers: string[] = [];
+    for (let i = 0; i < MAX_FAILED; i++) answers.push(textOf(await started.page.submit('/code', { code: wrong })));
+    expect(answers.at(-1)).toContain('this account is locked');
+    const afterLock = await started.page.submit('/code', { code: right });
+    expect(afterLock).not.toBeInstanceOf(URL);
+    expect(textOf(afterLock)).toContain('this account is locked');
+    // The code was not checked, so not used either.
+    const credential = await h.context.db
+      .selectFrom('mfa_credentials')
+      .select('last_used_step')
+      .where('user_id', '=', user.id)
+      .where('kind', '=', 'totp')
+      .executeTakeFirstOrThrow();
+    expect(Number(credential.last_used_step)).toBe(0);
+  });
+});
+
+describe('one answer and one duration for every failed password (items 5 and 9)', () => {
+  /** ASP.NET Identity's V2 and V3 layouts and BCrypt (cost 10, BCrypt.Net's default is 11), hashed here. */
+  function migratedHash(format: 'v2' | 'v3-sha1' | 'bcrypt'): string {
+    const salt = createHash('sha256').update(`timing-${format}`).digest().subarray(0, 16);
+    if (format === 'bcrypt') return bcrypt.hashSync(PASSWORD, 10);
+    if (format === 'v2')
+      return Buffer.concat([Buffer.from([0]), salt, pbkdf2Sync(PASSWORD, salt, 1000, 32, 'sha1')]).toString('base64');
+    const header = Buffer.alloc(13);
+    header.writeUInt8(1, 0);
+    header.writeUInt32BE(0, 1);
+    header.writeUInt32BE(1000, 5);
+    header.writeUInt32BE(16, 9);
+    return Buffer.concat([header, salt, pbkdf2Sync(PASSWORD, salt, 1000, 32, 'sha1')]).toString('base64');
+  }
+
+  test('unknown, native, migrated V2, V3 and BCrypt, no password, deactivated and locked: the same page, medians within 10 ms over 30 interleaved samples', async () => {
+    const accounts: Record<string, string> = { unknown: uniqueEmail('nobody') };
+    accounts.native = (await createUser('native')).email;
+    for (const format of ['v2', 'v3-sha1', 'bcrypt'] as const) {
+      const user = await createUser(format);
+      await h.context.db
+        .updateTable('users')
+        .set({ password_hash: migratedHash(format) })
+        .where('id', '=', user.id)
+        .execute();
+      accounts[format] = user.email;
+    }
+    const none = await createUser('no-password');
+    await h.context.db.updateTable('users').set({ password_hash: null }).where('id', '=', none.id).execute();
+    accounts['no-password'] = none.email;
+    const deactivated = await createUser('deactivated');
+    await h.context.db.updateTable('users').set({ active: false }).where('id', '=', deactivated.id).execute();
+    accounts.deactivated = deactivated.email;
+    accounts.locked = (await createUser('locked')).email;
+    const lockedOnly = h.context.db
+      .updateTable('users')
+      .set({ lockout_end: sql<Date>`now() + interval '1 hour'` })
+      .where('email', '=', accounts.locked);
+    // The others never reach the lockout: it is its own case.
+    const unlockOthers = () =>
+      h.context.db
+        .updateTable('users')
+        .set({ access_failed_count: 0, lockout_end: null })
+        .where('email', 'in', Object.values(accounts))
+        .where('email', '!=', accounts.locked)
+        .execute();
+    await lockedOnly.execute();
+
+    const rp = await relyingParty('sec-web', 'sec-web-secret-sixteen');
+    const pages: Record<string, Started> = {};
+    for (const [kind, email] of Object.entries(accounts)) {
+      pages[kind] = await startAuthorization(rp);
+      await pages[kind].page.submit('/email', { email });
+    }
+    const samples: Record<string, number[]> = Object.fromEntries(Object.keys(accounts).map((k) => [k, []]));
+    const texts = new Set<string>();
+    // Warm-up round (the first BCrypt check sets the floor), then 30 interleaved rounds in a shuffled order each.
+    for (let round = 0; round <= 30; round++) {
+      const order = Object.keys(accounts).sort(() => Math.random() - 0.5);
+      for (const kind of order) {
+        await unlockOthers();
+        const started = performance.now();
+        const answer = await pages[kind].page.submit('/password', { password: 'not the password' });
+        const took = performance.now() - started;
+        if (round > 0) samples[kind].push(took);
+        texts.add(textOf(answer).replace(/.*(The e-mail or password[^.]*\.[^.]*\.).*/, '$1'));
+      }
+    }
+    expect([...texts]).toEqual([
+      `The e-mail or password is not right. After ${MAX_FAILED} failed attempts an account is locked for 15 minutes.`,
+    ]);
+    const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+    const medians = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, Math.round(median(v) * 10) / 10]));
+    const spread = Math.max(...Object.values(medians)) - Math.min(...Object.values(medians));
+    if (spread >= 10) throw new Error(`medians differ by ${spread.toFixed(1)} ms: ${JSON.stringify(medians)}`);
+  }, 120_000);
+});
+
+describe('parallel guesses do not outrun the lockout (item 6)', () => {
+  test('of 30 simultaneous wrong guesses at most MaxFailedAttempts are verified; the right password inside the burst does not sign in after the lock', async () => {
+    const user = await createUser('burst');
+    const rp = await relyingParty('sec-web', 'sec-web-secret-sixteen');
+    const attempts = await Promise.all(
+      Array.from({ length: 31 }, async () => {
+        const started = await startAuthorization(rp);
+        await started.page.submit('/email', { email: user.email });
+        return started;
+      }),
+    );
+    const verify = jest.spyOn(passwordFormats, 'verifyAnyPassword');
+    try {
+      const answers = await Promise.all(
+        attempts.map((started, i) =>
+          started.page.submit('/password', { password: i === 30 ? PASSWORD : `wrong-${i}` }),
+        ),
+      );
+      const verifiedForUser = verify.mock.calls.length;
+      expect(verifiedForUser).toBeLessThanOrEqual(MAX_FAILED);
+      // The right password was either one of the few checked, or refused like the rest.
+      const signedIn = answers.filter((a) => a instanceof URL);
+      expect(signedIn.length).toBeLessThanOrEqual(1);
+      if (signedIn.length === 1) expect(answers[30]).toBeInstanceOf(URL);
+    } finally {
+      verify.mockRestore();
+    }
+    const stored = await h.context.db
+      .selectFrom('users')
+      .select('lockout_end')
+      .where('id', '=', user.id)
+      .executeTakeFirstOrThrow();
+    expect(stored.lockout_end).not.toBeNull();
+  });
+
+  test('the store reserves at most MaxFailedAttempts of 30 parallel attempts, the last of them locking', async () => {
+    const user = await createUser('reserve');
+    const reservations = await Promise.all(
+      Array.from({ length: 30 }, () => reserveSignInAttempt(h.context.db, user.id, MAX_FAILED, 15)),
+    );
+    const granted = reservations.filter((r) => r !== undefined);
+    expect(granted).toHaveLength(MAX_FAILED);
+    expect(granted.filter((r) => r.locked)).toHaveLength(1);
+  });
+});
+
+describe('codes and refresh tokens are redeemed once, even racing (item 8)', () => {
+  test('of two parallel redemptions of one code exactly one succeeds, over 12 trials; the reuse revokes the grant', async () => {
+    const user = await createUser('race-code');
+    const rp = await relyingParty('sec-web', 'sec-web-secret-sixteen');
+    for (let trial = 0; trial < 12; trial++) {
+      const started = await startAuthorization(rp, 'openid offline_access');
+      const callback = (await signIn(started, user.email)) as URL;
+      const results = await Promise.allSettled([redeem(rp, started, callback), redeem(rp, started, callback)]);
+      const won = results.filter((r) => r.status === 'fulfilled');
+      expect(won).toHaveLength(1);
+      const tokens = (won[0] as PromiseFulfilledResult<oidc.TokenEndpointResponse>).value;
+      // Reuse detected: the winner's refresh token belongs to a revoked grant.
+      await expect(oidc.refreshTokenGrant(rp, tokens.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
+    }
+  });
+
+  test('of two parallel redemptions of one refresh token exactly one succeeds, over 12 trials; the reuse revokes the grant', async () => {
+    const user = await createUser('race-refresh');
+    const rp = await relyingParty('sec-web', 'sec-web-secret-sixteen');
+    for (let trial = 0; trial < 12; trial++) {
+      const started = await startAuthorization(rp, 'openid offline_access');
+      const first = await redeem(rp, started, await signIn(started, user.email));
+      const results = await Promise.allSettled([
+        oidc.refreshTokenGrant(rp, first.refresh_token!),
+        oidc.refreshTokenGrant(rp, first.refresh_token!),
+      ]);
+      const won = results.filter((r) => r.status === 'fulfilled');
+      expect(won).toHaveLength(1);
+      const rotated = (won[0] as PromiseFulfilledResult<oidc.TokenEndpointResponse>).value.refresh_token!;
+      await expect(oidc.refreshTokenGrant(rp, rotated)).rejects.toMatchObject({ error: 'invalid_grant' });
+    }
+  });
+});
+
+describe('sign-in pages cannot be framed, cached or leak their URL (item 10)', () => {
+  test('the e-mail, password, code and account pages and the provider answer with the headers', async () => {
+    const rp = await relyingParty('sec-web', 'sec-web-secret-sixteen');
+    const { url } = await authorizationRequest(rp, { redirect_uri: CALLBACK, scope: 'openid' });
+    const authorize = await fetch(url, { redirect: 'manual' });
+    const person = browser(CALLBACK);
+    const emailPage = (await person.open(url)) as Visit;
+    const uid = new URL(emailPage.url).pathname.split('/')[2];
+    const cookie = person.jar.header(emailPage.url);
+    const pages = [
+      authorize,
+      await fetch(emailPage.url, { headers: { cookie } }),
+      await fetch(`${h.api.url}/interaction/${uid}/password`, {
+        method: 'POST',
+        headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'email=x%40example.test&password=x',
+      }),
+      await fetch(`${h.api.url}/account/mfa`),
+      await fetch(`${h.api.url}/connect/authorize?client_id=nobody`),
+    ];
+    for (const page of pages) {
+      expect(page.headers.get('x-frame-options')).toBe('DENY');
+      expect(page.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+      expect(page.headers.get('cache-control')).toContain('no-store');
+      expect(page.headers.get('referrer-policy')).toBe('no-referrer');
+    }
+  });
+});
+
+describe('changing how one signs in needs a recent sign-in (item 11)', () => {
+  test('/account/mfa after a sign-in older than five minutes asks for the password before it shows an enrolment', async () => {
+    const user = await createUser('stale-session');
+    const rp = await relyingParty('sec-web', 'sec-web-secret-sixteen');
+    const started = await startAuthorization(rp);
+    await redeem(rp, started, await signIn(started, user.email));
+    const account = browser(CALLBACK, started.page.jar);
+    expect(textOf(await account.open(`${h.api.url}/account/mfa`))).toContain('Scan this code');
+
+    // The session's sign-in, twenty minutes ago.
+    await h.context.db
+      .updateTable('oidc_payloads')
+      .set({ payload: sql`jsonb_set(payload, '{loginTs}', to_jsonb(${Math.floor(Date.now() / 1000) - 1200}::int))` })
+      .where('model', '=', 'Session')
+      .where(sql<boolean>`payload->>'accountId' = ${user.id}`)
+      .execute();
+    const asked = await account.open(`${h.api.url}/account/mfa`);
+    expect(textOf(asked)).toContain('Confirm it is you');
+    expect(textOf(asked)).not.toContain('Scan this code');
+    // A code form of an earlier page without its sealed enrolment does not enrol either.
+    const direct = await account.post(`${h.api.url}/account/mfa`, { pending: 'forged', code: '123456' });
+    expect(textOf(direct)).not.toContain('is on');
+    const wrong = await account.submit('/account/mfa', { password: 'not it' });
+    expect((wrong as Visit).status).toBe(400);
+    expect(textOf(wrong)).toContain('That password is not right.');
+    expect(textOf(await account.submit('/account/mfa', { password: PASSWORD }))).toContain('Scan this code');
+  });
+});
+
+describe('admin tokens are checked against the store at every request (items 1 and 12)', () => {
+  async function adminUserToken() {
+    const user = await createUser('admin-user');
+    await grantRole(user.id, 'IdentityAdmin');
+    const rp = await relyingParty('sec-web', 'sec-web-secret-sixteen');
+    const started = await startAuthorization(rp, 'openid IdentityAdmin');
+    const tokens = await redeem(rp, started, await signIn(started, user.email));
+    expect((await adminGet(tokens.access_token)).status).toBe(200);
+    return { user, token: tokens.access_token, rp };
+  }
+
+  test("a user's admin token stops working when the role is removed, or the user deactivated", async () => {
+    const removed = await adminUserToken();
+    await h.context.db.deleteFrom('user_roles').where('user_id', '=', removed.user.id).execute();
+    expect((await adminGet(removed.token)).status).toBe(403);
+
+    const deactivated = await adminUserToken();
+    await h.context.db.updateTable('users').set({ active: false }).where('id', '=', deactivated.user.id).execute();
+    expect((await adminGet(deactivated.token)).status).toBe(403);
+  });
+
+  test('an admin token revoked at /connect/revocation stops working; another client cannot revoke it', async () => {
+    const { token, rp } = await adminUserToken();
+    const other = await relyingParty('sec-other', 'sec-other-secret-sixteen');
+    await expect(oidc.tokenRevocation(other, token)).rejects.toThrow();
+    expect((await adminGet(token)).status).toBe(200);
+    await oidc.tokenRevocation(rp, token);
+    expect((await adminGet(token)).status).toBe(403);
+  });
+
+  test("a client's admin token stops working when the client loses the scope", async () => {
+    const rp = await relyingParty('sec-other', 'sec-other-secret-sixteen');
+    const { access_token } = await oidc.clientCredentialsGrant(rp, { scope: 'IdentityAdmin' });
+    expect((await adminGet(access_token)).status).toBe(200);
+    await putClient('sec-other', {
+      AllowedGrantTypes: ['client_credentials'],
+      AllowedScopes: ['openid'],
+    });
+    expect((await adminGet(access_token)).status).toBe(403);
+    await putClient('sec-other', {
+      AllowedGrantTypes: ['client_credentials'],
+      AllowedScopes: ['IdentityAdmin'],
+    });
+  });
+});
+
+describe('a client introspects only its own tokens (item 13)', () => {
+  test('another confidential client gets active: false for a token that is not its own', async () => {
+    const user = await createUser('introspected');
+    const rp = await relyingParty('sec-web', 'sec-web-secret-sixteen');
+    const started = await startAuthorization(rp, 'openid offline_access');
+    const tokens = await redeem(rp, started, await signIn(started, user.email));
+    const other = await relyingParty('sec-other', 'sec-other-secret-sixteen');
+    expect(await oidc.tokenIntrospection(other, tokens.refresh_token!)).toMatchObject({ active: false });
+    expect(await oidc.tokenIntrospection(rp, tokens.refresh_token!)).toMatchObject({ active: true, sub: user.id });
+  });
+});
+
+describe('sessions of users who are gone, and switching accounts (items 14 and 15)', () => {
+  test("a deactivated user's leftover session ends: the next authorization shows the e-mail page", async () => {
+    const user = await createUser('leftover');
+    const rp = await relyingParty('sec-web', 'sec-web-secret-sixteen');
+    const started = await startAuthorization(rp);
+    await redeem(rp, started, await signIn(started, user.email));
+    await h.context.db.updateTable('users').set({ active: false }).where('id', '=', user.id).execute();
+    const again = browser(CALLBACK, started.page.jar);
+    const { url } = await authorizationRequest(rp, { redirect_uri: CALLBACK, scope: 'openid' });
+    const page = await again.open(url);
+    expect(page).not.toBeInstanceOf(URL);
+    expect((page as Visit).status).toBe(200);
+    expect(textOf(page)).toContain('E-mail');
+  });
+
+  test('prompt=login while signed in lets another account sign in', async () => {
+    const first = await createUser('first-account');
+    const second = await createUser('second-account');
+    const rp = await relyingParty('sec-web', 'sec-web-secret-sixteen');
+    const started = await startAuthorization(rp);
+    await redeem(rp, started, await signIn(started, first.email));
+
+    const { url, verifier } = await authorizationRequest(rp, { redirect_uri: CALLBACK, scope: 'openid' });
+    const switching = browser(CALLBACK, started.page.jar);
+    const withPrompt = new URL(url);
+    withPrompt.searchParams.set('prompt', 'login');
+    const emailPage = await switching.open(withPrompt.href);
+    expect(textOf(emailPage)).toContain('E-mail');
+    await switching.submit('/email', { email: second.email });
+    const callback = await switching.submit('/password', { password: PASSWORD });
+    if (!(callback instanceof URL)) throw new Error(`expected the redirect to the client, got: ${textOf(callback)}`);
+    const tokens = await oidc.authorizationCodeGrant(rp, callback, { pkceCodeVerifier: verifier });
+    expect(tokens.claims()?.sub).toBe(second.id);
+  });
+});
+
+describe('the rest of the findings', () => {
+  test('a password sign-in says amr pwd in the ID token', async () => {
+    const user = await createUser('amr');
+    const rp = await relyingParty('sec-web', 'sec-web-secret-sixteen');
+    const started = await startAuthorization(rp);
+    const tokens = await redeem(rp, started, await signIn(started, user.email));
+    expect(tokens.claims()).toMatchObject({ sub: user.id, amr: ['pwd'] });
+  });
+
+  test('discovery advertises no pushed-authorization endpoint', async () => {
+    const discovery = (await (await fetch(`${h.api.url}/.well-known/openid-configuration`)).json()) as Record<
+      string,
+      unknown
+    >;
+    expect(discovery.pushed_authorization_request_endpoint).toBeUndefined();
+  });
+
+  test("an app's refusal reason reaches the client as capped plain text", async () => {
+    await putClient('sec-provisioned', {
+      AllowedGrantTypes: ['authorization_code'],
+      RedirectUris: [CALLBACK],
+      AllowedScopes: ['openid'],
+      ClientSecrets: [{ Value: 'sec-provisioned-secret' }],
+      ProvisioningApps: ['crm'],
+    });
+    // A user the app does not hold yet (created with the app refusing nothing, then its record removed).
+    const user = await createUser('refused-markup');
+    await h.context.db.deleteFrom('user_provisions').where('user_id', '=', user.id).execute();
+    h.apps.crm.state.behaviour = { rejectWith: `<script>alert(1)</script><b>no seat</b> "left" ${'x'.repeat(5000)}` };
+    const rp = await relyingParty('sec-provisioned', 'sec-provisioned-secret');
+    const started = await startAuthorization(rp);
+    const denied = (await signIn(started, user.email)) as URL;
+    expect(denied).toBeInstanceOf(URL);
+    expect(denied.searchParams.get('error')).toBe('access_denied');
+    const description = denied.searchParams.get('error_description')!;
+    expect(description).toContain('no seat');
+    expect(description).not.toMatch(/[<>"\\]/);
+    expect(description.length).toBeLessThanOrEqual(200);
+  });
+});

@@ -1,5 +1,6 @@
 import type { Request, RequestHandler } from 'express';
-import { findJsonProblem, forbiddenPathSegment } from '../security/object-keys';
+import { findJsonProblem, forbiddenPathSegment, MAX_JSON_DEPTH } from '../security/object-keys';
+import { TEXT_PROBLEM_MESSAGES } from '../security/storable-text';
 import type { ScimType } from './scim/errors';
 import { isScimRequest, sendError } from './problem';
 
@@ -81,15 +82,20 @@ export function edgeGuard(): RequestHandler {
   };
 }
 
-/** After the JSON parser: a key that names a prototype, or a NUL anywhere in the parsed body, is refused with 400. */
+/**
+ * After the JSON parser: a key that names a prototype, a key or string the store cannot hold (NUL, a lone surrogate)
+ * anywhere in the parsed body, or nesting deeper than MAX_JSON_DEPTH, is refused with 400 naming where.
+ */
 export function rejectJsonProblems(): RequestHandler {
   return (req, res, next) => {
     const problem = findJsonProblem(req.body);
     const refuse = (detail: string, scimType: ScimType) =>
       sendError(req, res, { status: 400, title: 'Invalid request', detail, scimType });
-    if (problem?.problem === 'forbidden-key')
+    if (!problem) return next();
+    if (problem.problem === 'forbidden-key')
       return refuse(`${problem.path}: this key name is not allowed`, 'invalidPath');
-    if (problem) return refuse(`${problem.path}: must not contain NUL characters`, 'invalidValue');
-    next();
+    if (problem.problem === 'too-deep')
+      return refuse(`${problem.path}: nested deeper than ${MAX_JSON_DEPTH} levels`, 'invalidSyntax');
+    refuse(`${problem.path}: ${TEXT_PROBLEM_MESSAGES[problem.problem]}`, 'invalidValue');
   };
 }

@@ -1,3 +1,5 @@
+import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import type { ErrorRequestHandler } from 'express';
 import { AttemptInProgressError, ResultDeadlineError, TemporalUnavailableError } from '../client/workflow-runner';
 import { z } from 'zod';
@@ -10,6 +12,17 @@ const STORE_RETRY_AFTER_SECONDS = 5;
 
 /** What body-parser and http-errors put on the errors they raise. */
 type ParserError = Error & { type?: string; limit?: number; status?: number };
+
+/** A workflow that ended because the store refused its data (workers/store-faults.ts): the request's fault, not ours. */
+function storeRefusedData(caught: unknown): boolean {
+  if (!(caught instanceof WorkflowFailedError)) return false;
+  let cause: unknown = caught.cause;
+  while (cause instanceof Error) {
+    if (cause instanceof ApplicationFailure && cause.type === 'StoreRefusedData') return true;
+    cause = cause.cause;
+  }
+  return false;
+}
 
 /** The answer to an error a route threw, or undefined for a fault of the service's own (500, logged). */
 function answerTo(caught: unknown, revealIds: boolean): ErrorAnswer | undefined {
@@ -45,6 +58,13 @@ function answerTo(caught: unknown, revealIds: boolean): ErrorAnswer | undefined 
       title: 'Service unavailable',
       detail: caught.message,
       headers: { 'Retry-After': String(caught.retryAfterSeconds) },
+    };
+  }
+  if (storeRefusedData(caught)) {
+    return {
+      status: 422,
+      title: 'Unprocessable entity',
+      detail: 'a value of this request cannot be stored (PostgreSQL refused it as data); nothing was kept',
     };
   }
   if (isStoreUnavailable(caught)) {

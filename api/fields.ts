@@ -2,3 +2,27 @@ import { z } from 'zod';
 
 /** First and last names, as every user-creation body takes them. */
 export const personName = z.string().trim().min(1).max(256);
+
+/**
+ * A date the store can hold and a person could mean: a valid date between the years 1 and 9999 (JavaScript's Date
+ * reaches ±275,760 years, PostgreSQL's timestamptz not that far, and such a date is a mistake either way).
+ */
+export const storableDate = z.coerce
+  .date({ error: 'must be a date, such as 2030-01-31 or 2030-01-31T12:00:00Z' })
+  .refine((d) => d.getUTCFullYear() >= 1 && d.getUTCFullYear() <= 9999, 'must be a date between the years 1 and 9999');
+
+/** Schemes a redirect may never go to: they run code in, or read from, the browser that follows them. */
+const UNSAFE_REDIRECT_SCHEMES = new Set(['javascript:', 'data:', 'vbscript:', 'file:', 'blob:', 'about:']);
+
+/**
+ * A redirect URI of a client: absolute, at most 2000 characters, no fragment (RFC 6749 §3.1.2), and not a scheme that
+ * runs code in the browser. Custom schemes of native apps (`com.example.app:/callback`) are fine.
+ */
+export const redirectUri = z
+  .string()
+  .max(2000)
+  .pipe(z.url())
+  .refine((uri) => !UNSAFE_REDIRECT_SCHEMES.has(new URL(uri).protocol), {
+    error: (issue) => `the scheme ${new URL(String(issue.input)).protocol} is not allowed for a redirect`,
+  })
+  .refine((uri) => !new URL(uri).hash && !uri.includes('#'), 'must not carry a fragment (#…)');

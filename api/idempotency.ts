@@ -32,6 +32,9 @@ function fingerprint(body: unknown): string {
   return sha256(canonical(rest));
 }
 
+/** The creation routes that take an Idempotency-Key; a key is scoped to one of them (and to the caller's credential). */
+export type IdempotentRoute = 'POST /api/v1/profile' | 'POST /scim/v2/Users';
+
 export function send(res: Response, answer: StoredAnswer): void {
   res
     .status(answer.status)
@@ -49,6 +52,7 @@ export function send(res: Response, answer: StoredAnswer): void {
  */
 export async function idempotentCreation(
   db: Db,
+  route: IdempotentRoute,
   req: Request,
   res: Response,
   create: (userId: string | undefined) => Promise<StoredAnswer>,
@@ -63,7 +67,9 @@ export async function idempotentCreation(
       scimType: 'invalidValue',
     });
   }
-  const scope = sha256(`${req.baseUrl}\n${bearerToken(req) ?? ''}`);
+  // The route, not the path as spelled: Express matches paths case-insensitively, so `/API/V1/PROFILE/` reaches the
+  // same creation and must meet the same keys.
+  const scope = sha256(`${route}\n${bearerToken(req) ?? ''}`);
   const claim = await claimIdempotencyKey(db, scope, key, fingerprint(req.body));
   if (claim.status === 'other-body') {
     return sendError(req, res, {

@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import { Connection, type Client } from '@temporalio/client';
 import { loadConfig } from '../config/load';
 import type { AppConfig } from '../config/schema';
@@ -39,6 +39,19 @@ export interface RunningApi {
   close: () => Promise<void>;
 }
 
+/** The answer while the API is still starting: 503 with Retry-After, in the API's problem shape. */
+const startingUp: RequestListener = (_req, res) => {
+  res.writeHead(503, { 'content-type': 'application/problem+json', 'retry-after': '1' });
+  res.end(
+    JSON.stringify({
+      type: 'about:blank',
+      status: 503,
+      title: 'Starting',
+      detail: 'the service is starting; retry in a moment',
+    }),
+  );
+};
+
 export async function startApi(
   config: AppConfig,
   { db, http, apps, dataProtection }: Pick<ServiceContext, 'db' | 'http' | 'apps' | 'dataProtection'>,
@@ -48,7 +61,10 @@ export async function startApi(
     logger.warn('api: Auth:AdminApiKeys is empty, so every admin request is refused');
   await purgeAbandonedCredentials(db);
   // The port is bound first: its number, when 0 was asked for, is part of the default public URL the routes build on.
-  const server = createServer();
+  // Until the routes are ready (sign-in set-up reads the store), every request that arrives is answered 503 with
+  // Retry-After rather than accepted and left without an answer.
+  let handle: RequestListener = startingUp;
+  const server = createServer((req, res) => handle(req, res));
   await listen(server, config.Api.Port, config.Api.Host, 'api', 'PORT (or Api:Port)');
   const url = listeningUrl(server, config.Api.Host);
   const publicUrl = config.Api.PublicUrl ?? url;
@@ -66,7 +82,7 @@ export async function startApi(
     logger.warn(
       'api: Api:PublicUrl is https but Api:TrustedProxies is empty: X-Forwarded-For is not believed, so behind a proxy every caller counts as the proxy toward the sign-in and registration limits; list the proxy addresses',
     );
-  server.on('request', createApiApp({ config, db, temporal, http, apps, publicUrl, dataProtection, signIn }));
+  handle = createApiApp({ config, db, temporal, http, apps, publicUrl, dataProtection, signIn });
   logger.info(`api: listening on ${url} (health: ${url}/healthz)`);
   logger.info(
     `api: API reference ${publicUrl}/docs, OpenAPI document ${publicUrl}/openapi.json, SCIM ${publicUrl}/scim/v2`,

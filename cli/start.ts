@@ -1,5 +1,7 @@
 import { resolve } from 'node:path';
 import { startApi } from '../api/server';
+import { listClients } from '../store/clients';
+import type { Db } from '../store/database';
 import { loadConfig } from '../config/load';
 import type { AppConfig } from '../config/schema';
 import {
@@ -41,6 +43,28 @@ function embeddedCodec(config: AppConfig): { config: AppConfig; endpoint?: strin
       },
     },
   };
+}
+
+/** The key of the shipped appsettings.json: fine on a laptop, never beyond loopback. */
+const SHIPPED_ADMIN_KEY = 'dev-admin-key-change-me';
+
+/** What a newcomer does after the first start: how to call the admin API, and what is not set up yet. */
+async function nextSteps(config: AppConfig, db: Db, publicUrl: string): Promise<string[]> {
+  const keys = config.Auth.AdminApiKeys;
+  const lines = [
+    keys.length === 0
+      ? 'set Auth:AdminApiKeys (Auth__AdminApiKeys__0) to call the admin API; without a key every admin request is refused'
+      : keys.includes(SHIPPED_ADMIN_KEY)
+        ? `the admin API takes "Authorization: Bearer ${SHIPPED_ADMIN_KEY}" (the shipped appsettings.json's key; change it before the API is reachable from elsewhere)`
+        : 'the admin API takes "Authorization: Bearer <a key of Auth:AdminApiKeys>"',
+  ];
+  if (Object.keys(config.ProvisioningApps).length === 0 && config.Provisioning.AppProvider === 'Configuration')
+    lines.push('no provisioning apps are configured: add them under ProvisioningApps (README, "Configuration")');
+  if ((await listClients(db)).length === 0)
+    lines.push(
+      `no OpenID Connect clients yet: add one with PUT ${publicUrl}/api/v1/clients/{clientId} (README, "Sign-in"); the API reference is at ${publicUrl}/docs`,
+    );
+  return lines;
 }
 
 /**
@@ -96,6 +120,7 @@ runMain('start', async () => {
     const runner = startHostedMigrationRunner(config, worker.client, worker.context.db, log);
     stops.push(() => Promise.resolve(runner.stop()));
     log('start: ready; Ctrl-C stops everything');
+    for (const line of await nextSteps(config, worker.context.db, api.publicUrl)) log(`start: next: ${line}`);
   } catch (error) {
     await stopAll();
     throw error;

@@ -1,5 +1,5 @@
 import net from 'node:net';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { ConfigError } from '../config/load';
 
 /**
@@ -55,4 +55,15 @@ export function closeServer(server: Server): Promise<void> {
     server.close(() => resolve());
     server.closeAllConnections();
   });
+}
+
+/**
+ * Stops start-up, naming the port and the setting, when another process already listens on a port a server of ours
+ * (the embedded PostgreSQL, the Temporal dev server) is about to take: such a server may fail later with words that
+ * do not say so, or, worse, the one already there may answer in its place.
+ */
+export async function assertPortFree(port: number, host: string, name: string, setting: string): Promise<void> {
+  const probe = createServer();
+  await listen(probe, port, host, name, setting);
+  await closeServer(probe);
 }

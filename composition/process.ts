@@ -2,6 +2,7 @@ import { ConfigError } from '../config/load';
 import type { AppConfig } from '../config/schema';
 import { requireKeyRing, requirePayloadKeyRing } from '../security/key-ring-config';
 import { logger } from '../observability/logger';
+import { markShuttingDown } from '../observability/shutdown';
 
 /** Runs an entry point: configuration errors print as one clear message, signals shut down cleanly. */
 export function runMain(name: string, main: () => Promise<() => Promise<void>>): void {
@@ -11,6 +12,7 @@ export function runMain(name: string, main: () => Promise<() => Promise<void>>):
       const stop = (signal: string) => {
         if (stopping) return;
         stopping = true;
+        markShuttingDown();
         logger.info(`${name}: ${signal} received, shutting down`);
         shutdown()
           .then(() => process.exit(0))
@@ -21,6 +23,8 @@ export function runMain(name: string, main: () => Promise<() => Promise<void>>):
       };
       process.on('SIGINT', () => stop('SIGINT'));
       process.on('SIGTERM', () => stop('SIGTERM'));
+      // The terminal went away: stop as cleanly, so no embedded server is left running without its parent.
+      process.on('SIGHUP', () => stop('SIGHUP'));
     })
     .catch((error) => {
       logger.error(

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { findJsonProblem, isForbiddenKey } from '../security/object-keys';
+import { TEXT_PROBLEM_MESSAGES } from '../security/storable-text';
 import { configSchema, type AppConfig } from './schema';
 
 export class ConfigError extends Error {}
@@ -87,7 +88,13 @@ export function loadConfig(options: LoadOptions = {}): AppConfig {
       const problem = findJsonProblem(tree);
       if (problem)
         throw new ConfigError(
-          `${file}: ${problem.path}: ${problem.problem === 'nul' ? 'contains a NUL character' : 'this key name is not allowed'}`,
+          `${file}: ${problem.path}: ${
+            problem.problem === 'forbidden-key'
+              ? 'this key name is not allowed'
+              : problem.problem === 'too-deep'
+                ? 'nested too deep'
+                : TEXT_PROBLEM_MESSAGES[problem.problem]
+          }`,
         );
     }
   }

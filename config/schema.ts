@@ -44,7 +44,13 @@ const keyList = indexedList(
 
 export const provisioningAppSchema = z.object({
   CallbackUrl: z.string().min(1),
-  ApiKey: z.string().min(1),
+  // Sent as `Authorization: Bearer <ApiKey>`: a key a header cannot carry (CR, LF, other control or non-ASCII
+  // characters) or of absurd length would fail every call to the app.
+  ApiKey: z
+    .string()
+    .min(1)
+    .max(4096, 'must be at most 4096 characters')
+    .regex(/^[\x20-\x7e]+$/, 'must be printable ASCII without control characters (it is sent in an HTTP header)'),
   TryTimeoutSeconds: z.coerce.number().int().positive().max(3600).default(60),
 });
 

@@ -4,6 +4,7 @@ import { dirname } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { findTemporalCli } from './temporal-cli';
+import { assertPortFree } from '../composition/listen';
 import { SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 import { logger } from '../observability/logger';
 
@@ -66,8 +67,14 @@ async function waitUntilReady(address: string, child: ChildProcess, timeoutMs: n
   );
 }
 
-/** Starts `temporal server start-dev` (with its UI) and waits until it answers. */
+/**
+ * Starts `temporal server start-dev` (with its UI) and waits until it answers. A port another process holds stops
+ * start-up first: another Temporal server there would answer in this one's place, and the worker would poll its queue
+ * with another database and other keys.
+ */
 export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
+  await assertPortFree(options.port, '127.0.0.1', 'temporal', 'Embedded:TemporalPort');
+  if (options.uiPort) await assertPortFree(options.uiPort, '127.0.0.1', 'temporal UI', 'Temporal:UiPort');
   const cli = findTemporalCli();
   if (!cli) return startWithSdkDownload(options);
   const args = [
@@ -106,7 +113,9 @@ export async function startDevServer(options: DevServerOptions): Promise<DevServ
 
 async function launch(cli: string, args: string[], options: DevServerOptions): Promise<DevServer> {
   const address = `127.0.0.1:${options.port}`;
-  const child = spawn(cli, args, { stdio: ['ignore', 'ignore', 'inherit'] });
+  // A process group of its own: Ctrl-C in the terminal reaches this process, which stops the workers first and then
+  // this server (a server gone first would leave the draining workers logging lost connections).
+  const child = spawn(cli, args, { stdio: ['ignore', 'ignore', 'inherit'], detached: true });
   // Never leave an orphaned server holding the port when this process dies without a clean shutdown.
   const killOnExit = () => child.kill('SIGKILL');
   process.once('exit', killOnExit);

@@ -13,6 +13,10 @@ const PINO_LEVEL = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn',
 export function installTemporalRuntime(config: AppConfig): void {
   const { Host, TemporalPort } = config.Metrics;
   Runtime.install({
+    // The entry points stop on SIGINT and SIGTERM themselves (composition/process.ts: workers, API, embedded servers
+    // in order, then exit 0); the SDK's own handling would stop the workers behind their back and re-raise the
+    // signal, so a requested stop would end with status 130.
+    shutdownSignals: [],
     logger: new DefaultLogger('INFO', (entry) =>
       logger[PINO_LEVEL[entry.level]]({ ...entry.meta, sdk: 'temporal' }, entry.message),
     ),

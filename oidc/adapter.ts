@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { errors } from 'oidc-provider';
+import { textProblem } from '../security/storable-text';
 import type { Db } from '../store/database';
 
 /** What oidc-provider stores through an adapter: one JSON document per artefact. */
@@ -20,6 +21,14 @@ export interface OidcAdapter {
   destroy(id: string): Promise<void>;
   revokeByGrantId(grantId: string): Promise<void>;
 }
+
+/**
+ * Whether a value presented as a key (a code, a token, a client id, an interaction uid) could be one the store holds:
+ * one with a NUL or a lone surrogate, or absurdly long, names nothing, so it is not found rather than sent to
+ * PostgreSQL (which would refuse it, a 500 for what is only a wrong token).
+ */
+export const isStorableKey = (key: unknown): key is string =>
+  typeof key === 'string' && key.length <= 1024 && textProblem(key) === undefined;
 
 /** The models oidc-provider's revocation of a grant removes (lib/helpers/revoke.js). */
 const GRANT_TOKEN_MODELS = [
@@ -91,12 +100,15 @@ export function createPostgresAdapter(db: Db, overrides: ModelOverrides = {}) {
         .execute();
     },
     async find(id) {
+      if (!isStorableKey(id)) return undefined;
       return withConsumed(await live(model).where('id', '=', id).executeTakeFirst());
     },
     async findByUserCode(userCode) {
+      if (!isStorableKey(userCode)) return undefined;
       return withConsumed(await live(model).where('user_code', '=', userCode).executeTakeFirst());
     },
     async findByUid(uid) {
+      if (!isStorableKey(uid)) return undefined;
       return withConsumed(await live(model).where('uid', '=', uid).executeTakeFirst());
     },
     /**

@@ -19,14 +19,20 @@ import { logger } from '../observability/logger';
 export type SignInDependencies = Omit<FederationDependencies, 'allow'> & { config: AppConfig };
 
 /**
- * oidc-provider (Koa, `proxy` on behind a TLS terminator) would believe any X-Forwarded-* header. It is handed the
- * facts as the service established them instead: the client address Express derived under Api:TrustedProxies, the
- * scheme of the public URL, and no forwarded host (every URL it hands out starts with the issuer).
+ * oidc-provider builds every URL it hands out (discovery, the JWKS, form actions) from the request's Host and scheme,
+ * and (Koa, `proxy` on behind a TLS terminator) would believe any X-Forwarded-* header. It is handed the facts as the
+ * service established them instead: the host and scheme of Api:PublicUrl, its path as the mount path (oidc-provider
+ * reads that from `originalUrl`), and the client address Express derived under Api:TrustedProxies. The Host header a
+ * client sent is never used.
  */
 function forwardedAsExpressSees(req: Request, issuer: string): void {
+  const base = new URL(issuer);
+  req.headers.host = base.host;
   delete req.headers['x-forwarded-host'];
   req.headers['x-forwarded-for'] = req.ip ?? req.socket.remoteAddress ?? '';
-  req.headers['x-forwarded-proto'] = new URL(issuer).protocol.replace(':', '');
+  req.headers['x-forwarded-proto'] = base.protocol.replace(':', '');
+  const mountPath = base.pathname.replace(/\/+$/, '');
+  req.originalUrl = `${mountPath}${req.url}`;
 }
 
 /**

@@ -2,7 +2,7 @@ import Provider, { type Configuration, type KoaContextWithOIDC } from 'oidc-prov
 import type { Db } from '../store/database';
 import { findClient } from '../store/clients';
 import type { SigningJwk } from '../store/signing-keys';
-import { createPostgresAdapter } from './adapter';
+import { createPostgresAdapter, isStorableKey } from './adapter';
 import { claimsOf, tokenClaimsOf, type ScopeClaims } from './claims';
 import {
   allowedScopesOf,
@@ -113,12 +113,14 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
   const adapter = createPostgresAdapter(db, {
     Client: {
       async find(id: string) {
+        if (!isStorableKey(id)) return undefined;
         const row = await findClient(db, id);
         return row && row.enabled && !settingsOf(row).apiResource ? clientMetadata(row, scopes.names) : undefined;
       },
     },
     RefreshToken: {
       async find(id: string) {
+        if (!isStorableKey(id)) return undefined;
         return (
           (await stored('RefreshToken').find(id)) ??
           (await adoptMigratedRefreshToken(

@@ -1,3 +1,5 @@
+import { printableName, textProblem, type TextProblem } from './storable-text';
+
 /**
  * Keys that reach an object's prototype when code walks or assigns by name (`obj[key] = …`, `a.b.c` paths).
  * Nothing attacker-chosen may name one: request bodies, SCIM paths and filters, configuration keys, attributes an
@@ -17,29 +19,42 @@ export function forbiddenPathSegment(path: string): string | undefined {
   return names.find((name) => name !== '' && isForbiddenKey(name));
 }
 
-export type JsonProblem = { path: string; problem: 'forbidden-key' | 'nul' };
+export type JsonProblem = { path: string; problem: 'forbidden-key' | 'too-deep' | TextProblem };
+
+/** How deep a JSON body may nest: far beyond any resource this service takes, far below a stack's limit. */
+export const MAX_JSON_DEPTH = 32;
 
 /**
- * Walks a parsed JSON value for a key named like a prototype or a NUL character in any key or string (PostgreSQL's
- * text cannot hold one). The path is the dotted field name the client sent (`customAttributes.__proto__`).
+ * Walks a parsed JSON value for a key named like a prototype, a key or string the store cannot hold (NUL, a lone
+ * surrogate: security/storable-text.ts), or nesting deeper than `maxDepth`. The path is the dotted field name the
+ * client sent (`customAttributes.__proto__`). Iterative, so no body can overflow the stack; the first problem in
+ * document order is the one reported.
  */
-export function findJsonProblem(value: unknown, path = ''): JsonProblem | undefined {
-  if (typeof value === 'string') return value.includes('\0') ? { path: path || '(body)', problem: 'nul' } : undefined;
-  if (value === null || typeof value !== 'object') return undefined;
-  if (Array.isArray(value)) {
-    for (const [index, item] of value.entries()) {
-      const found = findJsonProblem(item, `${path}[${index}]`);
-      if (found) return found;
+export function findJsonProblem(root: unknown, maxDepth = MAX_JSON_DEPTH): JsonProblem | undefined {
+  const stack: Array<{ value: unknown; path: string; depth: number }> = [{ value: root, path: '', depth: 0 }];
+  while (stack.length > 0) {
+    const { value, path, depth } = stack.pop()!;
+    if (typeof value === 'string') {
+      const problem = textProblem(value);
+      if (problem) return { path: path || '(body)', problem };
+      continue;
     }
-    return undefined;
-  }
-  for (const key of Object.keys(value)) {
-    const at = path ? `${path}.${key}` : key;
-    // A key may itself be a path (a SCIM PATCH value without a path names attributes like `name.givenName`).
-    if (forbiddenPathSegment(key)) return { path: at, problem: 'forbidden-key' };
-    if (key.includes('\0')) return { path: at.replace(/\0/g, '\\u0000'), problem: 'nul' };
-    const found = findJsonProblem((value as Record<string, unknown>)[key], at);
-    if (found) return found;
+    if (value === null || typeof value !== 'object') continue;
+    if (depth >= maxDepth) return { path: path || '(body)', problem: 'too-deep' };
+    const children: Array<{ value: unknown; path: string; depth: number }> = [];
+    if (Array.isArray(value)) {
+      value.forEach((item, index) => children.push({ value: item, path: `${path}[${index}]`, depth: depth + 1 }));
+    } else {
+      for (const key of Object.keys(value)) {
+        const at = path ? `${path}.${key}` : key;
+        // A key may itself be a path (a SCIM PATCH value without a path names attributes like `name.givenName`).
+        if (forbiddenPathSegment(key)) return { path: at, problem: 'forbidden-key' };
+        const keyProblem = textProblem(key);
+        if (keyProblem) return { path: printableName(at), problem: keyProblem };
+        children.push({ value: (value as Record<string, unknown>)[key], path: at, depth: depth + 1 });
+      }
+    }
+    for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]);
   }
   return undefined;
 }

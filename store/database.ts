@@ -13,6 +13,7 @@ import * as userRemovals from './migrations/0010_user_removals';
 import * as revokedAccessTokens from './migrations/0011_revoked_access_tokens';
 import type { Database } from './schema';
 import { logger } from '../observability/logger';
+import { shuttingDown } from '../observability/shutdown';
 
 export type Db = Kysely<Database>;
 
@@ -28,9 +29,10 @@ const pools = new WeakMap<Db, Pool>();
  */
 export function survivesLostConnections(pool: Pool, name: string): Pool {
   const broken = new WeakMap<PoolClient, string>();
-  pool.on('error', (error) => logger.warn(`${name}: idle database connection lost: ${error.message}`));
+  const lost = (message: string) => logger[shuttingDown() ? 'debug' : 'warn'](message);
+  pool.on('error', (error) => lost(`${name}: idle database connection lost: ${error.message}`));
   pool.on('connect', (client) => {
-    client.on('error', (error) => logger.warn(`${name}: database connection lost: ${error.message}`));
+    client.on('error', (error) => lost(`${name}: database connection lost: ${error.message}`));
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
     client.query = function (...args: unknown[]) {
       const result = query(...args) as Promise<unknown> | undefined;
@@ -47,7 +49,7 @@ export function survivesLostConnections(pool: Pool, name: string): Pool {
   pool.on('release', (_error, client) => {
     const reason = broken.get(client);
     if (reason === undefined) return;
-    logger.warn(`${name}: database connection lost (${reason}); the next query opens a new one`);
+    lost(`${name}: database connection lost (${reason}); the next query opens a new one`);
     client.end().catch(() => {});
   });
   return pool;

@@ -23,3 +23,13 @@ export function isStoreUnavailable(error: unknown): boolean {
     (error as Error | null)?.message ?? '',
   );
 }
+
+/**
+ * Data the store can never hold, whatever the retry: a data exception (SQLSTATE class 22: invalid text, a value out of
+ * range, a string too long) or an integrity violation (class 23) other than the two the code handles as outcomes and
+ * that a concurrent writer can cause (a unique or foreign-key violation, which a retry may resolve).
+ */
+export function isStoreDataError(error: unknown): boolean {
+  const c = code(error);
+  return c !== undefined && /^2[23][0-9A-Z]{3}$/.test(c) && c !== UNIQUE_VIOLATION && c !== FOREIGN_KEY_VIOLATION;
+}

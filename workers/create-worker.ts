@@ -9,6 +9,7 @@ import {
 } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
 import type { AppConfig } from '../config/schema';
+import { StoreFaultsInterceptor } from './store-faults';
 import { FAILURE_CONVERTER_PATH, temporalDataConverter } from '../composition/temporal-data-converter';
 import { createMigrationActivities, type MigrationDependencies } from '../activities/migration';
 import { MIGRATION_PAGES_AT_ONCE } from '../migration-source/connection';
@@ -75,6 +76,7 @@ function createWorker(
     dataConverter: home.dataConverter,
     taskQueue,
     activities,
+    interceptors: { activity: [() => ({ inbound: new StoreFaultsInterceptor() })] },
     ...workflowSource(home.workflowBundle),
     ...limits,
   });

@@ -10,6 +10,7 @@ import {
   type AllowList,
 } from '../../security/callback-address';
 import { safeStringMap } from '../../security/object-keys';
+import { storableText, textProblemMessage } from '../../security/storable-text';
 import { isReservedClaim, reservedClaimMessage } from '../../security/reserved-claims';
 import { CONFIRM_CANCEL_TIMEOUT_SECONDS } from '../../workflows/activity-policies';
 import type { ProvisioningApp } from './apps';
@@ -42,6 +43,15 @@ export type TryVerdict =
   | { approved: true; organizationId?: string; customAttributes?: Record<string, string> }
   | { approved: false; reason: string };
 
+const answerTooLarge = () => new AppCallError(`answered more than ${MAX_ANSWER_BYTES / 1024} kB`);
+
+/** An app's reason as the caller gets it: what the store can hold, at most MAX_REASON_LENGTH characters. */
+function boundedReason(reason: string | undefined): string | undefined {
+  if (reason === undefined) return undefined;
+  const storable = storableText(reason);
+  return storable.length > MAX_REASON_LENGTH ? `${storable.slice(0, MAX_REASON_LENGTH - 1)}…` : storable;
+}
+
 export class AppCallError extends Error {
   readonly code = 'APP_CALL_FAILED';
   constructor(
@@ -70,8 +80,19 @@ export interface TccClient {
   close(): void;
 }
 
+/**
+ * The most of an answer that is read: a Try answer is a small JSON object, and an app (or whatever answers at its
+ * address) must not make the worker hold an answer of any size. Larger is a failure naming the app.
+ */
+export const MAX_ANSWER_BYTES = 64 * 1024;
+/** The most of an app's rejection reason that is kept: it travels to the caller, in histories and in logs. */
+export const MAX_REASON_LENGTH = 500;
+/** Bounds of what a Try answer may set, as the admin API's own (api/routes/profile.ts). */
+const ANSWER_BOUNDS = { organizationId: 256, attributeName: 128, attributeValue: 4096 };
+
 /** Error messages name what went wrong, never the request's headers (the key travels there). */
 function appCallError(error: unknown): AppCallError {
+  if (error instanceof AppCallError) return error;
   const e = error as { code?: string; message?: string; name?: string };
   if (e.name === 'TimeoutError' || e.code === 'ETIMEDOUT') return new AppCallError('timed out', true);
   if (error instanceof RefusedAddressError) return new AppCallError(`refused: ${e.message}`);
@@ -130,6 +151,7 @@ export function createTccClient(allow: AllowList, options: TccClientOptions = {}
       const deadline = Date.now() + timeoutMs;
       const sendOnce = () => {
         let reusedSocket = false;
+        let tooLarge = false;
         const pending = got(url, {
           method,
           json,
@@ -141,9 +163,21 @@ export function createTccClient(allow: AllowList, options: TccClientOptions = {}
           responseType: 'text',
         });
         void pending.on('request', (request: ClientRequest) => (reusedSocket = request.reusedSocket));
-        return pending.catch((error: unknown) => {
-          throw Object.assign(error as Error, { reusedSocket });
+        void pending.on('downloadProgress', ({ transferred }: { transferred: number }) => {
+          if (transferred <= MAX_ANSWER_BYTES || tooLarge) return;
+          tooLarge = true;
+          pending.cancel();
         });
+        return pending.then(
+          (response) => {
+            if (response.body.length > MAX_ANSWER_BYTES) throw answerTooLarge();
+            return response;
+          },
+          (error: unknown) => {
+            if (tooLarge) throw answerTooLarge();
+            throw Object.assign(error as Error, { reusedSocket });
+          },
+        );
       };
       for (;;) {
         try {
@@ -174,6 +208,28 @@ export function createTccClient(allow: AllowList, options: TccClientOptions = {}
     }
   }
 
+  /** What in an approval the store could not hold, named for the refusal; undefined when all of it fits. */
+  function unstorable(verdict: { organizationId?: string; customAttributes?: Record<string, string> }) {
+    const { organizationId, customAttributes = {} } = verdict;
+    if (organizationId !== undefined) {
+      const problem = textProblemMessage(organizationId);
+      if (problem) return `organizationId ${problem}`;
+      if (organizationId.length > ANSWER_BOUNDS.organizationId)
+        return `organizationId is longer than ${ANSWER_BOUNDS.organizationId} characters`;
+    }
+    for (const [name, value] of Object.entries(customAttributes)) {
+      const nameProblem = textProblemMessage(name);
+      if (nameProblem) return `a customAttributes name ${nameProblem}`;
+      if (name.length > ANSWER_BOUNDS.attributeName)
+        return `a customAttributes name is longer than ${ANSWER_BOUNDS.attributeName} characters`;
+      const valueProblem = textProblemMessage(value);
+      if (valueProblem) return `customAttributes.${name} ${valueProblem}`;
+      if (value.length > ANSWER_BOUNDS.attributeValue)
+        return `customAttributes.${name} is longer than ${ANSWER_BOUNDS.attributeValue} characters`;
+    }
+    return undefined;
+  }
+
   function interpretTry(app: ProvisioningApp, response: Response<string>): TryVerdict {
     if (response.statusCode < 200 || response.statusCode >= 300) {
       return { approved: false, reason: `Try to app ${app.appId} answered HTTP ${response.statusCode}` };
@@ -200,7 +256,14 @@ export function createTccClient(allow: AllowList, options: TccClientOptions = {}
     if (!parsed?.success)
       return { approved: false, reason: `Try to app ${app.appId} answered a body that is not a Try response` };
     const { approved, reason, organizationId, customAttributes } = parsed.data;
-    if (!approved) return { approved: false, reason: reason ?? `app ${app.appId} rejected the user without a reason` };
+    if (!approved)
+      return {
+        approved: false,
+        reason: boundedReason(reason) ?? `app ${app.appId} rejected the user without a reason`,
+      };
+    // An approval the store cannot hold is a refusal now, naming the app and the field, not a write retried forever.
+    const problem = unstorable({ organizationId, customAttributes });
+    if (problem) return { approved: false, reason: `app ${app.appId} approved with ${problem}` };
     return { approved: true, organizationId, customAttributes };
   }
 

@@ -7,14 +7,13 @@ import { hashClientSecret } from '../../security/client-secrets';
 import { deleteClient, findClient, listClients, putClient } from '../../store/clients';
 import type { Db } from '../../store/database';
 import { sendProblem, type Problem } from '../problem';
+import { redirectUri, storableDate } from '../fields';
 
 /** IdentityServer's field names (`RedirectUris`), with camelCase (`redirectUris`) accepted too. */
 const pascalKeys = (body: unknown) =>
   body && typeof body === 'object' && !Array.isArray(body)
     ? Object.fromEntries(Object.entries(body).map(([k, v]) => [k.charAt(0).toUpperCase() + k.slice(1), v]))
     : body;
-
-const absoluteUrl = z.string().max(2000).pipe(z.url());
 
 /** A client as PUT takes it: secrets in plaintext (stored hashed, never shown), the apps first authorization provisions. */
 export const clientBodySchema = z.preprocess(
@@ -29,14 +28,14 @@ export const clientBodySchema = z.preprocess(
             .object({
               Value: z.string().min(16).max(512),
               Description: z.string().max(200).optional(),
-              Expiration: z.coerce.date().optional(),
+              Expiration: storableDate.optional(),
             })
             .strict(),
         )
         .max(10)
         .optional(),
-      RedirectUris: z.array(absoluteUrl).max(100).default([]),
-      PostLogoutRedirectUris: z.array(absoluteUrl).max(100).default([]),
+      RedirectUris: z.array(redirectUri).max(100).default([]),
+      PostLogoutRedirectUris: z.array(redirectUri).max(100).default([]),
       ProvisioningApps: z.array(appIdSchema).max(100).default([]),
     })
     .strict(),
@@ -69,6 +68,10 @@ export function clientsRouter({ db, apps }: { db: Db; apps: AppProvider }): Rout
     const invalid = (detail: string) => sendProblem(res, { status: 400, title: 'Invalid request', detail });
     if (body.ClientId !== undefined && body.ClientId !== clientId)
       return invalid(`ClientId: the body says ${body.ClientId}, the path ${clientId}`);
+    if (body.RedirectUris.length > 0 && !body.AllowedGrantTypes.includes('authorization_code'))
+      return invalid(
+        'RedirectUris: redirect URIs are used only by the authorization_code grant; add it to AllowedGrantTypes, or leave RedirectUris out',
+      );
     const publicProblem = publicClientGrantProblem(body);
     if (publicProblem) return invalid(`AllowedGrantTypes: ${publicProblem}`);
     const unoffered = unofferedGrantTypes(body.AllowedGrantTypes);

@@ -39,7 +39,7 @@ export function profileRouter({ db, run }: { db: Db; run: WorkflowRunner }): Rou
 
   router.post('/', async (req, res) => {
     const { password, ...profile } = createProfileSchema.parse(req.body);
-    await idempotentCreation(db, req, res, async (userId) => {
+    await idempotentCreation(db, 'POST /api/v1/profile', req, res, async (userId) => {
       const outcome = await createUserThroughWorkflow(
         { db, run },
         { trigger: 'admin-api', password, userId, user: newUserFrom(profile) },

@@ -52,7 +52,14 @@ export const scimUserInputSchema = z.looseObject({
   externalId: optionalText,
   name: z.looseObject({ givenName: optionalText, familyName: optionalText }).nullish(),
   emails: z
-    .array(z.looseObject({ value: z.string().trim(), type: z.string().nullish(), primary: scimBoolean.nullish() }))
+    .array(
+      z.looseObject({
+        value: z.string().trim().max(256),
+        type: z.string().max(64).nullish(),
+        primary: scimBoolean.nullish(),
+      }),
+    )
+    .max(20)
     .nullish(),
   active: scimBoolean.optional(),
   password: z.string().max(1024).optional(),

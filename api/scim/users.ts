@@ -157,7 +157,7 @@ export function scimUsersRouter({ db, run, passwordPolicy, scimUrl }: ScimDepend
 
   router.post('/', async (req, res) => {
     const input = parseUser(req.body, passwordPolicy);
-    await idempotentCreation(db, req, res, async (userId) => {
+    await idempotentCreation(db, 'POST /scim/v2/Users', req, res, async (userId) => {
       const outcome = await createUserThroughWorkflow(
         { db, run },
         {

@@ -22,6 +22,8 @@ export interface Behaviour {
   tryDelayMs?: number;
   /** Answer Try with a redirect to this URL (the service must not follow it). */
   tryRedirectTo?: string;
+  /** Answer Try with this exact body (200, application/json): an answer of any size or content, for tests. */
+  tryBody?: string;
   confirmStatus?: number;
   confirmDelayMs?: number;
   cancelStatus?: number;
@@ -101,6 +103,7 @@ export function createDownstreamApp(options: DownstreamAppOptions): {
     if (b.tryDelayMs) await sleep(b.tryDelayMs);
     if (b.tryRedirectTo) return res.redirect(307, b.tryRedirectTo);
     if (b.tryStatus && b.tryStatus !== 200) return res.status(b.tryStatus).json({ error: 'try failed' });
+    if (b.tryBody !== undefined) return res.type('application/json').send(b.tryBody);
     const { transactionId, userId, email } = (req.body ?? {}) as {
       transactionId?: unknown;
       userId?: unknown;

@@ -460,6 +460,21 @@ describe('Idempotency-Key: a client whose answer was lost asks again and gets th
     expect(other.body.type).toBe('urn:problem-type:idempotency-key-reused');
   });
 
+  // Robustness issue, item 9: the key was scoped by the path's spelling, so another spelling created a second user.
+  test('the same key on another spelling of the path is the same route: another body is 422, the same body the same user', async () => {
+    const key = `key-${uniqueEmail('k')}`;
+    const body = { email: uniqueEmail('idem-spelling') };
+    const first = await create(key, body);
+    expect(first.status).toBe(201);
+    const shouting = (b: unknown) =>
+      h.request('POST', '/API/V1/PROFILE/', b, { authorization: `Bearer ${ADMIN_KEY}`, 'idempotency-key': key });
+    const other = await shouting({ email: uniqueEmail('idem-spelling-b') });
+    expect(other.status).toBe(422);
+    const same = await shouting(body);
+    expect(same.status).toBe(201);
+    expect(same.body.userId).toBe(first.body.userId);
+  });
+
   test('a malformed key is refused', async () => {
     expect((await create('with space', { email: uniqueEmail('idem-bad') })).status).toBe(400);
   });

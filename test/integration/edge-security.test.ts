@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { Client, Connection } from '@temporalio/client';
+import { freePort } from '../../dev/ports';
 import { createDb, migrateToLatest, type Db } from '../../store/database';
 import { createScimToken } from '../../store/scim-tokens';
 import { insertUser } from '../../store/users';
@@ -276,7 +277,182 @@ describe('NUL characters and foreign content types get a clear 4xx, and start no
   });
 });
 
+// Robustness issue, items 2-5: what the store cannot hold (a lone surrogate, a NUL, an absurd length or date) and what
+// no parser should walk (deep nesting) is a 400 naming the field, never a 500 or a workflow that retries.
+describe('values the store cannot hold and bodies no one should walk: 400 naming where', () => {
+  const deep = (depth: number) => `${'['.repeat(depth)}1${']'.repeat(depth)}`;
+
+  test.each([
+    ['registration (public)', '/api/auth/register', null],
+    ['SCIM without a token', '/scim/v2/Users', null],
+    ['admin creation', '/api/v1/profile/', undefined],
+  ])('JSON nested 6,000 deep on %s: 400, nested deeper than 32 levels', async (_label, path, auth) => {
+    const res = await send('POST', path, { body: `{"email":${deep(6000)}}`, auth });
+    expect(res.status).toBe(400);
+    expect(res.body.detail).toBe(
+      'email[0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0]: nested deeper than 32 levels',
+    );
+  });
+
+  test.each([
+    [
+      'an admin attribute value',
+      'POST',
+      '/api/v1/profile/',
+      '{"email":"s@example.test","customAttributes":{"team":"\\ud800"}}',
+      'customAttributes.team',
+    ],
+    [
+      'a SCIM e-mail type',
+      'POST',
+      '/scim/v2/Users',
+      '{"userName":"s@example.test","emails":[{"value":"s@example.test","type":"\\udc00x"}]}',
+      'emails[0].type',
+    ],
+    [
+      'a SCIM enterprise attribute',
+      'POST',
+      '/scim/v2/Users',
+      '{"userName":"s2@example.test","urn:ietf:params:scim:schemas:extension:enterprise:2.0:User":{"department":"R\\ud800D"}}',
+      'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User.department',
+    ],
+    [
+      'a client redirect URI',
+      'PUT',
+      '/api/v1/clients/surrogate',
+      '{"AllowedGrantTypes":["authorization_code"],"RedirectUris":["https://a.example.test/\\ud800"]}',
+      'RedirectUris[0]',
+    ],
+    [
+      'a client scope',
+      'PUT',
+      '/api/v1/clients/surrogate',
+      '{"AllowedScopes":["openid","\\ud800"]}',
+      'AllowedScopes[1]',
+    ],
+  ])('a lone surrogate in %s: 400 naming the field', async (_label, method, path, body, field) => {
+    const res = await send(method, path, { body });
+    expect(res.status).toBe(400);
+    expect(res.body.detail).toBe(
+      `${field}: must be well-formed Unicode (a lone UTF-16 surrogate such as \\ud800 cannot be stored)`,
+    );
+  });
+
+  test('a SCIM e-mail longer than an address can be: 400, not 500', async () => {
+    const value = `${'a'.repeat(4000)}@example.test`;
+    const res = await send('POST', '/scim/v2/Users', {
+      body: JSON.stringify({ userName: 'long@example.test', emails: [{ value }] }),
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.scimType).toBe('invalidValue');
+  });
+
+  test('a client secret expiring at the end of JavaScript time: 400 naming the field', async () => {
+    const res = await send('PUT', '/api/v1/clients/far-future', {
+      body: JSON.stringify({
+        AllowedGrantTypes: ['client_credentials'],
+        AllowedScopes: ['openid'],
+        ClientSecrets: [{ Value: 'far-future-secret-16', Expiration: -8640000000000000 }],
+      }),
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.detail).toContain('ClientSecrets.0.Expiration');
+    expect(res.body.detail).toContain('between the years 1 and 9999');
+  });
+});
+
+// Robustness issue, item 4: a NUL outside a JSON body reached PostgreSQL from the provider's endpoints.
+describe('NUL in what the provider endpoints take: a protocol error, not a 500', () => {
+  const form = (path: string, fields: Record<string, string>, headers: Record<string, string> = {}) =>
+    fetch(`${url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+      body: new URLSearchParams(fields).toString(),
+    });
+
+  test.each([
+    ['/connect/token, client_id', '/connect/token', { grant_type: 'client_credentials', client_id: 'a\0b' }],
+    ['/connect/token, code', '/connect/token', { grant_type: 'authorization_code', client_id: 'nobody', code: 'c\0d' }],
+    ['/connect/userinfo, access_token', '/connect/userinfo', { access_token: 't\0k' }],
+    ['/connect/introspect, token', '/connect/introspect', { client_id: 'x\0', token: 't\0k' }],
+    ['/connect/revocation, token', '/connect/revocation', { client_id: 'x\0', token: 't\0k' }],
+  ])('%s: 4xx with an OAuth error', async (_label, path, fields) => {
+    const res = await form(path, fields);
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    expect(res.status).toBeLessThan(500);
+    expect(((await res.json()) as { error: string }).error).toMatch(/^invalid_/);
+  });
+
+  test('a bearer JWT whose header names a key id with NUL: refused, not a 500', async () => {
+    const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    const token = `${part({ alg: 'RS256', typ: 'at+jwt', kid: 'k\u0000' })}.${part({ sub: 'x' })}.c2ln`;
+    const res = await send('GET', '/api/v1/clients', { auth: `Bearer ${token}` });
+    expect(res.status).toBe(403);
+  });
+});
+
+// Robustness issue, item 8: settings that could never work are refused when written.
+describe('settings that can never work are refused with 400 naming the field and the rule', () => {
+  test.each([
+    ['an ApiKey with CR/LF', { ApiKey: 'key\r\nX-Injected: 1' }, 'ApiKey', 'printable ASCII'],
+    ['an ApiKey of 90 kB', { ApiKey: 'k'.repeat(90_000) }, 'ApiKey', 'at most 4096'],
+  ])('an app with %s', async (_label, extra, field, rule) => {
+    const res = await send('POST', '/api/v1/provisioning/apps', {
+      body: JSON.stringify({
+        appId: `bad-${randomUUID().slice(0, 8)}`,
+        CallbackUrl: 'https://app.example.test',
+        ...extra,
+      }),
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.detail).toContain(field);
+    expect(res.body.detail).toContain(rule);
+  });
+
+  test.each([
+    ['javascript:', 'javascript:alert(1)', 'the scheme javascript: is not allowed'],
+    ['data:', 'data:text/html,<script>alert(1)</script>', 'the scheme data: is not allowed'],
+    ['a fragment', 'https://app.example.test/cb#x', 'must not carry a fragment'],
+  ])('a client redirect URI with %s', async (_label, uri, rule) => {
+    const res = await send('PUT', '/api/v1/clients/bad-redirect', {
+      body: JSON.stringify({
+        AllowedGrantTypes: ['authorization_code'],
+        RedirectUris: [uri],
+        AllowedScopes: ['openid'],
+      }),
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.detail).toContain('RedirectUris');
+    expect(res.body.detail).toContain(rule);
+  });
+
+  test('a client with RedirectUris but no grant that uses them', async () => {
+    const res = await send('PUT', '/api/v1/clients/no-grant', {
+      body: JSON.stringify({ RedirectUris: ['https://app.example.test/cb'], AllowedScopes: ['openid'] }),
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.detail).toContain('RedirectUris: redirect URIs are used only by the authorization_code grant');
+  });
+});
+
 describe('URLs come from Api:PublicUrl, never from the Host header', () => {
+  // Robustness issue, item 6.
+  test('a forged Host header changes no endpoint of the discovery document, nor the sign-out form', async () => {
+    const discovery = await send('GET', '/.well-known/openid-configuration', { host: 'evil.example', auth: null });
+    expect(discovery.status).toBe(200);
+    expect(discovery.body.issuer).toBe(PUBLIC_URL);
+    const urls = Object.entries(discovery.body as Record<string, unknown>).filter(
+      ([key, value]) => typeof value === 'string' && (key.endsWith('_endpoint') || key === 'jwks_uri'),
+    );
+    expect(urls.length).toBeGreaterThan(5);
+    for (const [key, value] of urls) expect([key, value]).toEqual([key, expect.stringMatching(`^${PUBLIC_URL}/`)]);
+    expect(discovery.body.jwks_uri).toBe(`${PUBLIC_URL}/.well-known/openid-configuration/jwks`);
+    const signOut = await send('GET', '/connect/endsession', { host: 'evil.example', auth: null });
+    expect(signOut.status).toBe(200);
+    expect(String(signOut.body)).toContain(`action="${PUBLIC_URL}/connect/endsession/confirm"`);
+    expect(String(signOut.body)).not.toContain('evil.example');
+  });
+
   test('a forged Host header does not reach meta.location', async () => {
     const res = await send('GET', `/scim/v2/Users/${userId}`, { host: 'evil.example' });
     expect(res.status).toBe(200);
@@ -295,6 +471,28 @@ describe('URLs come from Api:PublicUrl, never from the Host header', () => {
 });
 
 describe('start-up never claims a port it does not hold', () => {
+  // Robustness issue, item 10: the port was bound before its handler was attached, and a request in between was
+  // accepted and never answered.
+  test('from the moment its port is open, the API answers every request (503 while it starts)', async () => {
+    const port = await freePort();
+    const starting = spawnService('api/server.ts', serviceEnv({ PORT: String(port) }));
+    const statuses = new Set<number>();
+    try {
+      for (const deadline = Date.now() + 60_000; Date.now() < deadline && !statuses.has(200);) {
+        const answer = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(5_000) }).then(
+          (res) => res.status,
+          (error: Error) => (error.name === 'TimeoutError' ? -1 : 0),
+        );
+        if (answer === -1) throw new Error('a request to the open port got no answer within 5 s');
+        if (answer !== 0) statuses.add(answer);
+      }
+    } finally {
+      await starting.stop();
+    }
+    expect(statuses.has(200)).toBe(true);
+    expect([...statuses].every((status) => status === 200 || status === 503)).toBe(true);
+  }, 90_000);
+
   test('the API on a taken port stops and names the port', async () => {
     const port = new URL(url).port;
     const second = spawnService('api/server.ts', serviceEnv({ PORT: port }));

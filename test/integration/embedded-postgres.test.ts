@@ -1,6 +1,7 @@
-import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Client } from 'pg';
 import { closedAncestor } from '../../dev/postgres-data-dir';
 import { freePort } from '../../dev/ports';
@@ -70,3 +71,52 @@ asRoot(
   },
   180_000,
 );
+
+// Robustness issue, item 11: a failed start said only "start: undefined".
+describe('when the embedded PostgreSQL cannot start, start-up says why and what to do', () => {
+  test('its port taken by another process: stops naming the port and the setting, before initialising anything', async () => {
+    const holder = createServer();
+    const port = await freePort();
+    await new Promise<void>((resolve) => holder.listen(port, '127.0.0.1', resolve));
+    try {
+      const dataDir = join(scratch, 'port-taken');
+      const service = spawnService(
+        'test/support/embedded-postgres-process.ts',
+        {},
+        [],
+        [dataDir, String(port), scratch],
+      );
+      expect(await service.exited).toBe(1);
+      expect(service.output()).toContain(
+        `postgres: port ${port} on 127.0.0.1 is already in use by another process; stop that process or set Embedded:PostgresPort to a free port`,
+      );
+      expect(existsSync(join(dataDir, 'PG_VERSION'))).toBe(false);
+    } finally {
+      holder.close();
+    }
+  });
+
+  asRoot(
+    'its data folder held by a running server (a second npm start of the checkout): stops naming the process',
+    async () => {
+      const dataDir = join(scratch, 'held', 'postgres');
+      mkdirSync(dirname(dataDir), { recursive: true });
+      const first = await startInProcess(dataDir, await freePort(), join(scratch, 'held-fallback'));
+      try {
+        const second = spawnService(
+          'test/support/embedded-postgres-process.ts',
+          {},
+          [],
+          [dataDir, String(await freePort()), join(scratch, 'held-fallback')],
+        );
+        expect(await second.exited).toBe(1);
+        expect(second.output()).toMatch(
+          /postgres: another process \(pid \d+\) already runs the database in .*, perhaps another `npm start` of this checkout/,
+        );
+      } finally {
+        await first.stop();
+      }
+    },
+    120_000,
+  );
+});

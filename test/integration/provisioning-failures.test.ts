@@ -210,3 +210,46 @@ describe("the first step's limit", () => {
     expect(warnings).toEqual([expect.stringMatching(/^Recording the apps that confirmed failed/)]);
   }, 30_000);
 });
+
+// Robustness issue, items 1 and 7: an approval the store could not hold left the first step retrying without end (the
+// caller got 504, the e-mail 409 until someone terminated the workflow); an answer of any size was read whole.
+describe('what an app answers is bounded and must be storable', () => {
+  test.each([
+    [
+      'a lone surrogate in customAttributes',
+      { assignAttributes: { team: 'R\ud800D' } },
+      /customAttributes\.team must be well-formed Unicode/,
+    ],
+    ['a NUL in organizationId', { assignOrganization: 'org\u0000x' }, /organizationId must not contain NUL/],
+    [
+      'an organizationId of 10,000 characters',
+      { assignOrganization: 'o'.repeat(10_000) },
+      /organizationId is longer than 256/,
+    ],
+  ])(
+    'an approval with %s is a refusal naming the app and the field; the e-mail can be used again at once',
+    async (_label, behaviour, reason) => {
+      h.apps.billing.state.behaviour = behaviour;
+      const email = uniqueEmail('unstorable');
+      const started = Date.now();
+      const res = await expectRejectedCreation(email, 'billing', reason);
+      expect(res.body.detail).toContain('app billing approved with');
+      expect(Date.now() - started).toBeLessThan(15_000);
+      h.apps.billing.state.behaviour = {};
+      expect((await h.admin('POST', '/api/v1/profile/', { email })).status).toBe(201);
+    },
+  );
+
+  test('a Try answer larger than 64 kB is a failure naming the app; the rest of it is not read', async () => {
+    h.apps.billing.state.behaviour = { tryBody: JSON.stringify({ approved: true, padding: 'x'.repeat(2_000_000) }) };
+    await expectRejectedCreation(uniqueEmail('huge-answer'), 'billing', /answered more than 64 kB/);
+  });
+
+  test('a reason of 60 kB reaches the caller cut to 500 characters', async () => {
+    h.apps.billing.state.behaviour = {
+      tryBody: JSON.stringify({ approved: false, reason: `no seat ${'x'.repeat(60_000)}` }),
+    };
+    const res = await expectRejectedCreation(uniqueEmail('long-reason'), 'billing', /no seat x+…/);
+    expect(res.body.detail.length).toBeLessThan(700);
+  });
+});

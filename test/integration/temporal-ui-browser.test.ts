@@ -17,12 +17,14 @@ let service: ServiceProcess;
 let api: string;
 let ui: string;
 let dataDir: string;
+let temporalPort: string;
 
 beforeAll(async () => {
   mkdirSync(SCREENSHOTS, { recursive: true });
   const executablePath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
   browser = await chromium.launch({ executablePath, args: process.getuid?.() === 0 ? ['--no-sandbox'] : [] });
-  const [apiPort, uiPort, temporalPort] = [await freePort(), await freePort(), await freePort()];
+  const [apiPort, uiPort] = [await freePort(), await freePort()];
+  temporalPort = String(await freePort());
   dataDir = mkdtempSync(join(tmpdir(), 'ips-start-'));
   service = spawnService('cli/start.ts', {
     DATABASE_URL: process.env.TEST_DATABASE_URL!,
@@ -32,7 +34,7 @@ beforeAll(async () => {
     Api__Port: String(apiPort),
     Temporal__UiPort: String(uiPort),
     Temporal__TaskQueue: `test-ui-${apiPort}`,
-    Embedded__TemporalPort: String(temporalPort),
+    Embedded__TemporalPort: temporalPort,
     Embedded__DataDir: dataDir,
   });
   await waitForOutput(service, /start: ready/, 120_000);
@@ -70,3 +72,36 @@ test('the embedded Temporal UI shows a provisioning workflow with its input open
     await page.close();
   }
 }, 120_000);
+
+// Robustness issue, items 12 and 13.
+test('npm start says what to do next: how to call the admin API', () => {
+  expect(service.output()).toMatch(
+    /start: next: the admin API takes .{0,2}Authorization: Bearer <a key of Auth:AdminApiKeys>/,
+  );
+});
+
+test('a second start whose embedded Temporal port another Temporal server holds stops, naming the port', async () => {
+  const second = spawnService('cli/start.ts', {
+    DATABASE_URL: process.env.TEST_DATABASE_URL!,
+    DataProtection__Keys__0__Id: 'test',
+    DataProtection__Keys__0__Key: TEST_DATA_PROTECTION_KEY,
+    Api__Port: String(await freePort()),
+    Temporal__UiPort: String(await freePort()),
+    Embedded__TemporalPort: temporalPort,
+    Embedded__DataDir: mkdtempSync(join(tmpdir(), 'ips-second-')),
+  });
+  expect(await second.exited).toBe(1);
+  expect(second.output()).toContain(
+    `temporal: port ${temporalPort} on 127.0.0.1 is already in use by another process; stop that process or set Embedded:TemporalPort to a free port`,
+  );
+  expect(second.output()).not.toContain('start: ready');
+}, 60_000);
+
+test('a requested stop (SIGINT) ends with status 0 and no warning or error after it', async () => {
+  const before = service.output().length;
+  service.child.kill('SIGINT');
+  expect(await service.exited).toBe(0);
+  const after = service.output().slice(before);
+  expect(after).toContain('start: SIGINT received, shutting down');
+  expect(after).not.toMatch(/WARN|ERROR|"level":(40|50|60)/);
+}, 60_000);

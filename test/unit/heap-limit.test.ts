@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { heapLimitNotice, WORKER_HEAP_LIMIT_MB } from '../../workers/heap-limit';
+import { heapLimitNotice, oldSpaceFlagMb, WORKER_HEAP_LIMIT_MB } from '../../workers/heap-limit';
 
 const ROOT = join(__dirname, '..', '..');
 const flag = `--max-old-space-size=${WORKER_HEAP_LIMIT_MB}`;
@@ -15,9 +15,19 @@ test('every way of starting a migration worker gives it the heap limit', () => {
 
 test('the start-up line states the limit, and warns with the setting to use when the limit is V8 own', () => {
   // What V8 reports under the flag (the young generation added) and without it on a 24 GB machine.
-  expect(heapLimitNotice(496)).toEqual({ level: 'info', message: 'worker: V8 heap limit 496 MB' });
+  expect(heapLimitNotice(496, 448)).toEqual({
+    level: 'info',
+    message: "worker: V8 heap limit 448 MB (--max-old-space-size), 496 MB with V8's young generation",
+  });
+  expect(heapLimitNotice(496, undefined)).toEqual({ level: 'info', message: 'worker: V8 heap limit 496 MB' });
   const unset = heapLimitNotice(4144);
   expect(unset.level).toBe('warn');
   expect(unset.message).toContain('4144 MB');
   expect(unset.message).toContain(flag);
+});
+
+test("the flag is read from node's arguments or NODE_OPTIONS, the last one winning", () => {
+  expect(oldSpaceFlagMb(['--max-old-space-size=448'], '')).toBe(448);
+  expect(oldSpaceFlagMb([], '--enable-source-maps --max-old-space-size=512')).toBe(512);
+  expect(oldSpaceFlagMb(['--import', 'tsx'], '')).toBeUndefined();
 });

@@ -1,4 +1,5 @@
 import { createServer, type RequestListener, type Server } from 'node:http';
+import type { Express } from 'express';
 import { Connection, type Client } from '@temporalio/client';
 import { loadConfig } from '../config/load';
 import type { AppConfig } from '../config/schema';
@@ -33,6 +34,8 @@ const purges = (config: AppConfig): Array<[string, (db: Db) => Promise<unknown>]
 
 export interface RunningApi {
   server: Server;
+  /** The Express app that answers once start-up is done (the server's listener answers 503 before). */
+  app: Express;
   /** Where it listens, with 127.0.0.1 for a wildcard address. */
   url: string;
   publicUrl: string;
@@ -82,7 +85,8 @@ export async function startApi(
     logger.warn(
       'api: Api:PublicUrl is https but Api:TrustedProxies is empty: X-Forwarded-For is not believed, so behind a proxy every caller counts as the proxy toward the sign-in and registration limits; list the proxy addresses',
     );
-  handle = createApiApp({ config, db, temporal, http, apps, publicUrl, dataProtection, signIn });
+  const app = createApiApp({ config, db, temporal, http, apps, publicUrl, dataProtection, signIn });
+  handle = app;
   logger.info(`api: listening on ${url} (health: ${url}/healthz)`);
   logger.info(
     `api: API reference ${publicUrl}/docs, OpenAPI document ${publicUrl}/openapi.json, SCIM ${publicUrl}/scim/v2`,
@@ -95,6 +99,7 @@ export async function startApi(
   }, 3600_000).unref();
   return {
     server,
+    app,
     url,
     publicUrl,
     close: () => {

@@ -22,7 +22,17 @@ const GIVEN_ID = /^[A-Za-z0-9._:-]{1,128}$/;
  * their labels. Any other request without a matched route is "unmatched": a raw path may hold ids, and an attacker
  * choosing paths must not grow the label set.
  */
-const PROVIDER_PATHS = new Set<string>([...Object.values(OIDC_ROUTES), '/.well-known/openid-configuration']);
+const PROVIDER_PATHS = new Set<string>([
+  ...Object.values(OIDC_ROUTES),
+  '/.well-known/openid-configuration',
+  `${OIDC_ROUTES.end_session}/confirm`,
+  `${OIDC_ROUTES.end_session}/success`,
+]);
+
+/** The provider's paths that carry an id: labelled by their template, never the id. */
+const PROVIDER_TEMPLATES: Array<[RegExp, string]> = [
+  [new RegExp(`^${OIDC_ROUTES.authorization}/[^/]+$`), `${OIDC_ROUTES.authorization}/:uid`],
+];
 
 /** The route template of a request ("/api/v1/profile/{userId}"), for labels and the access log. */
 export function routeOf(req: Request): string {
@@ -32,7 +42,8 @@ export function routeOf(req: Request): string {
   // Routes outside the table (sign-in pages, federation, the codec) by the template Express matched.
   const route = req.route as { path?: unknown } | undefined;
   if (typeof route?.path === 'string') return `${req.baseUrl}${route.path}`;
-  return PROVIDER_PATHS.has(path) ? path : 'unmatched';
+  if (PROVIDER_PATHS.has(path)) return path;
+  return PROVIDER_TEMPLATES.find(([pattern]) => pattern.test(path))?.[1] ?? 'unmatched';
 }
 
 /**

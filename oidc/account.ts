@@ -10,6 +10,7 @@ import type { Db } from '../store/database';
 import { enrolTotp, findTotpCredential } from '../store/mfa';
 import { mfaEnrolPage, mfaOnPage, notSignedInPage, reauthPage, signInAgainPage } from './pages';
 import { checkPassword } from './credentials';
+import { signInErrorPage } from './interactions';
 import type { AppConfig } from '../config/schema';
 import { findAccountUser } from '../store/users';
 
@@ -128,5 +129,6 @@ export function accountRouter({ provider, db, ring, issuer, config }: AccountDep
     html(res, 200, mfaOnPage());
   });
 
+  router.use(signInErrorPage);
   return router;
 }

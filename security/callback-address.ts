@@ -87,11 +87,14 @@ export function callbackUrlProblem(value: string, allow: AllowList): string | un
   if (url.username || url.password) return 'must not carry credentials in the URL';
   const host = url.hostname.toLowerCase().replace(/^\[(.*)\]$/, '$1');
   if (allow.hostNames.has(host)) return undefined;
+  // What an operator with an app inside their own network does about a refusal.
+  const allowable = (reason: string) =>
+    `${reason}; if the app runs inside your own network, list ${host} in Auth:AllowedInternalTargets`;
   if (net.isIP(host) !== 0) {
     const address = ipaddr.parse(host);
     if (addressIsAllowed(address, allow)) return undefined;
     const range = address.range();
-    if (range !== 'unicast') return `targets ${host}, a ${range} address that is not publicly routable`;
+    if (range !== 'unicast') return allowable(`targets ${host}, a ${range} address that is not publicly routable`);
     if (isIpv4Compatible(address))
       return `targets ${host}, an IPv4-compatible IPv6 address, which is deprecated and not publicly routable`;
     return undefined;
@@ -100,8 +103,9 @@ export function callbackUrlProblem(value: string, allow: AllowList): string | un
   const name = host.replace(/\.$/, '');
   if (name.split('.').some((label) => label === ''))
     return `targets ${host}, which is not a valid host name (empty label)`;
-  if (name === 'localhost' || name.endsWith('.localhost')) return `targets ${host}, a loopback name`;
-  if (REFUSED_NAME_SUFFIXES.some((suffix) => name.endsWith(suffix))) return `targets ${host}, an internal name`;
+  if (name === 'localhost' || name.endsWith('.localhost')) return allowable(`targets ${host}, a loopback name`);
+  if (REFUSED_NAME_SUFFIXES.some((suffix) => name.endsWith(suffix)))
+    return allowable(`targets ${host}, an internal name`);
   return undefined;
 }
 

@@ -37,7 +37,11 @@ const schemas = [
         required: true,
         description:
           "At least one e-mail address: the primary one (else the work one, else the first) is the user's e-mail. A userName that is an e-mail address counts as one.",
-        subAttributes: [attribute('value', 'string'), attribute('type', 'string'), attribute('primary', 'boolean')],
+        subAttributes: [
+          attribute('value', 'string', { required: true }),
+          attribute('type', 'string', { canonicalValues: ['work', 'home', 'other'] }),
+          attribute('primary', 'boolean'),
+        ],
       }),
       attribute('active', 'boolean'),
       attribute('password', 'string', { mutability: 'writeOnly', returned: 'never' }),
@@ -65,8 +69,11 @@ const schemas = [
       attribute('members', 'complex', {
         multiValued: true,
         subAttributes: [
-          attribute('value', 'string', { mutability: 'immutable' }),
+          attribute('value', 'string', { mutability: 'immutable', required: true }),
           attribute('display', 'string', { mutability: 'readOnly' }),
+          // What each member answered carries (api/scim/groups.ts): only users are members.
+          attribute('type', 'string', { mutability: 'immutable', canonicalValues: ['User'] }),
+          attribute('$ref', 'reference', { mutability: 'immutable', referenceTypes: ['User'] }),
         ],
       }),
     ],

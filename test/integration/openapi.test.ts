@@ -63,8 +63,7 @@ afterAll(async () => {
 });
 
 function expressApp() {
-  const listener = h.api.server.listeners('request')[0] as unknown as { router: { stack: Layer[] } };
-  return listener.router;
+  return (h.api.app as unknown as { router: { stack: Layer[] } }).router;
 }
 
 test('every route Express serves is in the OpenAPI document, and every documented route is served', () => {

@@ -433,6 +433,42 @@ describe('SCIM as Microsoft Entra ID sends it', () => {
     );
   });
 
+  // Robustness issue, item 15: generic testers build requests from /Schemas, so it must say what the service does.
+  test('/Schemas is truthful: emails[].value is required, and a group member declares every attribute an answer carries', async () => {
+    const user = await scim('GET', `/Schemas/${encodeURIComponent(USER)}`);
+    const emails = user.body.attributes.find((a: { name: string }) => a.name === 'emails');
+    expect(emails.subAttributes.find((a: { name: string }) => a.name === 'value')).toMatchObject({ required: true });
+
+    const member = (await scim('POST', '/Users', oktaUser(uniqueEmail('schema-member')))).body;
+    const group = await scim('POST', '/Groups', {
+      schemas: [GROUP],
+      displayName: `schema-group-${Date.now()}`,
+      members: [{ value: member.id }],
+    });
+    expect(group.status).toBe(201);
+    const answered = Object.keys(group.body.members[0]).sort();
+    const schema = await scim('GET', `/Schemas/${encodeURIComponent(GROUP)}`);
+    const declared = schema.body.attributes
+      .find((a: { name: string }) => a.name === 'members')
+      .subAttributes.map((a: { name: string }) => a.name);
+    for (const name of answered) expect(declared).toContain(name);
+  });
+
+  test("PATCH remove whose path is the enterprise extension's URN removes the whole extension", async () => {
+    const user = (
+      await scim(
+        'POST',
+        '/Users',
+        oktaUser(uniqueEmail('e-extension'), { schemas: [USER, ENTERPRISE], [ENTERPRISE]: { department: 'Sales' } }),
+      )
+    ).body;
+    expect(user[ENTERPRISE]).toEqual({ department: 'Sales' });
+    const removed = await patch(`/Users/${user.id}`, [{ op: 'remove', path: ENTERPRISE }]);
+    expect(removed.status).toBe(200);
+    expect(removed.body).not.toHaveProperty(ENTERPRISE);
+    expect((await scim('GET', `/Users/${user.id}`)).body).not.toHaveProperty(ENTERPRISE);
+  });
+
   test('PATCH remove: a removed name is absent afterwards; active and emails cannot be removed and say so', async () => {
     const user = (await scim('POST', '/Users', oktaUser(uniqueEmail('e-heidi')))).body;
     const remove = (path: string) => patch(`/Users/${user.id}`, [{ op: 'remove', path }]);

@@ -5,7 +5,9 @@ import * as oidc from 'openid-client';
 import * as passwordFormats from '../../security/password-formats';
 import { base32Decode } from '../../security/base32';
 import { protectSecret } from '../../security/data-protection';
+import { metricsRegistry } from '../../observability/metrics';
 import { enrolTotp } from '../../store/mfa';
+import { counterValue } from '../support/metrics';
 import { reserveSignInAttempt } from '../../store/sign-in';
 import { uniqueEmail, useHarness } from '../support/harness';
 import { authorizationRequest, relyingParty as relyingPartyOf } from '../support/relying-party';
@@ -593,4 +595,63 @@ describe('the rest of the findings', () => {
     expect(description).not.toMatch(/[<>"\\]/);
     expect(description.length).toBeLessThanOrEqual(200);
   });
+});
+
+// Robustness issue, item 16: a stale interaction showed the API's JSON; the unknown-client page said nothing to check.
+describe('every page a browser can reach is a page that says what to do', () => {
+  test('the Back button after a finished sign-in, and an old link, show the styled page, not JSON', async () => {
+    const user = await createUser('back-button');
+    const rp = await relyingParty('sec-web', 'sec-web-secret-sixteen');
+    const started = await startAuthorization(rp);
+    await redeem(rp, started, await signIn(started, user.email));
+    const back = await fetch(`${h.api.url}/interaction/${started.uid}`, {
+      headers: { cookie: started.page.jar.header(h.api.url) },
+    });
+    const oldLink = await fetch(`${h.api.url}/interaction/${started.uid}/password`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'email=x%40example.test&password=x',
+    });
+    for (const page of [back, oldLink]) {
+      expect(page.status).toBe(400);
+      expect(page.headers.get('content-type')).toContain('text/html');
+      const text = await page.text();
+      expect(text).toContain('<!doctype html>');
+      expect(text).toContain('This sign-in has expired or was already finished');
+    }
+  });
+
+  test('an unknown client_id shows a page that says what to check', async () => {
+    const page = await fetch(`${h.api.url}/connect/authorize?client_id=no-such-app&response_type=code&scope=openid`);
+    expect(page.status).toBe(400);
+    const text = await page.text();
+    expect(text).toContain('&quot;no-such-app&quot;');
+    expect(text).toContain('check the client_id the application sends');
+  });
+});
+
+// Robustness issue, item 17: sign-in routes were counted as route="unmatched".
+test('every sign-in page and provider endpoint of a sign-in is counted under its route template', async () => {
+  const before = await counterValue('http_requests_total', { route: 'unmatched' });
+  const user = await createUser('metrics');
+  const rp = await relyingParty('sec-web', 'sec-web-secret-sixteen');
+  const started = await startAuthorization(rp, 'openid offline_access');
+  const tokens = await redeem(rp, started, await signIn(started, user.email));
+  await oidc.refreshTokenGrant(rp, tokens.refresh_token!);
+  await fetch(`${h.api.url}/.well-known/openid-configuration/jwks`);
+  await fetch(`${h.api.url}/connect/endsession`, { headers: { cookie: started.page.jar.header(h.api.url) } });
+  const metric = metricsRegistry.getSingleMetric('http_requests_total')!;
+  const routes = new Set((await metric.get()).values.map((v) => String(v.labels.route)));
+  for (const route of [
+    '/connect/authorize',
+    '/connect/authorize/:uid',
+    '/interaction/:uid',
+    '/interaction/:uid/email',
+    '/interaction/:uid/password',
+    '/connect/token',
+    '/connect/endsession',
+    '/.well-known/openid-configuration/jwks',
+  ])
+    expect([route, routes.has(route)]).toEqual([route, true]);
+  expect(await counterValue('http_requests_total', { route: 'unmatched' })).toBe(before);
 });

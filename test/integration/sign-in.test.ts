@@ -565,6 +565,29 @@ describe('clients through the admin API', () => {
     expect((await h.request('PUT', '/api/v1/clients/spa', spa)).status).toBe(401);
   });
 
+  // Robustness issue, item 14: GET showed IdentityServer fields that PUT of the same body refused.
+  test('a migrated client read with GET is written back unchanged with PUT; a change of one field is kept', async () => {
+    const read = await h.admin('GET', '/api/v1/clients/mobile');
+    expect(read.status).toBe(200);
+    expect(read.body).toMatchObject({
+      origin: 'migration',
+      ClientClaimsPrefix: 'client_',
+      Created: expect.any(String),
+    });
+    const written = await h.admin('PUT', '/api/v1/clients/mobile', read.body);
+    expect(written.status).toBe(200);
+    expect({ ...written.body, origin: 'migration' }).toEqual(read.body);
+    const renamed = await h.admin('PUT', '/api/v1/clients/mobile', { ...read.body, ClientName: 'Mobile app 2' });
+    expect(renamed.body).toMatchObject({ ClientName: 'Mobile app 2', Created: read.body.Created });
+    await h.admin('PUT', '/api/v1/clients/mobile', read.body);
+  });
+
+  test('a field the body spells in another way is named as the caller spelled it', async () => {
+    const answer = await h.admin('PUT', '/api/v1/clients/spelled', { ...spa, client_name: 'Spelled' });
+    expect(answer.status).toBe(400);
+    expect(answer.body.detail).toBe('(body): unrecognized key: "client_name"');
+  });
+
   test('DELETE removes the client: its secret no longer authenticates', async () => {
     await h.admin('PUT', '/api/v1/clients/gone', {
       AllowedGrantTypes: ['client_credentials'],

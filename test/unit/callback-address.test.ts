@@ -86,3 +86,13 @@ describe('isLoopbackAddress (the codec endpoint lets such callers in on the embe
     expect(isLoopbackAddress(address)).toBe(expected);
   });
 });
+
+// Robustness issue, item 16: a refusal says what an operator with an app inside their own network does about it.
+test('a refusal of an internal address or name names Auth:AllowedInternalTargets and the host to list', () => {
+  expect(callbackUrlProblem('http://127.0.0.1:8080/hook', none)).toBe(
+    'targets 127.0.0.1, a loopback address that is not publicly routable; if the app runs inside your own network, list 127.0.0.1 in Auth:AllowedInternalTargets',
+  );
+  expect(callbackUrlProblem('https://billing.internal/', none)).toContain(
+    'list billing.internal in Auth:AllowedInternalTargets',
+  );
+});

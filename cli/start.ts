@@ -16,6 +16,7 @@ import { isLoopbackAddress } from '../security/callback-address';
 import { startEmbeddedPostgres } from '../dev/embedded-postgres';
 import { startHostedMigrationRunner } from '../client/migration-runner';
 import { runMain } from '../composition/process';
+import { assertPortFree } from '../composition/listen';
 import { startDevServer } from '../dev/temporal-dev-server';
 import { startWorker } from '../workers/worker';
 import { logger } from '../observability/logger';
@@ -100,6 +101,10 @@ runMain('start', async () => {
       if (!payloadKeyConfigured) config = withEmbeddedPayloadKey(config, dataDir, log);
       const codec = embeddedCodec(config);
       config = codec.config;
+      // A port another process holds stops start-up here: another Temporal server there would answer in this one's
+      // place (its "ready" taken for ours), and the worker would poll its queue with another database and other keys.
+      await assertPortFree(config.Embedded.TemporalPort, '127.0.0.1', 'temporal', 'Embedded:TemporalPort');
+      await assertPortFree(config.Temporal.UiPort, '127.0.0.1', 'temporal UI', 'Temporal:UiPort');
       const server = await startDevServer({
         port: config.Embedded.TemporalPort,
         uiPort: config.Temporal.UiPort,

@@ -4,7 +4,6 @@ import { dirname } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { findTemporalCli } from './temporal-cli';
-import { assertPortFree } from '../composition/listen';
 import { SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
 import { logger } from '../observability/logger';
 
@@ -67,14 +66,8 @@ async function waitUntilReady(address: string, child: ChildProcess, timeoutMs: n
   );
 }
 
-/**
- * Starts `temporal server start-dev` (with its UI) and waits until it answers. A port another process holds stops
- * start-up first: another Temporal server there would answer in this one's place, and the worker would poll its queue
- * with another database and other keys.
- */
+/** Starts `temporal server start-dev` (with its UI) and waits until it answers. */
 export async function startDevServer(options: DevServerOptions): Promise<DevServer> {
-  await assertPortFree(options.port, '127.0.0.1', 'temporal', 'Embedded:TemporalPort');
-  if (options.uiPort) await assertPortFree(options.uiPort, '127.0.0.1', 'temporal UI', 'Temporal:UiPort');
   const cli = findTemporalCli();
   if (!cli) return startWithSdkDownload(options);
   const args = [

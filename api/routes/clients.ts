@@ -95,7 +95,7 @@ export const clientBodySchema = z.preprocess(
 
 /** The read-only fields a stored client keeps in its settings (a migrated client's Created), kept by a PUT. */
 function readOnlyOf(stored: ClientRow | undefined): Record<string, unknown> {
-  const settings = (stored?.settings ?? {}) as Record<string, unknown>;
+  const settings = (stored?.settings ?? {});
   return Object.fromEntries(READ_ONLY_FIELDS.filter((f) => f in settings).map((f) => [f, settings[f]]));
 }
 
@@ -118,7 +118,7 @@ function inCallersSpelling(error: z.ZodError, body: unknown): z.ZodError {
             message: `unrecognized key${issue.keys.length > 1 ? 's' : ''}: ${issue.keys.map((k) => `"${String(original(k))}"`).join(', ')}`,
           }
         : {}),
-    })) as z.core.$ZodIssue[],
+    })),
   );
 }
 
@@ -172,7 +172,7 @@ export function clientsRouter({ db, apps }: { db: Db; apps: AppProvider }): Rout
     if (unknown.length > 0) return invalid(`ProvisioningApps: no provisioning app ${unknown.join(', ')}`);
     const stored = await findClient(db, clientId);
     const row = clientRow({ ...body, ClientId: clientId, ClientSecrets: [] }, 'api', body.ProvisioningApps);
-    row.settings = JSON.stringify({ ...JSON.parse(row.settings as string), ...readOnlyOf(stored) });
+    row.settings = JSON.stringify({ ...JSON.parse(row.settings), ...readOnlyOf(stored) });
     const secrets = body.ClientSecrets?.map((s) => ({
       value: hashClientSecret(s.Value),
       description: s.Description ?? null,

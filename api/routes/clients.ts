@@ -95,7 +95,7 @@ export const clientBodySchema = z.preprocess(
 
 /** The read-only fields a stored client keeps in its settings (a migrated client's Created), kept by a PUT. */
 function readOnlyOf(stored: ClientRow | undefined): Record<string, unknown> {
-  const settings = (stored?.settings ?? {});
+  const settings = stored?.settings ?? {};
   return Object.fromEntries(READ_ONLY_FIELDS.filter((f) => f in settings).map((f) => [f, settings[f]]));
 }
 

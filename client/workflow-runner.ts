@@ -83,6 +83,8 @@ export function createWorkflowRunner(client: Client, taskQueue: string, deadline
           { key: USER_ID, value: options.search.userId },
           { key: PROVISIONING_TRIGGER, value: options.search.trigger },
         ],
+        // What an operator reads in the Temporal UI's list and page (sealed by the payload codec, as every payload).
+        staticSummary: `${options.search.trigger}: ${workflow.name} for user ${options.search.userId}`,
         // A second request for an id that is running waits on that run instead of starting another.
         workflowIdConflictPolicy: 'USE_EXISTING',
         workflowIdReusePolicy: options.onEnded === 'result' ? 'REJECT_DUPLICATE' : 'ALLOW_DUPLICATE',

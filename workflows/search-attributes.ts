@@ -1,5 +1,5 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
-import { upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
 import { hasChange } from './patches';
 
 /**
@@ -25,6 +25,9 @@ export function userIdOfParent() {
  * unknown upsert). Runs recorded before the attribute existed end without it.
  */
 export function recordOutcome(outcome: string): void {
+  // Shown as the run's current details in the Temporal UI: a refused creation reads "Outcome: rejected" there, not
+  // only as a green "Completed". Not a command, so runs recorded before it replay unchanged.
+  setCurrentDetails(`Outcome: ${outcome}`);
   if (workflowInfo().typedSearchAttributes.get(USER_ID) === undefined) return;
   if (hasChange('outcome-search-attribute')) upsertSearchAttributes([{ key: PROVISIONING_OUTCOME, value: outcome }]);
 }

@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 import { freePort } from '../../dev/ports';
 import { PAYLOAD_KEY_FILE } from '../../security/key-ring-config';
 import { provisioningWorkflowId } from '../../workflows/ids';
@@ -44,6 +44,29 @@ beforeAll(async () => {
 
 stopAfterAll(() => [service, browser]);
 
+/** Waits until every text is on the page, frames included (the UI renders user metadata as markdown in a frame). */
+async function untilShown(page: Page, texts: string[], timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const shown = (
+      await Promise.all(
+        page.frames().map((frame) =>
+          frame
+            .locator('body')
+            .innerText()
+            .catch(() => ''),
+        ),
+      )
+    )
+      .join('\n')
+      .replace(/\s+/g, ' ');
+    const missing = texts.filter((text) => !shown.includes(text));
+    if (missing.length === 0) return;
+    if (Date.now() > deadline) throw new Error(`not shown: ${missing.join(', ')}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
 test('npm start generates a payload key and says so', () => {
   expect(service.output()).toContain(`temporal: generated a payload key into ${join(dataDir, PAYLOAD_KEY_FILE)}`);
   expect(JSON.parse(readFileSync(join(dataDir, PAYLOAD_KEY_FILE), 'utf8'))).toHaveLength(1);
@@ -68,6 +91,14 @@ test('the embedded Temporal UI shows a provisioning workflow with its input open
     const text = await page.locator('body').innerText();
     expect(text).toContain('Opal');
     expect(text).not.toContain('binary/encrypted');
+    // Robustness issue, item 17: each attempt says what it is, and how it ended, where an operator looks.
+    const summary = `admin-api: createUserAndProvision for user ${userId}`;
+    await page.getByText('User Metadata').first().click();
+    await untilShown(page, [summary, 'Outcome: provisioned']);
+    await page.screenshot({ path: join(SCREENSHOTS, 'temporal-ui-user-metadata.png'), fullPage: true });
+    await page.goto(`${ui}/namespaces/default/workflows`);
+    await page.getByText(provisioningWorkflowId(userId)).first().waitFor({ timeout: 30_000 });
+    await page.screenshot({ path: join(SCREENSHOTS, 'temporal-ui-list.png'), fullPage: true });
   } finally {
     await page.close();
   }

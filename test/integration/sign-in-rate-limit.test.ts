@@ -11,6 +11,20 @@ const h = useHarness({
 });
 const CALLBACK = 'https://limited.example.com/callback';
 
+/** An authorization request of a public client with PKCE, as its browser opens it. */
+function authorizeUrl(base: string, clientId: string): string {
+  const authorize = new URL('/connect/authorize', base);
+  authorize.search = new URLSearchParams({
+    client_id: clientId,
+    response_type: 'code',
+    redirect_uri: CALLBACK,
+    scope: 'openid',
+    code_challenge: createHash('sha256').update(randomBytes(32).toString('base64url')).digest('base64url'),
+    code_challenge_method: 'S256',
+  }).toString();
+  return authorize.href;
+}
+
 test('password posts from one address past Auth:SignInRateLimit answer 429 and say when to come back', async () => {
   const email = uniqueEmail('limited');
   expect((await h.request('POST', '/api/auth/register', { email, password: 'a long passphrase 7' })).status).toBe(201);
@@ -28,16 +42,7 @@ test('password posts from one address past Auth:SignInRateLimit answer 429 and s
   let last: Visit | URL | undefined;
   for (let i = 0; i < 4; i++) {
     const person = browser(CALLBACK);
-    const authorize = new URL('/connect/authorize', h.api.url);
-    authorize.search = new URLSearchParams({
-      client_id: 'limited',
-      response_type: 'code',
-      redirect_uri: CALLBACK,
-      scope: 'openid',
-      code_challenge: createHash('sha256').update(randomBytes(32).toString('base64url')).digest('base64url'),
-      code_challenge_method: 'S256',
-    }).toString();
-    await person.open(authorize.href);
+    await person.open(authorizeUrl(h.api.url, 'limited'));
     await person.submit('/email', { email });
     last = await person.submit('/password', { password: 'wrong passphrase' });
     statuses.push((last as Visit).status);
@@ -89,17 +94,8 @@ describe('behind an https public URL with no trusted proxy', () => {
     expect(client.status).toBe(201);
     const statuses: number[] = [];
     for (let i = 0; i < 4; i++) {
-      const authorize = new URL('/connect/authorize', proxied.api.url);
-      authorize.search = new URLSearchParams({
-        client_id: 'rotating',
-        response_type: 'code',
-        redirect_uri: CALLBACK,
-        scope: 'openid',
-        code_challenge: createHash('sha256').update(randomBytes(32).toString('base64url')).digest('base64url'),
-        code_challenge_method: 'S256',
-      }).toString();
       const person = browser(CALLBACK);
-      const emailPage = (await person.open(authorize.href)) as Visit;
+      const emailPage = (await person.open(authorizeUrl(proxied.api.url, 'rotating'))) as Visit;
       const uid = new URL(emailPage.url).pathname.split('/')[2];
       const answer = await fetch(`${proxied.api.url}/interaction/${uid}/password`, {
         method: 'POST',

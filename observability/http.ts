@@ -42,8 +42,11 @@ export function routeOf(req: Request): string {
   // Routes outside the table (sign-in pages, federation, the codec) by the template Express matched.
   const route = req.route as { path?: unknown } | undefined;
   if (typeof route?.path === 'string') return `${req.baseUrl}${route.path}`;
-  if (PROVIDER_PATHS.has(path)) return path;
-  return PROVIDER_TEMPLATES.find(([pattern]) => pattern.test(path))?.[1] ?? 'unmatched';
+  // The provider is handed Api:PublicUrl's path as its mount path in originalUrl (oidc/index.ts); req.path is the
+  // path as it arrived.
+  const arrived = req.path.replace(/(.)\/+$/, '$1');
+  if (PROVIDER_PATHS.has(arrived)) return arrived;
+  return PROVIDER_TEMPLATES.find(([pattern]) => pattern.test(arrived))?.[1] ?? 'unmatched';
 }
 
 /**

@@ -250,13 +250,6 @@ function managerAsObject(operations: unknown[]): unknown[] {
   });
 }
 
-/** The schema extension a `remove` operation takes away whole (its path is the extension's URN), lower case. */
-function removedExtension(operation: unknown): string | undefined {
-  const { op, path } = (operation ?? {}) as { op?: unknown; path?: unknown };
-  if (typeof op !== 'string' || op.toLowerCase() !== 'remove' || typeof path !== 'string') return undefined;
-  return path.trim().toLowerCase() === ENTERPRISE_SCHEMA.toLowerCase() ? ENTERPRISE_SCHEMA.toLowerCase() : undefined;
-}
-
 /** RFC 7644 §3.5.2 PATCH applied to the resource as the client sees it; the result is then validated like a PUT body. */
 export function applyPatch(resource: object, body: unknown): unknown {
   const given = (body as { Operations?: unknown } | null)?.Operations;
@@ -270,20 +263,11 @@ export function applyPatch(resource: object, body: unknown): unknown {
   }
   try {
     patchBodyValidation(body as ScimPatch);
-    // scim-patch types meta dates as Date; it never reads them. It leaves a `remove` whose path is a schema
-    // extension's URN undone (RFC 7644 §3.5.2.2: the whole extension goes), so such an operation is applied here, in
-    // its place among the others.
-    let patched = resource as unknown as ScimResource;
-    for (const operation of (body as ScimPatch).Operations) {
-      const extension = removedExtension(operation);
-      if (extension) {
-        patched = { ...patched };
-        for (const key of Object.keys(patched)) if (key.toLowerCase() === extension) delete patched[key as never];
-        continue;
-      }
-      patched = scimPatch(patched, [operation], { mutateDocument: false, treatMissingAsAdd: true });
-    }
-    return patched;
+    // scim-patch types meta dates as Date; it never reads them.
+    return scimPatch(resource as unknown as ScimResource, (body as ScimPatch).Operations, {
+      mutateDocument: false,
+      treatMissingAsAdd: true,
+    });
   } catch (error) {
     throw new ScimError(400, (error as Error).message, 'invalidSyntax');
   }

@@ -463,7 +463,7 @@ describe('SCIM as Microsoft Entra ID sends it', () => {
       )
     ).body;
     expect(user[ENTERPRISE]).toEqual({ department: 'Sales' });
-    const removed = await patch(`/Users/${user.id}`, [{ op: 'remove', path: ENTERPRISE }]);
+    const removed = await patch(`/Users/${user.id}`, [{ op: 'Remove', path: ENTERPRISE.toLowerCase() }]);
     expect(removed.status).toBe(200);
     expect(removed.body).not.toHaveProperty(ENTERPRISE);
     expect((await scim('GET', `/Users/${user.id}`)).body).not.toHaveProperty(ENTERPRISE);

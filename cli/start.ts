@@ -60,10 +60,12 @@ async function nextSteps(config: AppConfig, db: Db, publicUrl: string): Promise<
         : 'the admin API takes "Authorization: Bearer <a key of Auth:AdminApiKeys>"',
   ];
   if (Object.keys(config.ProvisioningApps).length === 0 && config.Provisioning.AppProvider === 'Configuration')
-    lines.push('no provisioning apps are configured: add them under ProvisioningApps (README, "Configuration")');
+    lines.push(
+      'no provisioning apps are configured: add them under ProvisioningApps (docs/operations.md, "Configuration")',
+    );
   if ((await listClients(db)).length === 0)
     lines.push(
-      `no OpenID Connect clients yet: add one with PUT ${publicUrl}/api/v1/clients/{clientId} (README, "Sign-in"); the API reference is at ${publicUrl}/docs`,
+      `no OpenID Connect clients yet: add one with PUT ${publicUrl}/api/v1/clients/{clientId} (docs/sign-in.md); the API reference is at ${publicUrl}/docs`,
     );
   return lines;
 }

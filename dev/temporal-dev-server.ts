@@ -30,7 +30,7 @@ export interface DevServerOptions {
  * The server's history service hands a new workflow task to matching only when its transfer-queue reader next polls
  * for tasks, and by default that reader polls at most 20 times a second: every workflow task (the step after an
  * activity, a child's start or its end) waits up to 50 ms for it. Polling more often takes that wait away (the
- * README's benchmark section has the figures); the dev server's store is its own, so the extra polls cost next to
+ * docs/benchmarks.md has the figures); the dev server's store is its own, so the extra polls cost next to
  * nothing.
  */
 const DEV_SERVER_DYNAMIC_CONFIG = ['history.transferProcessorMaxPollRPS=1000'];

@@ -23,7 +23,7 @@ async function rowsWritten<DB, TB extends keyof DB>(insert: InsertQueryBuilder<D
 /**
  * A plain insert of rows that are expected to be new: the number written, or undefined when a unique key of one of
  * them exists, in which case the statement has written nothing. Cheaper than `on conflict do nothing`, whose
- * speculative insertion checks and confirms every row (the README's benchmark section has the figures).
+ * speculative insertion checks and confirms every row (docs/benchmarks.md has the figures).
  */
 export async function insertUnlessAnyExists<DB, TB extends keyof DB>(
   insert: InsertQueryBuilder<DB, TB, InsertResult>,
@@ -58,7 +58,7 @@ function copyField(value: unknown): string {
 
 /**
  * insertUnlessAnyExists through `COPY … FROM STDIN`: PostgreSQL reads COPY's text format at a fraction of what
- * parsing the same rows as a JSON parameter costs it (the README's benchmark section has the figures). Like a plain
+ * parsing the same rows as a JSON parameter costs it (docs/benchmarks.md has the figures). Like a plain
  * insert it writes all rows or, when a unique key exists, none.
  */
 export async function copyUnlessAnyExists<T extends keyof Database, C extends string>(

@@ -4,7 +4,7 @@ import { getHeapStatistics } from 'node:v8';
  * The old-generation limit (`--max-old-space-size`, MB) that the start scripts in package.json and the image's
  * NODE_OPTIONS give every process that runs a migration worker. Left to itself V8 sizes the heap from the machine's
  * memory (4 GB on a 24 GB machine) and lets a migration's garbage pile up toward it: 526–571 MB of heap for a live set
- * under 200 MB. Under this limit it collects sooner, for some speed (README, *Benchmarks*); smaller limits cost more.
+ * under 200 MB. Under this limit it collects sooner, for some speed (docs/benchmarks.md); smaller limits cost more.
  * It leaves room for the largest settings (Parallelism 16 keeps MIGRATION_PAGES_AT_ONCE pages of PageSize 10,000 in
  * flight: 361 MB of heap at the peak under a limit of 384).
  */
@@ -26,7 +26,7 @@ export function oldSpaceFlagMb(
 /**
  * The worker's start-up line about its heap limit: a warning, naming the setting, when the limit is V8's own. V8
  * reports the old generation's limit plus its young generation (448 MB under the flag reads as 496), so the line names
- * both, and the figure the README and the flag use is the one a reader finds first.
+ * both, and the figure the docs and the flag use is the one a reader finds first.
  */
 export function heapLimitNotice(
   limitMb = getHeapStatistics().heap_size_limit / 2 ** 20,

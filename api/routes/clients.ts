@@ -19,7 +19,7 @@ const pascalKeys = (body: unknown) =>
 /**
  * IdentityServer's other client settings (Duende's Client entity): the migration keeps them as the source had them,
  * GET shows them, and PUT takes them back, so a client can be read, changed and written again. The service does not
- * act on them (see README, "Sign-in"); they are kept for the cutover report and for a way back.
+ * act on them (see docs/sign-in.md); they are kept for the cutover report and for a way back.
  */
 const IDENTITY_SERVER_SETTINGS = [
   'ProtocolType',

@@ -3,10 +3,9 @@ import { getHeapStatistics } from 'node:v8';
 /**
  * The old-generation limit (`--max-old-space-size`, MB) that the start scripts in package.json and the image's
  * NODE_OPTIONS give every process that runs a migration worker. Left to itself V8 sizes the heap from the machine's
- * memory (4 GB on a 24 GB machine) and lets a migration's garbage pile up toward it: 526–571 MB of heap for a live set
- * under 200 MB. Under this limit it collects sooner, for some speed (docs/benchmarks.md); smaller limits cost more.
- * It leaves room for the largest settings (Parallelism 16 keeps MIGRATION_PAGES_AT_ONCE pages of PageSize 10,000 in
- * flight: 361 MB of heap at the peak under a limit of 384).
+ * memory and lets a migration's garbage pile up toward it, far above the live set. Under this limit it collects
+ * sooner, for some speed; smaller limits cost more. It leaves room for the largest settings (Parallelism 16 keeps
+ * MIGRATION_PAGES_AT_ONCE pages of PageSize 10,000 in flight). The figures are in docs/benchmarks.md.
  */
 export const WORKER_HEAP_LIMIT_MB = 448;
 

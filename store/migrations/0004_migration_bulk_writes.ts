@@ -16,8 +16,8 @@ const CHILD_KEYS = [
  *
  * The logins, role links and MFA credentials of a user lose their foreign keys; triggers delete them with their
  * user or role instead, as `on delete cascade` did. PostgreSQL checks a foreign key row by row, locking the
- * referenced row, and side-by-side pages locking the same user or role rows turn those locks into multixacts:
- * 200,000 role links took 3.1 s to insert with both keys and 0.45 s without. The migration, the only writer of
+ * referenced row, and side-by-side pages locking the same user or role rows turn those locks into multixacts that
+ * slow the inserts several times over (docs/benchmarks.md). The migration, the only writer of
  * these tables, writes child rows only for users it has just read from the store.
  */
 export async function up(db: Kysely<unknown>): Promise<void> {

@@ -12,19 +12,9 @@ export async function listProvisionedApps(db: Db, userId: string): Promise<strin
 }
 
 /**
- * Idempotent: a second record for the same user and app is the same fact, not an error. False when the user is gone
- * (deleted while its attempt ran): there is nobody to record the app for.
- */
-export async function recordProvision(
-  db: Db,
-  provision: { userId: string; appId: string; transactionId: string },
-): Promise<boolean> {
-  return (await recordProvisions(db, { ...provision, appIds: [provision.appId] })) !== undefined;
-}
-
-/**
- * recordProvision for the apps of one attempt, answering every app the user is provisioned into afterwards (sorted,
- * as listProvisionedApps), in one round trip; undefined when the user is gone. The statement's own inserts are not
+ * A provision record for each app of one attempt, answering every app the user is provisioned into afterwards
+ * (sorted, as listProvisionedApps), in one round trip; undefined when the user is gone (deleted while its attempt
+ * ran). Idempotent: a second record for the same user and app is the same fact, not an error. The statement's own inserts are not
  * in its snapshot of the table, hence the union.
  */
 export async function recordProvisions(

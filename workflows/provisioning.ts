@@ -4,9 +4,7 @@ import type { NewUser, UserProfile } from '../store/users';
 import { FIRST_STEP, STORE } from './activity-policies';
 import { deprovisionInBackground } from './background';
 import type { Trigger } from './ids';
-import * as legacy from './legacy/per-app-steps';
 import { deleteRefusedUser } from './refused-creation';
-import { hasChange } from './patches';
 import { recordOutcome } from './search-attributes';
 import { runTransaction, type TransactionResult } from './transaction';
 
@@ -36,16 +34,6 @@ function transactionId(): string {
   return `${info.workflowId}@${info.runId}`;
 }
 
-/** Runs started before the TCC calls were one step replay the per-app steps they recorded (legacy/per-app-steps.ts). */
-const tccRoundsInOneStep = () => hasChange(legacy.TCC_ROUNDS);
-
-/**
- * Runs started before the first step made the calls (the three-step build) replay the first step they recorded
- * (createUserForApps, loadUserForApps: the user and its apps alone); the calls and the records follow as steps of their
- * own, as they do now when the calls do not fit in the first step. Goes with deprecatePatch() once no such run is open.
- */
-const CALLS_IN_FIRST_STEP = 'calls-in-first-step';
-
 /** The user and the apps it needs come from the attempt's first step; nothing is left to write when none is needed. */
 async function provision(first: FirstStep): Promise<ProvisioningOutcome> {
   const { user } = first;
@@ -70,18 +58,18 @@ function recorded<T extends { status: string }>(outcome: T): T {
 async function createAndProvision(
   input: ProvisionScope & { user: NewUser; credentialRef?: string },
 ): Promise<CreationOutcome> {
-  if (!tccRoundsInOneStep()) return legacy.createAndProvision(input, transactionId());
   let outcome: CreationOutcome | undefined;
   try {
-    const scope = { user: input.user, credentialRef: input.credentialRef, appIds: input.appIds };
-    const created = hasChange(CALLS_IN_FIRST_STEP)
-      ? await firstStep.createUserAndCallApps({ ...scope, transactionId: transactionId() })
-      : await store.createUserForApps(scope);
+    const created = await firstStep.createUserAndCallApps({
+      user: input.user,
+      credentialRef: input.credentialRef,
+      appIds: input.appIds,
+      transactionId: transactionId(),
+    });
     if (created.status === 'duplicate') return (outcome = created);
     return (outcome = await deleteRefusedUser(created, await provision(created)));
   } finally {
-    if (input.credentialRef && !(hasChange(STASH_KEPT_WITHOUT_USER) && noUserHoldsHash(outcome)))
-      await store.discardCredential(input.credentialRef);
+    if (input.credentialRef && !noUserHoldsHash(outcome)) await store.discardCredential(input.credentialRef);
   }
 }
 
@@ -92,8 +80,6 @@ async function createAndProvision(
  * only when the user is kept; after a refusal or a duplicate it is left to the API, which removes it once it has the
  * answer (or to the purge of abandoned credentials, when the API gave up waiting).
  */
-const STASH_KEPT_WITHOUT_USER = 'stash-kept-without-user';
-
 /** A refusal deleted the user, a duplicate never created it; a run that failed (no outcome) is not replayed. */
 function noUserHoldsHash(outcome: CreationOutcome | undefined): boolean {
   return outcome !== undefined && (outcome.status === 'duplicate' || outcome.userDeleted === true);
@@ -105,11 +91,11 @@ export async function provisionExistingUser(input: ProvisionScope & { userId: st
 }
 
 async function provisionLoadedUser(input: ProvisionScope & { userId: string }): Promise<ProvisioningOutcome> {
-  if (!tccRoundsInOneStep()) return legacy.provisionLoadedUser(input, transactionId());
-  const scope = { userId: input.userId, appIds: input.appIds };
-  const loaded = hasChange(CALLS_IN_FIRST_STEP)
-    ? await firstStep.loadUserAndCallApps({ ...scope, transactionId: transactionId() })
-    : await store.loadUserForApps(scope);
+  const loaded = await firstStep.loadUserAndCallApps({
+    userId: input.userId,
+    appIds: input.appIds,
+    transactionId: transactionId(),
+  });
   if (!loaded) return { status: 'not-found', userId: input.userId };
   return provision(loaded);
 }

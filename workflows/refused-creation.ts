@@ -1,29 +1,22 @@
 import { proxyLocalActivities } from '@temporalio/workflow';
 import type { FirstStep, ProvisioningActivities } from '../activities/provisioning';
 import { STORE } from './activity-policies';
-import { hasChange } from './patches';
 import type { CreationOutcome, ProvisioningOutcome } from './provisioning';
 
 const store = proxyLocalActivities<ProvisioningActivities>(STORE);
 
 /**
- * A replay runs an attempt's first step again (a worker lost after later steps of the same workflow task), and that
- * run finds the user and the apps that confirmed in the first run; if its own calls then fail, the apps holding the
- * user must keep it. Runs recorded before this change deleted it.
- */
-const KEEP_USER_AN_APP_HOLDS = 'keep-user-an-app-holds';
-
-/**
  * A creation the apps refused, or that named apps that do not exist, leaves no user behind, unless an app already
- * holds it (only a run again of an attempt whose first run had apps confirm): then the answer is what that run's was,
- * a partial confirmation.
+ * holds it: then the answer is what the first run's was, a partial confirmation. That happens only to a run again of
+ * an attempt whose first run had apps confirm (a replay runs the first step again after a worker was lost, finds the
+ * user and those apps' records, and its own calls may fail): the apps holding the user must keep it.
  */
 export async function deleteRefusedUser(
   first: Pick<FirstStep, 'apps'>,
   outcome: ProvisioningOutcome,
 ): Promise<CreationOutcome> {
   if (outcome.status !== 'rejected' && outcome.status !== 'unknown-apps') return outcome;
-  if (outcome.status === 'rejected' && outcome.provisionedApps.length > 0 && hasChange(KEEP_USER_AN_APP_HOLDS)) {
+  if (outcome.status === 'rejected' && outcome.provisionedApps.length > 0) {
     const held = outcome.provisionedApps;
     return {
       ...outcome,

@@ -1,6 +1,5 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { setCurrentDetails, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
-import { hasChange } from './patches';
 
 /**
  * How an operator finds a user's workflows in the Temporal UI (`UserId = "…"`): ids and outcomes only, never personal
@@ -22,12 +21,12 @@ export function userIdOfParent() {
 /**
  * The workflow's ending, set as its last step. Only where the workflow was started with the service's UserId: the
  * cluster then knows the attributes (it refuses a start with unknown ones, but would fail every later task on an
- * unknown upsert). Runs recorded before the attribute existed end without it.
+ * unknown upsert).
  */
 export function recordOutcome(outcome: string): void {
   // Shown as the run's current details in the Temporal UI: a refused creation reads "Outcome: rejected" there, not
-  // only as a green "Completed". Not a command, so runs recorded before it replay unchanged.
+  // only as a green "Completed".
   setCurrentDetails(`Outcome: ${outcome}`);
   if (workflowInfo().typedSearchAttributes.get(USER_ID) === undefined) return;
-  if (hasChange('outcome-search-attribute')) upsertSearchAttributes([{ key: PROVISIONING_OUTCOME, value: outcome }]);
+  upsertSearchAttributes([{ key: PROVISIONING_OUTCOME, value: outcome }]);
 }

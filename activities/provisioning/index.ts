@@ -3,7 +3,7 @@ import { deprovisioningRetries } from '../../observability/metrics';
 import type { Db } from '../../store/database';
 import { discardPasswordHash, readPasswordHash } from '../../store/pending-credentials';
 import { activateUser, deactivateUserReturningApps } from '../../store/scim-users';
-import { listProvisionedApps, recordProvision, recordProvisions } from '../../store/provisions';
+import { listProvisionedApps, recordProvisions } from '../../store/provisions';
 import {
   deleteUserReturningApps,
   DuplicateUserError,
@@ -214,53 +214,12 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
   }
 
   return {
-    async createUser(input: { user: NewUser; credentialRef?: string }): Promise<CreateUserResult> {
-      const { inserted: _, ...result } = await insertOrFind(input);
-      return result;
-    },
-
     async discardCredential(credentialRef: string): Promise<void> {
       await discardPasswordHash(db, credentialRef);
     },
 
-    async loadUser(userId: string): Promise<UserProfile | null> {
-      return (await findUser(db, userId)) ?? null;
-    },
-
-    async resolveApps(input: {
-      user: UserProfile;
-      appIds?: string[];
-    }): Promise<{ apps: AppRef[]; unknownAppIds: string[] }> {
-      const { apps: needed, unknownAppIds } = await resolve(input.user, input.appIds);
-      return { apps: needed, unknownAppIds };
-    },
-
-    async tryApp(input: { appId: string; transactionId: string; user: UserProfile }): Promise<TryVerdict> {
-      return tryOne(await app(input.appId), input.transactionId, input.user);
-    },
-
-    /** The Confirm call alone; the workflow records the provision as its own step once the app confirmed. */
-    async confirmApp(input: { appId: string; transactionId: string; userId: string }): Promise<void> {
-      await http.confirm(await app(input.appId), input.transactionId);
-    },
-
-    /** Idempotent: the record exists once per user and app, whatever number of times this runs. False when the user is gone. */
-    async recordProvision(input: { appId: string; userId: string; transactionId: string }): Promise<boolean> {
-      return recordProvision(db, input);
-    },
-
     async cancelApp(input: { appId: string; transactionId: string }): Promise<void> {
       await http.cancel(await app(input.appId), input.transactionId);
-    },
-
-    /** Ends an attempt: stores what confirmed apps assigned (when anything changed) and reports where the user is provisioned. */
-    async finishProvisioning(input: {
-      user: UserProfile;
-      assigned?: Assigned;
-    }): Promise<{ user: UserProfile; provisionedApps: string[] }> {
-      const user =
-        (input.assigned && (await updateUserAttributes(db, input.user.userId, input.assigned))) || input.user;
-      return { user, provisionedApps: await listProvisionedApps(db, input.user.userId) };
     },
 
     /**
@@ -289,16 +248,6 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
       const started = Date.now();
       const loaded = await loadedWithApps(input);
       return loaded && callAppsIfTheyFit(loaded, input.transactionId, started);
-    },
-
-    /** The first step of a creation as runs of the three-step build recorded it (no calls, no records). */
-    async createUserForApps(input: { user: NewUser; credentialRef?: string; appIds?: string[] }) {
-      return createdWithApps(input);
-    },
-
-    /** The first step of an attempt for an existing user as the three-step build recorded it; null when gone. */
-    async loadUserForApps(input: { userId: string; appIds?: string[] }) {
-      return loadedWithApps(input);
     },
 
     /** The Try and Confirm calls as a step of their own: when they did not fit in the first step. */

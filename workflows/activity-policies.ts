@@ -1,12 +1,12 @@
 import type { ActivityOptions, LocalActivityOptions } from '@temporalio/workflow';
+import { CONFIRM_CANCEL_TIMEOUT_SECONDS, tccRoundsSeconds } from '../provisioning/tcc';
 
 /**
- * Every activity option the workflows use, named once. Workflow code only: no imports beyond types.
+ * Every activity option the workflows use, named once. Workflow code only: no imports beyond types and the TCC core.
  *
  * The spec fixes Confirm and Cancel at 10 seconds and leaves Try to each app's TryTimeoutSeconds. A TCC call is
  * made once: a rejection or a timeout is an answer, not a fault, and retrying it would be a second Try or Confirm.
  */
-export const CONFIRM_CANCEL_TIMEOUT_SECONDS = 10;
 
 /**
  * A store read or write: short, idempotent, retried until it lands. A write that records what an app already
@@ -28,14 +28,6 @@ export const tryCall = (app: { tryTimeoutSeconds: number }): LocalActivityOption
   startToCloseTimeout: (app.tryTimeoutSeconds + 1) * 1000,
   retry: { maximumAttempts: 1 },
 });
-
-/**
- * How long the Try calls to several apps one after another, then their Confirm calls, may take: each call gives up at
- * its own timeout (the app's TryTimeoutSeconds, the spec's 10 s), so all of them added up and one second more is only
- * the backstop for a stuck worker.
- */
-export const tccRoundsSeconds = (apps: Array<{ tryTimeoutSeconds: number }>): number =>
-  apps.reduce((sum, app) => sum + app.tryTimeoutSeconds + CONFIRM_CANCEL_TIMEOUT_SECONDS, 0) + 1;
 
 /** The Try and Confirm calls as a step of their own: one attempt, limited by tccRoundsSeconds. */
 export const tccRounds = (apps: Array<{ tryTimeoutSeconds: number }>): LocalActivityOptions => ({

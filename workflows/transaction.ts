@@ -7,9 +7,8 @@ import {
   TimeoutFailure,
 } from '@temporalio/workflow';
 import type { FirstStep, ProvisioningActivities } from '../activities/provisioning';
-import { failedAsAWhole } from '../activities/provisioning/rounds';
 import type { UserProfile } from '../store/users';
-import { assignedBy } from './approval';
+import { assignedBy, failedAsAWhole } from '../provisioning/tcc';
 import { STORE, TCC_CALL, tccRounds } from './activity-policies';
 import { cancelInBackground, deprovisionInBackground } from './background';
 import { backgroundCancelWorkflowId } from './ids';

@@ -16,9 +16,16 @@ import {
 } from '../../store/users';
 import type { AppRef } from '../../store/provisioning-apps';
 import type { AppProvider, ProvisioningApp } from './apps';
-import type { TccClient, TryRequestBody, TryVerdict } from './tcc-client';
-import { tryConfirmThenRecord, tryThenConfirmInTurn, type Assigned, type TccRounds } from './rounds';
-import { tccRoundsSeconds } from '../../workflows/activity-policies';
+import type { TccClient, TryRequestBody } from './tcc-client';
+import { tryConfirmThenRecord } from './rounds';
+import {
+  tccRoundsSeconds,
+  tryThenConfirmInTurn,
+  type Assigned,
+  type FinishResult,
+  type TccRounds,
+  type TryVerdict,
+} from '../../provisioning/tcc';
 import { within } from '../../composition/within';
 
 export interface ProvisioningDependencies {
@@ -41,7 +48,7 @@ export interface ResolvedApps {
 }
 
 /** What writing the records of the apps that confirmed gave: false when the user was deleted while the attempt ran. */
-export type FinishResult = { recorded: true; user: UserProfile; provisionedApps: string[] } | { recorded: false };
+export type { FinishResult };
 
 /** What an attempt's first step found (the user, its apps) and, when the calls fitted in it, what it did. */
 export type FirstStep = { user: UserProfile } & ResolvedApps & {

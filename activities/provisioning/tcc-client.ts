@@ -12,7 +12,7 @@ import {
 import { safeStringMap } from '../../security/object-keys';
 import { storableText, textProblemMessage } from '../../security/storable-text';
 import { isReservedClaim, reservedClaimMessage } from '../../security/reserved-claims';
-import { CONFIRM_CANCEL_TIMEOUT_SECONDS } from '../../workflows/activity-policies';
+import { CONFIRM_CANCEL_TIMEOUT_SECONDS, reasons, type TryVerdict } from '../../provisioning/tcc';
 import type { ProvisioningApp } from './apps';
 import { logger } from '../../observability/logger';
 import { tccCallDuration, tccCalls, type TccOutcome, type TccPhase } from '../../observability/metrics';
@@ -39,9 +39,7 @@ export const tryResponseSchema = z.object({
   customAttributes: z.record(z.string(), z.string()).optional(),
 });
 
-export type TryVerdict =
-  | { approved: true; organizationId?: string; customAttributes?: Record<string, string> }
-  | { approved: false; reason: string };
+export type { TryVerdict };
 
 const answerTooLarge = () => new AppCallError(`answered more than ${MAX_ANSWER_BYTES / 1024} kB`);
 
@@ -232,7 +230,7 @@ export function createTccClient(allow: AllowList, options: TccClientOptions = {}
 
   function interpretTry(app: ProvisioningApp, response: Response<string>): TryVerdict {
     if (response.statusCode < 200 || response.statusCode >= 300) {
-      return { approved: false, reason: `Try to app ${app.appId} answered HTTP ${response.statusCode}` };
+      return { approved: false, reason: reasons.tryFailed(app.appId, `answered HTTP ${response.statusCode}`) };
     }
     let parsed;
     try {
@@ -254,16 +252,16 @@ export function createTccClient(allow: AllowList, options: TccClientOptions = {}
       parsed = undefined;
     }
     if (!parsed?.success)
-      return { approved: false, reason: `Try to app ${app.appId} answered a body that is not a Try response` };
+      return { approved: false, reason: reasons.tryFailed(app.appId, 'answered a body that is not a Try response') };
     const { approved, reason, organizationId, customAttributes } = parsed.data;
     if (!approved)
       return {
         approved: false,
-        reason: boundedReason(reason) ?? `app ${app.appId} rejected the user without a reason`,
+        reason: boundedReason(reason) ?? reasons.rejectedWithoutReason(app.appId),
       };
     // An approval the store cannot hold is a refusal now, naming the app and the field, not a write retried forever.
     const problem = unstorable({ organizationId, customAttributes });
-    if (problem) return { approved: false, reason: `app ${app.appId} approved with ${problem}` };
+    if (problem) return { approved: false, reason: reasons.unstorableApproval(app.appId, problem) };
     return { approved: true, organizationId, customAttributes };
   }
 
@@ -279,7 +277,7 @@ export function createTccClient(allow: AllowList, options: TccClientOptions = {}
     } catch (error) {
       observeCall(app, 'try', failureOutcome(error), started);
       return {
-        verdict: { approved: false, reason: `Try to app ${app.appId} ${(error as Error).message}` },
+        verdict: { approved: false, reason: reasons.tryFailed(app.appId, (error as Error).message) },
         latencyMs: latency(),
       };
     }

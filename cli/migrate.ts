@@ -11,13 +11,14 @@ import {
   describeSweepSchedule,
   setSweepSchedulePaused,
 } from '../client/migration-schedule';
-import { createServiceContext, type ServiceContext, migrationDependencies } from '../composition/service-context';
+import { createServiceContext, migrationDependencies } from '../composition/service-context';
 import { temporalClient, withEphemeralPayloadKey } from '../composition/temporal-data-converter';
 import { importSigningKey } from '../store/signing-keys';
 import { requireKeyRing, requirePayloadKeyRing } from '../security/key-ring-config';
 import { freePort } from '../dev/ports';
 import { startDevServer } from '../dev/temporal-dev-server';
 import { parseSourceConnectionString } from '../migration-source/connection';
+import { sourceTableTotals } from '../migration-source/totals';
 import { createDb, migrateToLatest } from '../store/database';
 import { createMigrationWorker, workerHome } from '../workers/create-worker';
 import { followProgress, printReport } from './migration-progress';
@@ -82,30 +83,6 @@ async function connectClient(config: AppConfig): Promise<{ client: Client; close
   return { client: temporalClient(connection, config), close: () => connection.close() };
 }
 
-/** Row counts of the large source tables, so the progress lines can show bars. */
-async function sourceTotals(source: ServiceContext['source']): Promise<Record<string, number>> {
-  if (!source) return {};
-  // Only for the progress lines: a table the source lacks has no total, and the run's own check says what is missing.
-  const count = async (table: 'AspNetUsers' | 'AspNetUserLogins' | 'AspNetUserRoles' | 'AspNetRoles') =>
-    source
-      .selectFrom(table)
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .executeTakeFirstOrThrow()
-      .then(
-        (row) => Number(row.n),
-        () => undefined,
-      );
-  const totals = {
-    users: await count('AspNetUsers'),
-    logins: await count('AspNetUserLogins'),
-    'user-roles': await count('AspNetUserRoles'),
-    roles: await count('AspNetRoles'),
-  };
-  return Object.fromEntries(
-    Object.entries(totals).filter((entry): entry is [string, number] => entry[1] !== undefined),
-  );
-}
-
 async function run(config: AppConfig): Promise<number> {
   if (!config.Migration.Source.ConnectionString && !config.Temporal.Address)
     throw new ConfigError('set --Source:ConnectionString <SOURCE_CONNECTION_STRING>');
@@ -140,7 +117,7 @@ async function run(config: AppConfig): Promise<number> {
       client = temporalClient(connection, config);
     }
     const options = migrationOptions(config);
-    const totals = await sourceTotals(context.source);
+    const totals = await sourceTableTotals(context.source);
     const handle = await startOrAttachMigration(client, config, options);
     console.log(
       `migration ${handle.workflowId}: ${options.dryRun ? 'dry run' : options.usersMode}, passes ${PASSES.join(', ')}`,

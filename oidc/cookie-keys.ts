@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Db } from '../store/database';
+import { storedDevelopmentCookieKeys } from '../store/oidc-payloads';
 
 /**
  * The keys that sign the provider's cookies: `Oidc:CookieKeys`, or else a development key generated once and kept in
@@ -7,20 +8,9 @@ import type { Db } from '../store/database';
  */
 export async function cookieKeys(db: Db, configured: string[] | undefined, log: (line: string) => void) {
   if (configured && configured.length > 0) return configured;
-  const generated = JSON.stringify({ keys: [randomBytes(32).toString('base64url')] });
-  await db
-    .insertInto('oidc_payloads')
-    .values({ model: 'CookieKeys', id: 'development', payload: generated })
-    .onConflict((oc) => oc.columns(['model', 'id']).doNothing())
-    .execute();
-  const row = await db
-    .selectFrom('oidc_payloads')
-    .select('payload')
-    .where('model', '=', 'CookieKeys')
-    .where('id', '=', 'development')
-    .executeTakeFirstOrThrow();
+  const keys = await storedDevelopmentCookieKeys(db, [randomBytes(32).toString('base64url')]);
   log(
     'sign-in: Oidc:CookieKeys is not set, so the session cookies are signed with a development key kept in the store; set Oidc__CookieKeys__0 to a long random value in production',
   );
-  return (row.payload as { keys: string[] }).keys;
+  return keys;
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { sql } from 'kysely';
 import { z } from 'zod';
 import type { Db } from '../store/database';
+import { takeMigratedRefreshToken } from '../store/grants';
 import type { AdapterPayload, OidcAdapter } from './adapter';
 import { RESOURCE_PREFIX } from './resources';
 import { logger } from '../observability/logger';
@@ -44,16 +44,7 @@ export async function adoptMigratedRefreshToken(
   handle: string,
 ): Promise<AdapterPayload | undefined> {
   const { db } = deps;
-  const row = await db
-    .updateTable('grants')
-    .set({ consumed_time: sql<Date>`now()` })
-    .where('key', '=', handle)
-    .where('type', '=', 'refresh_token')
-    .where('consumed_time', 'is', null)
-    .where('subject_id', 'is not', null)
-    .where((eb) => eb.or([eb('expiration', 'is', null), eb('expiration', '>', sql<Date>`now()`)]))
-    .returningAll()
-    .executeTakeFirst();
+  const row = await takeMigratedRefreshToken(db, handle);
   if (!row) return undefined;
   let data: z.infer<typeof migratedRefreshTokenData>;
   try {

@@ -1,4 +1,5 @@
 import { errors, type ResourceServer } from 'oidc-provider';
+import { listApiResourceClients } from '../store/clients';
 import type { Db } from '../store/database';
 
 /**
@@ -16,13 +17,7 @@ export type ApiResources = () => Promise<Map<string, string[]>>;
 /** The API resources of the store (ApiResources migrated as clients marked apiResource), with the admin API's own. */
 export function storedApiResources(db: Db): ApiResources {
   return async () => {
-    const rows = await db
-      .selectFrom('clients')
-      .select(['client_id', 'allowed_scopes'])
-      .where('enabled', '=', true)
-      .where((eb) => eb(eb.ref('settings', '->>').key('apiResource' as never), '=', 'true'))
-      .orderBy('client_id')
-      .execute();
+    const rows = await listApiResourceClients(db);
     return new Map([[ADMIN_RESOURCE, [ADMIN_RESOURCE]], ...rows.map((r) => [r.client_id, r.allowed_scopes] as const)]);
   };
 }

@@ -78,3 +78,14 @@ export async function clientsListingApp(db: Db, appId: string): Promise<string[]
     .execute();
   return rows.map((r) => r.client_id);
 }
+
+/** The enabled clients the migration made of ApiResources (audiences, not clients), by name, with their scopes. */
+export function listApiResourceClients(db: Db) {
+  return db
+    .selectFrom('clients')
+    .select(['client_id', 'allowed_scopes'])
+    .where('enabled', '=', true)
+    .where((eb) => eb(eb.ref('settings', '->>').key('apiResource' as never), '=', 'true'))
+    .orderBy('client_id')
+    .execute();
+}

@@ -1,4 +1,4 @@
-import { Kysely, Migrator, PostgresDialect, type Migration, type MigrationProvider } from 'kysely';
+import { Kysely, Migrator, PostgresDialect, sql, type Migration, type MigrationProvider } from 'kysely';
 import { Pool, type PoolClient } from 'pg';
 import * as usersAndProvisions from './migrations/0001_users_and_provisions';
 import * as scimAndApps from './migrations/0002_scim_and_apps';
@@ -95,4 +95,9 @@ export async function migrateToLatest(db: Db): Promise<void> {
       `store migration ${failed?.migrationName ?? ''} failed: ${(error as Error | undefined)?.message ?? 'unknown error'}`,
     );
   }
+}
+
+/** One round trip to the store: the health probe's question whether it answers. */
+export async function pingStore(db: Db): Promise<void> {
+  await sql`select 1`.execute(db);
 }

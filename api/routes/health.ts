@@ -1,7 +1,6 @@
 import type { Client } from '@temporalio/client';
 import { Router } from 'express';
-import { sql } from 'kysely';
-import type { Db } from '../../store/database';
+import { pingStore, type Db } from '../../store/database';
 import { within } from '../../composition/within';
 
 /** `ok`, or why the dependency did not answer. */
@@ -18,7 +17,7 @@ export function healthRouter({ db, temporal }: { db: Db; temporal: Client }): Ro
   const router = Router();
   router.get('/healthz', async (_req, res) => {
     const [store, workflows] = await Promise.all([
-      probe(() => sql`select 1`.execute(db)),
+      probe(() => pingStore(db)),
       probe(() => temporal.connection.workflowService.getSystemInfo({})),
     ]);
     const healthy = store === 'ok' && workflows === 'ok';

@@ -10,7 +10,7 @@ import { closeServer, listen, listeningUrl } from '../composition/listen';
 import { runMain, standaloneSettings } from '../composition/process';
 import { purgeExpiredIdempotencyKeys } from '../store/creation-guards';
 import { purgeAbandonedCredentials } from '../store/pending-credentials';
-import { purgeExpiredOidcPayloads } from '../oidc/adapter';
+import { purgeExpiredOidcPayloads } from '../store/oidc-payloads';
 import { purgeSignInAttempts } from '../store/sign-in';
 import { purgeOldRemovals } from '../store/user-removals';
 import { purgeRevokedAccessTokens } from '../store/admin-tokens';

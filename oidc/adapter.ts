@@ -1,7 +1,14 @@
-import { sql } from 'kysely';
 import { errors } from 'oidc-provider';
 import { textProblem } from '../security/storable-text';
 import type { Db } from '../store/database';
+import {
+  consumeOidcPayload,
+  deleteGrantWithTokens,
+  deleteOidcPayload,
+  deleteOidcPayloadsOfGrant,
+  findLiveOidcPayload,
+  upsertOidcPayload,
+} from '../store/oidc-payloads';
 
 /** What oidc-provider stores through an adapter: one JSON document per artefact. */
 export type AdapterPayload = Record<string, unknown> & {
@@ -48,113 +55,50 @@ export type ModelOverrides = Partial<Record<string, Partial<OidcAdapter>>>;
  * processes behind one URL share them and a restart signs nobody out. Expired rows are never returned and are purged.
  */
 export function createPostgresAdapter(db: Db, overrides: ModelOverrides = {}) {
-  const live = (model: string) =>
-    db
-      .selectFrom('oidc_payloads')
-      .select(['payload', 'consumed_at'])
-      .where('model', '=', model)
-      .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', sql<Date>`now()`)]));
-
   const withConsumed = (row: { payload: unknown; consumed_at: Date | null } | undefined): AdapterPayload | undefined =>
     row && {
       ...(row.payload as AdapterPayload),
       ...(row.consumed_at ? { consumed: Math.floor(row.consumed_at.getTime() / 1000) } : {}),
     };
 
-  /** Every token of a grant and the grant itself (oidc-provider keys a Grant by its own id), as its revoke does. */
-  const revokeGrant = async (grantId: string) => {
-    await db
-      .deleteFrom('oidc_payloads')
-      .where((eb) =>
-        eb.or([
-          eb.and([eb('grant_id', '=', grantId), eb('model', 'in', GRANT_TOKEN_MODELS)]),
-          eb.and([eb('model', '=', 'Grant'), eb('id', '=', grantId)]),
-        ]),
-      )
-      .execute();
+  return (model: string): OidcAdapter => {
+    const findBy = async (by: 'id' | 'user_code' | 'uid', value: string) =>
+      isStorableKey(value) ? withConsumed(await findLiveOidcPayload(db, model, by, value)) : undefined;
+    return {
+      async upsert(id, payload, expiresIn) {
+        await upsertOidcPayload(db, {
+          model,
+          id,
+          payload: JSON.stringify(payload),
+          grantId: payload.grantId ?? null,
+          userCode: payload.userCode ?? null,
+          uid: payload.uid ?? null,
+          expiresAt: typeof expiresIn === 'number' ? new Date(Date.now() + expiresIn * 1000) : null,
+        });
+      },
+      find: (id) => findBy('id', id),
+      findByUserCode: (userCode) => findBy('user_code', userCode),
+      findByUid: (uid) => findBy('uid', uid),
+      /**
+       * oidc-provider reads a code or refresh token, sees it unconsumed, then consumes it: two redemptions racing each
+       * other would both pass the read. The consumption is therefore the atomic step: only the one that flips it goes
+       * on; the other is a detected reuse, which revokes the whole grant (every token of it and the grant, as
+       * oidc-provider's revoke does for a reuse it sees itself) and fails with invalid_grant.
+       */
+      async consume(id) {
+        const consumed = await consumeOidcPayload(db, model, id);
+        if (consumed.status === 'consumed') return;
+        if (consumed.status === 'reused' && consumed.grantId)
+          await deleteGrantWithTokens(db, consumed.grantId, GRANT_TOKEN_MODELS);
+        throw new errors.InvalidGrant(
+          `${model === 'RefreshToken' ? 'refresh token' : 'authorization code'} already used`,
+        );
+      },
+      destroy: (id) => deleteOidcPayload(db, model, id),
+      // Only this model's rows: an interaction or a session also names its grant, and must outlive a revocation (the
+      // sign-out that precedes switching accounts revokes the grant while the interaction goes on).
+      revokeByGrantId: (grantId) => deleteOidcPayloadsOfGrant(db, model, grantId),
+      ...overrides[model],
+    };
   };
-
-  return (model: string): OidcAdapter => ({
-    async upsert(id, payload, expiresIn) {
-      const row = {
-        model,
-        id,
-        payload: JSON.stringify(payload),
-        grant_id: payload.grantId ?? null,
-        user_code: payload.userCode ?? null,
-        uid: payload.uid ?? null,
-        expires_at: typeof expiresIn === 'number' ? new Date(Date.now() + expiresIn * 1000) : null,
-      };
-      await db
-        .insertInto('oidc_payloads')
-        .values(row)
-        .onConflict((oc) =>
-          oc.columns(['model', 'id']).doUpdateSet({
-            payload: row.payload,
-            grant_id: row.grant_id,
-            user_code: row.user_code,
-            uid: row.uid,
-            expires_at: row.expires_at,
-          }),
-        )
-        .execute();
-    },
-    async find(id) {
-      if (!isStorableKey(id)) return undefined;
-      return withConsumed(await live(model).where('id', '=', id).executeTakeFirst());
-    },
-    async findByUserCode(userCode) {
-      if (!isStorableKey(userCode)) return undefined;
-      return withConsumed(await live(model).where('user_code', '=', userCode).executeTakeFirst());
-    },
-    async findByUid(uid) {
-      if (!isStorableKey(uid)) return undefined;
-      return withConsumed(await live(model).where('uid', '=', uid).executeTakeFirst());
-    },
-    /**
-     * oidc-provider reads a code or refresh token, sees it unconsumed, then consumes it: two redemptions racing each
-     * other would both pass the read. The consumption is therefore the atomic step: only the one that flips
-     * `consumed_at` goes on; the other is a detected reuse, which revokes the whole grant (as oidc-provider does for
-     * a reuse it sees itself) and fails with invalid_grant.
-     */
-    async consume(id) {
-      const flipped = await db
-        .updateTable('oidc_payloads')
-        .set({ consumed_at: sql<Date>`now()` })
-        .where('model', '=', model)
-        .where('id', '=', id)
-        .where('consumed_at', 'is', null)
-        .returning('grant_id')
-        .executeTakeFirst();
-      if (flipped) return;
-      const row = await db
-        .selectFrom('oidc_payloads')
-        .select('grant_id')
-        .where('model', '=', model)
-        .where('id', '=', id)
-        .executeTakeFirst();
-      if (row?.grant_id) await revokeGrant(row.grant_id);
-      throw new errors.InvalidGrant(
-        `${model === 'RefreshToken' ? 'refresh token' : 'authorization code'} already used`,
-      );
-    },
-    async destroy(id) {
-      await db.deleteFrom('oidc_payloads').where('model', '=', model).where('id', '=', id).execute();
-    },
-    // Only this model's rows: an interaction or a session also names its grant, and must outlive a revocation (the
-    // sign-out that precedes switching accounts revokes the grant while the interaction goes on).
-    async revokeByGrantId(grantId) {
-      await db.deleteFrom('oidc_payloads').where('model', '=', model).where('grant_id', '=', grantId).execute();
-    },
-    ...overrides[model],
-  });
-}
-
-/** Removes artefacts that expired; run now and then, it keeps the table to what is live. */
-export async function purgeExpiredOidcPayloads(db: Db): Promise<number> {
-  const result = await db
-    .deleteFrom('oidc_payloads')
-    .where('expires_at', '<', sql<Date>`now()`)
-    .executeTakeFirst();
-  return Number(result.numDeletedRows);
 }

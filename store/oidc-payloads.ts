@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Db } from './database';
 
 /**
@@ -17,4 +18,109 @@ export async function storedDevelopmentCookieKeys(db: Db, candidate: string[]): 
     .where('id', '=', 'development')
     .executeTakeFirstOrThrow();
   return (row.payload as { keys: string[] }).keys;
+}
+
+/** What oidc-provider stores of an artefact: its JSON document, and the keys it is found by besides its id. */
+export interface OidcPayloadRow {
+  model: string;
+  id: string;
+  payload: string;
+  grantId: string | null;
+  userCode: string | null;
+  uid: string | null;
+  expiresAt: Date | null;
+}
+
+export async function upsertOidcPayload(db: Db, row: OidcPayloadRow): Promise<void> {
+  const values = {
+    model: row.model,
+    id: row.id,
+    payload: row.payload,
+    grant_id: row.grantId,
+    user_code: row.userCode,
+    uid: row.uid,
+    expires_at: row.expiresAt,
+  };
+  await db
+    .insertInto('oidc_payloads')
+    .values(values)
+    .onConflict((oc) =>
+      oc.columns(['model', 'id']).doUpdateSet({
+        payload: values.payload,
+        grant_id: values.grant_id,
+        user_code: values.user_code,
+        uid: values.uid,
+        expires_at: values.expires_at,
+      }),
+    )
+    .execute();
+}
+
+/** An artefact that has not expired, by its id, user code or uid: its document and when it was consumed. */
+export function findLiveOidcPayload(db: Db, model: string, by: 'id' | 'user_code' | 'uid', value: string) {
+  return db
+    .selectFrom('oidc_payloads')
+    .select(['payload', 'consumed_at'])
+    .where('model', '=', model)
+    .where(by, '=', value)
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', sql<Date>`now()`)]))
+    .executeTakeFirst();
+}
+
+/**
+ * Marks an artefact consumed, atomically: `consumed` when this call flipped it, else `reused` with the grant it
+ * belongs to (another call consumed it first), or `missing`.
+ */
+export async function consumeOidcPayload(
+  db: Db,
+  model: string,
+  id: string,
+): Promise<{ status: 'consumed' } | { status: 'reused'; grantId: string | null } | { status: 'missing' }> {
+  const flipped = await db
+    .updateTable('oidc_payloads')
+    .set({ consumed_at: sql<Date>`now()` })
+    .where('model', '=', model)
+    .where('id', '=', id)
+    .where('consumed_at', 'is', null)
+    .returning('grant_id')
+    .executeTakeFirst();
+  if (flipped) return { status: 'consumed' };
+  const row = await db
+    .selectFrom('oidc_payloads')
+    .select('grant_id')
+    .where('model', '=', model)
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return row ? { status: 'reused', grantId: row.grant_id } : { status: 'missing' };
+}
+
+export async function deleteOidcPayload(db: Db, model: string, id: string): Promise<void> {
+  await db.deleteFrom('oidc_payloads').where('model', '=', model).where('id', '=', id).execute();
+}
+
+/** The artefacts of one model that belong to a grant. */
+export async function deleteOidcPayloadsOfGrant(db: Db, model: string, grantId: string): Promise<void> {
+  await db.deleteFrom('oidc_payloads').where('model', '=', model).where('grant_id', '=', grantId).execute();
+}
+
+/** Every artefact of the given models that belongs to a grant, and the grant itself (keyed by its own id). */
+export async function deleteGrantWithTokens(db: Db, grantId: string, tokenModels: string[]): Promise<void> {
+  await db
+    .deleteFrom('oidc_payloads')
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('grant_id', '=', grantId), eb('model', 'in', tokenModels)]),
+        eb.and([eb('model', '=', 'Grant'), eb('id', '=', grantId)]),
+      ]),
+    )
+    .execute();
+}
+
+/** Removes artefacts that expired; run now and then, it keeps the table to what is live. */
+export async function purgeExpiredOidcPayloads(db: Db): Promise<number> {
+  const result = await db
+    .deleteFrom('oidc_payloads')
+    .where('expires_at', '<', sql<Date>`now()`)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
 }

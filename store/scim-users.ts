@@ -1,4 +1,4 @@
-import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
+import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
 import type { Db } from './database';
 import type { Database, ScimEmail } from './schema';
 import { DuplicateUserError, normalize } from './users';
@@ -106,3 +106,23 @@ export async function setScimEmails(db: Db, id: string, emails: ScimEmail[]): Pr
     .where('id', '=', id)
     .execute();
 }
+
+/**
+ * The SQL of SCIM filters on users, for the SCIM layer's attribute map: the sign-in e-mail or any e-mail a SCIM client
+ * sent; an e-mail type (a user without SCIM e-mails has its sign-in e-mail as the work one); a primary e-mail; a custom
+ * attribute's value (the enterprise extension's attributes are kept as custom attributes).
+ */
+export const scimUserConditions = {
+  anyEmail: (eb: ExpressionBuilder<Database, 'users'>, value: string) =>
+    eb.or([
+      eb('normalized_email', '=', normalize(value)),
+      sql<boolean>`exists (select from jsonb_array_elements(scim_emails) e where lower(e->>'value') = lower(${value}))`,
+    ]),
+  emailType: (value: string) =>
+    sql<boolean>`(case when scim_emails is null then lower(${value}) = 'work' else exists (select from jsonb_array_elements(scim_emails) e where lower(e->>'type') = lower(${value})) end)`,
+  hasPrimaryEmail: () =>
+    sql<boolean>`(scim_emails is null or exists (select from jsonb_array_elements(scim_emails) e where (e->>'primary')::boolean))`,
+  customAttribute: (eb: ExpressionBuilder<Database, 'users'>, name: string, value: string) =>
+    eb(sql`custom_attributes->>${name}`, '=', value),
+  nothing: () => sql<boolean>`false`,
+};

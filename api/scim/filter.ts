@@ -1,4 +1,4 @@
-import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
+import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
 import { parse, type Filter } from 'scim2-parse-filter';
 import { ScimError } from './errors';
 
@@ -50,6 +50,3 @@ function translate<DB, TB extends keyof DB>(
       );
   }
 }
-
-export const always = () => sql<SqlBool>`true`;
-export const never = () => sql<SqlBool>`false`;

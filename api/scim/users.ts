@@ -1,4 +1,4 @@
-import { sql, type ExpressionBuilder } from 'kysely';
+import type { ExpressionBuilder } from 'kysely';
 import { Router } from 'express';
 import type { PasswordPolicy } from '../../config/schema';
 import { hashPassword } from '../../security/password-hashing';
@@ -6,6 +6,7 @@ import { passwordPolicyViolations } from '../../security/password-policy';
 import {
   findScimUser,
   listScimUsers,
+  scimUserConditions,
   setScimEmails,
   updateScimUser,
   type ScimUserRow,
@@ -21,7 +22,7 @@ import { outcomeProblem } from '../provisioning-outcome';
 import { createUserThroughWorkflow } from '../user-creation';
 import { describeIssues } from '../problem';
 import { ScimError, scimErrorAnswer, SCIM_CONTENT_TYPE } from './errors';
-import { never, scimFilterToSql, type AttributeMap } from './filter';
+import { scimFilterToSql, type AttributeMap } from './filter';
 import {
   applyPatch,
   checkIfMatch,
@@ -38,12 +39,7 @@ import {
 import { resourceReads } from './resource-reads';
 import type { Database } from '../../store/schema';
 
-/** The sign-in e-mail, or any e-mail a SCIM client sent. */
-const anyEmail = (eb: ExpressionBuilder<Database, 'users'>, value: string) =>
-  eb.or([
-    eb('normalized_email', '=', normalize(value)),
-    sql<boolean>`exists (select from jsonb_array_elements(scim_emails) e where lower(e->>'value') = lower(${value}))`,
-  ]);
+const { anyEmail, emailType, hasPrimaryEmail, customAttribute, nothing } = scimUserConditions;
 
 const userAttributes: AttributeMap<Database, 'users'> = {
   id: (eb, v) => eb('id', '=', String(v)),
@@ -52,12 +48,8 @@ const userAttributes: AttributeMap<Database, 'users'> = {
   'emails.value': (eb, v) => anyEmail(eb, String(v)),
   emails: (eb, v) => anyEmail(eb, String(v)),
   // Each e-mail sub-attribute is matched on its own (a value path's conditions may meet in different e-mails).
-  'emails.type': (_eb, v) =>
-    sql<boolean>`(case when scim_emails is null then lower(${String(v)}) = 'work' else exists (select from jsonb_array_elements(scim_emails) e where lower(e->>'type') = lower(${String(v)})) end)`,
-  'emails.primary': (_eb, v) =>
-    v === true
-      ? sql<boolean>`(scim_emails is null or exists (select from jsonb_array_elements(scim_emails) e where (e->>'primary')::boolean))`
-      : never(),
+  'emails.type': (_eb, v) => emailType(String(v)),
+  'emails.primary': (_eb, v) => (v === true ? hasPrimaryEmail() : nothing()),
   active: (eb, v) => eb('active', '=', v === true || String(v).toLowerCase() === 'true'),
   'name.givenname': (eb, v) => eb('first_name', '=', String(v)),
   'name.familyname': (eb, v) => eb('last_name', '=', String(v)),
@@ -65,7 +57,7 @@ const userAttributes: AttributeMap<Database, 'users'> = {
     [...ENTERPRISE_ATTRIBUTES, 'manager.value'].map((name) => [
       `${ENTERPRISE_SCHEMA.toLowerCase()}:${name.toLowerCase()}`,
       (eb: ExpressionBuilder<Database, 'users'>, v: string | number | boolean | null) =>
-        eb(sql`custom_attributes->>${name.replace('.value', '')}`, '=', String(v)),
+        customAttribute(eb, name.replace('.value', ''), String(v)),
     ]),
   ),
 };

@@ -8,7 +8,8 @@ import type { KeyRing } from '../security/data-protection';
 import type { Db } from '../store/database';
 import { identityAdminCheck, requireIdentityAdmin } from './auth/identity-admin';
 import { serviceTokenCheck } from './auth/service-token';
-import { edgeGuard, isSignInPath, JSON_BODY_TYPES, rejectJsonProblems } from './edge-guard';
+import { edgeGuard, JSON_BODY_TYPES, rejectJsonProblems } from './edge-guard';
+import { isSignInPath } from '../oidc/paths';
 import { MISSING_KEY_MESSAGE } from '../security/key-ring-config';
 import { payloadCodecOf } from '../composition/temporal-data-converter';
 import { codecRouter } from './routes/codec';
@@ -104,7 +105,7 @@ export function createApiApp({
 
   app.use(healthRouter({ db, temporal }));
   app.use(apiDocsRouter(publicUrl));
-  app.use('/api/v1/profile', identityAdmin, profileRouter({ db, run }));
+  app.use('/api/v1/profile', identityAdmin, profileRouter({ db, run, passwordPolicy: config.Auth.PasswordPolicy }));
   app.use('/api/auth/register', registerRouter({ config, db, run }));
   app.use('/api/v1/scim/tokens', identityAdmin, scimTokensRouter({ db }));
   app.use('/api/v1/clients', identityAdmin, clientsRouter({ db, apps }));

@@ -2,16 +2,8 @@ import type { Request, RequestHandler } from 'express';
 import { findJsonProblem, forbiddenPathSegment, MAX_JSON_DEPTH } from '../security/object-keys';
 import { TEXT_PROBLEM_MESSAGES } from '../security/storable-text';
 import type { ScimType } from './scim/errors';
+import { isSignInPath } from '../oidc/paths';
 import { isScimRequest, sendError } from './problem';
-
-/** The paths of sign-in: the provider's endpoints and discovery, and the sign-in pages. They take form posts. */
-export const isSignInPath = (path: string) =>
-  path.startsWith('/connect/') ||
-  path.startsWith('/.well-known/openid-configuration') ||
-  path.startsWith('/interaction/') ||
-  path.startsWith('/account/') ||
-  path.startsWith('/oidc/') ||
-  path.startsWith('/saml/');
 
 /** The body types each part of the service takes; a body of any other type is refused with 415 before a route sees it. */
 const BODY_TYPES = {

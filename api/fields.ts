@@ -1,7 +1,14 @@
 import { z } from 'zod';
+import { FIELD_BOUNDS } from '../security/field-bounds';
 
 /** First and last names, as every user-creation body takes them. */
-export const personName = z.string().trim().min(1).max(256);
+export const personName = z.string().trim().min(1).max(FIELD_BOUNDS.name);
+
+/** An e-mail address, as every body and query takes it. */
+export const emailAddress = z.email().max(FIELD_BOUNDS.email);
+
+/** A password as a body carries it: its policy (Auth:PasswordPolicy) is checked where the route knows it. */
+export const passwordText = z.string().max(FIELD_BOUNDS.password);
 
 /**
  * A date the store can hold and a person could mean: a valid date between the years 1 and 9999 (JavaScript's Date

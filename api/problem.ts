@@ -65,3 +65,11 @@ export function sendError(req: Request, res: Response, answer: ErrorAnswer): voi
     ...answer.extensions,
   });
 }
+
+/** A password Auth:PasswordPolicy refuses: every rule it breaks, as each creation route answers it. */
+export const passwordPolicyProblem = (violations: string[]): Problem => ({
+  status: 400,
+  title: 'Password does not meet the policy',
+  detail: violations.map((v) => `password: ${v}`).join('; '),
+  errors: violations.map((message) => ({ field: 'password', message })),
+});

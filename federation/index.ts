@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import express, { Router, type Response } from 'express';
 import type { WorkflowRunner } from '../client/workflow-runner';
 import { createPostgresAdapter } from '../oidc/adapter';
+import { FEDERATION_CALLBACK_PATH } from '../oidc/paths';
 import { accountReadyPage, renderErrorPage } from '../oidc/pages';
 import type { AllowList } from '../security/callback-address';
 import type { KeyRing } from '../security/data-protection';
@@ -16,11 +17,6 @@ import { logger } from '../observability/logger';
 
 /** How long the browser has to come back from the callback to its sign-in interaction. */
 const TICKET_SECONDS = 120;
-
-export const FEDERATION_CALLBACK_PATH = '/oidc/callback';
-
-/** The paths federation answers: the OIDC callback and each SAML provider's ACS and metadata. */
-export const isFederationPath = (path: string) => path === FEDERATION_CALLBACK_PATH || path.startsWith('/saml/');
 
 export interface FederationDependencies {
   db: Db;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Request, RequestHandler } from 'express';
 import { findRoute } from '../api/openapi/routes';
-import { OIDC_ROUTES } from '../oidc/provider';
+import { DISCOVERY_PATH, OIDC_ROUTES } from '../oidc/paths';
 import type { Logger } from './logger';
 import { httpRequestDuration, httpRequests } from './metrics';
 
@@ -24,7 +24,7 @@ const GIVEN_ID = /^[A-Za-z0-9._:-]{1,128}$/;
  */
 const PROVIDER_PATHS = new Set<string>([
   ...Object.values(OIDC_ROUTES),
-  '/.well-known/openid-configuration',
+  DISCOVERY_PATH,
   `${OIDC_ROUTES.end_session}/confirm`,
   `${OIDC_ROUTES.end_session}/success`,
 ]);

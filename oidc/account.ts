@@ -13,6 +13,7 @@ import { checkPassword } from './credentials';
 import { signInErrorPage } from './interactions';
 import type { AppConfig } from '../config/schema';
 import { findAccountUser } from '../store/users';
+import { FIELD_BOUNDS } from '../security/field-bounds';
 
 /** How long an enrolment page stays good for. */
 const PENDING_MINUTES = 15;
@@ -30,7 +31,7 @@ const codeForm = z.object({ pending: z.string().max(2048), code: z.string().max(
 const passwordForm = z.object({
   password: z
     .string()
-    .max(1024)
+    .max(FIELD_BOUNDS.password)
     .refine((v) => !v.includes('\0')),
 });
 

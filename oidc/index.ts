@@ -6,11 +6,12 @@ import { loadSigningKeys, sealStoredSigningKeys } from '../store/signing-keys';
 import { loadScopeClaims } from './claims';
 import { clientRow, configuredSecrets } from './clients';
 import { cookieKeys } from './cookie-keys';
-import { createFederation, isFederationPath, type Federation, type FederationDependencies } from '../federation';
+import { createFederation, type Federation, type FederationDependencies } from '../federation';
+import { ACCOUNT_PREFIX, INTERACTION_PREFIX, isFederationPath, isProviderPath } from './paths';
 import { parseAllowList } from '../security/callback-address';
 import { accountRouter } from './account';
 import { interactionRouter } from './interactions';
-import { createOidcProvider, isProviderPath, withOfflineConsent } from './provider';
+import { createOidcProvider, withOfflineConsent } from './provider';
 import { providerSettingsVersion } from '../store/sign-in';
 import { storedApiResources } from './resources';
 import { logger } from '../observability/logger';
@@ -123,9 +124,9 @@ export async function createSignIn(deps: SignInDependencies): Promise<Router> {
   const router = Router();
   router.use(async (req, res, next) => {
     const forProvider = isProviderPath(req.path);
-    const forAccount = req.path.startsWith('/account/');
+    const forAccount = req.path.startsWith(ACCOUNT_PREFIX);
     const forFederation = isFederationPath(req.path);
-    if (!forProvider && !forAccount && !forFederation && !req.path.startsWith('/interaction/')) return next();
+    if (!forProvider && !forAccount && !forFederation && !req.path.startsWith(INTERACTION_PREFIX)) return next();
     setSignInHeaders(res, req.path);
     if (forFederation) return federation.router(req, res, next);
     await fresh();

@@ -20,6 +20,7 @@ import { codePage, consentPage, emailPage, passwordPage, renderErrorPage } from 
 import type { Federation } from '../federation';
 import { FederationCheckError } from '../federation/errors';
 import { logger } from '../observability/logger';
+import { FIELD_BOUNDS } from '../security/field-bounds';
 
 export interface InteractionDependencies {
   provider: Provider;
@@ -37,8 +38,11 @@ const field = (max: number) =>
     .string()
     .max(max)
     .refine((v) => !v.includes('\0'), 'must not contain NUL characters');
-const emailForm = z.object({ email: field(256).pipe(z.email()) });
-const passwordForm = z.object({ email: field(256).pipe(z.email()), password: field(1024) });
+const emailForm = z.object({ email: field(FIELD_BOUNDS.email).pipe(z.email()) });
+const passwordForm = z.object({
+  email: field(FIELD_BOUNDS.email).pipe(z.email()),
+  password: field(FIELD_BOUNDS.password),
+});
 const codeForm = z.object({ code: field(64) });
 
 /** What a password check leaves in the interaction while the second factor is asked for. */

@@ -3,6 +3,7 @@ import type { Db } from '../store/database';
 import { findClient } from '../store/clients';
 import type { SigningJwk } from '../store/signing-keys';
 import { createPostgresAdapter, isStorableKey } from './adapter';
+import { OIDC_ROUTES } from './paths';
 import { claimsOf, tokenClaimsOf, type ScopeClaims } from './claims';
 import {
   allowedScopesOf,
@@ -17,21 +18,6 @@ import { verifyIssuedAccessToken } from './issued-tokens';
 import { revokeAccessToken } from '../store/admin-tokens';
 import { renderErrorPage, signedOutPage, signOutPage } from './pages';
 import { RESOURCE_PREFIX, resourceOfScopes, resourceServer, type ApiResources } from './resources';
-
-/** IdentityServer's endpoint paths, so existing clients and backends-for-frontends need no change. */
-export const OIDC_ROUTES = {
-  authorization: '/connect/authorize',
-  token: '/connect/token',
-  userinfo: '/connect/userinfo',
-  end_session: '/connect/endsession',
-  revocation: '/connect/revocation',
-  introspection: '/connect/introspect',
-  jwks: '/.well-known/openid-configuration/jwks',
-} as const;
-
-/** Whether a request path belongs to the provider (its routes, discovery, and the end-session confirmation pages). */
-export const isProviderPath = (path: string) =>
-  path.startsWith('/connect/') || path === '/.well-known/openid-configuration' || path.startsWith(OIDC_ROUTES.jwks);
 
 /**
  * IdentityServer issues a refresh token for `offline_access` whatever the prompt; oidc-provider, following OpenID

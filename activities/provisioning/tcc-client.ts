@@ -16,6 +16,7 @@ import { CONFIRM_CANCEL_TIMEOUT_SECONDS, reasons, type TryVerdict } from '../../
 import type { ProvisioningApp } from './apps';
 import { logger } from '../../observability/logger';
 import { tccCallDuration, tccCalls, type TccOutcome, type TccPhase } from '../../observability/metrics';
+import { FIELD_BOUNDS } from '../../security/field-bounds';
 
 /** The spec's fixed 10 s, named once for the workflows' activity policies and for the HTTP calls here. */
 const CONFIRM_CANCEL_TIMEOUT_MS = CONFIRM_CANCEL_TIMEOUT_SECONDS * 1000;
@@ -86,7 +87,11 @@ export const MAX_ANSWER_BYTES = 64 * 1024;
 /** The most of an app's rejection reason that is kept: it travels to the caller, in histories and in logs. */
 export const MAX_REASON_LENGTH = 500;
 /** Bounds of what a Try answer may set, as the admin API's own (api/routes/profile.ts). */
-const ANSWER_BOUNDS = { organizationId: 256, attributeName: 128, attributeValue: 4096 };
+const ANSWER_BOUNDS = {
+  organizationId: FIELD_BOUNDS.id,
+  attributeName: FIELD_BOUNDS.attributeName,
+  attributeValue: FIELD_BOUNDS.attributeValue,
+};
 
 /** Error messages name what went wrong, never the request's headers (the key travels there). */
 function appCallError(error: unknown): AppCallError {

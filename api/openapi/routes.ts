@@ -1,3 +1,4 @@
+import { emailAddress } from '../fields';
 import { z } from 'zod';
 import { clientBodySchema } from '../routes/clients';
 import { createProfileSchema } from '../routes/profile';
@@ -243,7 +244,7 @@ export const ROUTES: RouteSpec[] = [
     summary: 'Find a user by e-mail',
     tag: 'Users',
     auth: 'admin',
-    query: z.object({ email: z.email().max(256) }),
+    query: z.object({ email: emailAddress }),
     answers: { 200: { description: 'The user', body: userViewSchema }, 404: 'No user with this e-mail' },
   },
   {

@@ -1,13 +1,16 @@
 import { Router } from 'express';
 import { z } from 'zod';
-import { personName } from '../fields';
+import { emailAddress, passwordText, personName } from '../fields';
+import { FIELD_BOUNDS } from '../../security/field-bounds';
 import { isReservedClaim, reservedClaimMessage } from '../../security/reserved-claims';
 import type { Db } from '../../store/database';
 import { listProvisionedApps } from '../../store/provisions';
 import { findUser, findUserIdByEmail } from '../../store/users';
 import { deletionWorkflowId, provisioningWorkflowId } from '../../workflows/ids';
 import { deleteUserAndDeprovision, provisionExistingUser } from '../../workflows/provisioning';
-import { sendProblem, userNotFound } from '../problem';
+import { passwordPolicyProblem, sendProblem, userNotFound } from '../problem';
+import type { PasswordPolicy } from '../../config/schema';
+import { passwordPolicyViolations } from '../../security/password-policy';
 import { idempotentCreation } from '../idempotency';
 import { answer, toAnswer, toHttpOutcome } from '../provisioning-outcome';
 import { createUserThroughWorkflow, newUserFrom } from '../user-creation';
@@ -15,13 +18,13 @@ import type { WorkflowRunner } from '../../client/workflow-runner';
 
 export const createProfileSchema = z
   .object({
-    email: z.email().max(256),
+    email: emailAddress,
     firstName: personName.optional(),
     lastName: personName.optional(),
-    password: z.string().min(8, 'must be at least 8 characters').max(1024).optional(),
-    organizationId: z.string().trim().min(1).max(256).optional(),
+    password: passwordText.optional(),
+    organizationId: z.string().trim().min(1).max(FIELD_BOUNDS.id).optional(),
     customAttributes: z
-      .record(z.string().min(1).max(128), z.string().max(4096))
+      .record(z.string().min(1).max(FIELD_BOUNDS.attributeName), z.string().max(FIELD_BOUNDS.attributeValue))
       .superRefine((attributes, ctx) => {
         for (const name of Object.keys(attributes))
           if (isReservedClaim(name))
@@ -31,14 +34,25 @@ export const createProfileSchema = z
   })
   .strict();
 
-const userIdParam = z.string().min(1).max(256);
-const emailQuery = z.email().max(256);
+const userIdParam = z.string().min(1).max(FIELD_BOUNDS.id);
+const emailQuery = emailAddress;
 
-export function profileRouter({ db, run }: { db: Db; run: WorkflowRunner }): Router {
+export function profileRouter({
+  db,
+  run,
+  passwordPolicy,
+}: {
+  db: Db;
+  run: WorkflowRunner;
+  passwordPolicy: PasswordPolicy;
+}): Router {
   const router = Router();
 
   router.post('/', async (req, res) => {
     const { password, ...profile } = createProfileSchema.parse(req.body);
+    // The same rules as registration and SCIM: Auth:PasswordPolicy, not a length of the admin API's own.
+    const violations = password === undefined ? [] : passwordPolicyViolations(password, passwordPolicy);
+    if (violations.length > 0) return sendProblem(res, passwordPolicyProblem(violations));
     await idempotentCreation(db, 'POST /api/v1/profile', req, res, async (userId) => {
       const outcome = await createUserThroughWorkflow(
         { db, run },

@@ -1,21 +1,21 @@
 import { Router } from 'express';
 import { rateLimit } from 'express-rate-limit';
 import { z } from 'zod';
-import { personName } from '../fields';
+import { emailAddress, passwordText, personName } from '../fields';
 import type { AppConfig } from '../../config/schema';
 import { passwordPolicyViolations } from '../../security/password-policy';
 import type { Db } from '../../store/database';
 import { isSsoDomainEmail } from '../../store/federation';
 import { domainOf } from '../../store/users';
-import { sendProblem } from '../problem';
+import { passwordPolicyProblem, sendProblem } from '../problem';
 import { answer, toHttpOutcome } from '../provisioning-outcome';
 import { createUserThroughWorkflow, newUserFrom } from '../user-creation';
 import type { WorkflowRunner } from '../../client/workflow-runner';
 
 export const registrationSchema = z
   .object({
-    email: z.email().max(256),
-    password: z.string().max(1024),
+    email: emailAddress,
+    password: passwordText,
     firstName: personName.optional(),
     lastName: personName.optional(),
   })
@@ -60,14 +60,7 @@ export function registerRouter({ config, db, run }: { config: AppConfig; db: Db;
       });
     }
     const violations = passwordPolicyViolations(password, config.Auth.PasswordPolicy);
-    if (violations.length > 0) {
-      return sendProblem(res, {
-        status: 400,
-        title: 'Password does not meet the policy',
-        detail: violations.map((v) => `password: ${v}`).join('; '),
-        errors: violations.map((message) => ({ field: 'password', message })),
-      });
-    }
+    if (violations.length > 0) return sendProblem(res, passwordPolicyProblem(violations));
     const outcome = await createUserThroughWorkflow(
       { db, run },
       { trigger: 'register', password, user: newUserFrom(profile) },

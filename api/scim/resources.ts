@@ -6,6 +6,8 @@ import { forbiddenPathSegment } from '../../security/object-keys';
 import { ScimError } from './errors';
 import type { ScimUserRow } from '../../store/scim-users';
 import type { ScimEmail } from '../../store/schema';
+import { passwordText } from '../fields';
+import { FIELD_BOUNDS } from '../../security/field-bounds';
 
 export const USER_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:User';
 export const GROUP_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:Group';
@@ -54,7 +56,7 @@ export const scimUserInputSchema = z.looseObject({
   emails: z
     .array(
       z.looseObject({
-        value: z.string().trim().max(256),
+        value: z.string().trim().max(FIELD_BOUNDS.email),
         type: z.string().max(64).nullish(),
         primary: scimBoolean.nullish(),
       }),
@@ -62,7 +64,7 @@ export const scimUserInputSchema = z.looseObject({
     .max(20)
     .nullish(),
   active: scimBoolean.optional(),
-  password: z.string().max(1024).optional(),
+  password: passwordText.optional(),
 });
 
 export type ScimUserInput = z.infer<typeof scimUserInputSchema>;

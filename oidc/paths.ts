@@ -1,0 +1,35 @@
+/**
+ * Every path of sign-in, in one table: the provider's endpoints (IdentityServer's, so clients and backends-for-frontends
+ * only change their authority URL), the sign-in and account pages, and federation's callback and SAML endpoints. The
+ * composition root routes by it, the edge takes form posts on it, metrics label by it.
+ */
+export const OIDC_ROUTES = {
+  authorization: '/connect/authorize',
+  token: '/connect/token',
+  userinfo: '/connect/userinfo',
+  end_session: '/connect/endsession',
+  revocation: '/connect/revocation',
+  introspection: '/connect/introspect',
+  jwks: '/.well-known/openid-configuration/jwks',
+} as const;
+
+export const DISCOVERY_PATH = '/.well-known/openid-configuration';
+export const INTERACTION_PREFIX = '/interaction/';
+export const ACCOUNT_PREFIX = '/account/';
+export const FEDERATION_CALLBACK_PATH = '/oidc/callback';
+export const SAML_PREFIX = '/saml/';
+
+/** Whether a request path belongs to the provider (its routes, discovery, and the end-session confirmation pages). */
+export const isProviderPath = (path: string) =>
+  path.startsWith('/connect/') || path === DISCOVERY_PATH || path.startsWith(OIDC_ROUTES.jwks);
+
+/** The paths federation answers: the OIDC callback and each SAML provider's ACS and metadata. */
+export const isFederationPath = (path: string) => path === FEDERATION_CALLBACK_PATH || path.startsWith(SAML_PREFIX);
+
+/** Every path of sign-in: they take form posts, not JSON. */
+export const isSignInPath = (path: string) =>
+  isProviderPath(path) ||
+  path.startsWith(DISCOVERY_PATH) ||
+  path.startsWith(INTERACTION_PREFIX) ||
+  path.startsWith(ACCOUNT_PREFIX) ||
+  isFederationPath(path);

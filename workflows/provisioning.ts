@@ -1,12 +1,15 @@
 import { proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { FirstStep, ProvisioningActivities } from '../activities/provisioning';
-import type { NewUser, UserProfile } from '../store/users';
+import type { NewUser } from '../store/users';
 import { FIRST_STEP, STORE } from './activity-policies';
 import { deprovisionInBackground } from './background';
 import type { Trigger } from './ids';
 import { deleteRefusedUser } from './refused-creation';
 import { recordOutcome } from './search-attributes';
-import { runTransaction, type TransactionResult } from './transaction';
+import { runTransaction } from './transaction';
+import type { CreationOutcome, ProvisioningOutcome } from './outcomes';
+
+export type { CreationOutcome, ProvisioningOutcome };
 
 const store = proxyLocalActivities<ProvisioningActivities>(STORE);
 const firstStep = proxyLocalActivities<ProvisioningActivities>(FIRST_STEP);
@@ -16,14 +19,6 @@ export interface ProvisionScope {
   /** A client's `provisioningApps`; absent means every configured app. */
   appIds?: string[];
 }
-
-export type ProvisioningOutcome =
-  | TransactionResult
-  | { status: 'not-found'; userId: string }
-  | { status: 'unknown-apps'; appIds: string[]; user: UserProfile };
-
-export type CreationOutcome =
-  (ProvisioningOutcome & { userDeleted?: boolean }) | { status: 'duplicate'; detail: string; existingUserId?: string };
 
 /**
  * The run's own key. The spec asks only for a string shared by Try, Confirm and Cancel; the run id keeps re-runs of

@@ -1,7 +1,7 @@
 import { proxyLocalActivities } from '@temporalio/workflow';
 import type { FirstStep, ProvisioningActivities } from '../activities/provisioning';
 import { STORE } from './activity-policies';
-import type { CreationOutcome, ProvisioningOutcome } from './provisioning';
+import type { CreationOutcome, ProvisioningOutcome } from './outcomes';
 
 const store = proxyLocalActivities<ProvisioningActivities>(STORE);
 

@@ -1,13 +1,14 @@
 import { Router, type RequestHandler } from 'express';
-import type { PasswordPolicy } from '../../config/schema';
 import type { Db } from '../../store/database';
 import { isValidScimToken } from '../../store/scim-tokens';
 import { bearerToken } from '../auth/bearer';
-import type { WorkflowRunner } from '../../client/workflow-runner';
 import { scimDiscoveryRouter } from './discovery';
 import { sendScimError } from './errors';
 import { scimGroupsRouter } from './groups';
 import { scimUsersRouter } from './users';
+import type { ScimDependencies } from './dependencies';
+
+export type { ScimDependencies };
 
 function requireScimToken(db: Db): RequestHandler {
   return async (req, res, next) => {
@@ -25,15 +26,6 @@ function requireScimToken(db: Db): RequestHandler {
  * handler, which renders them in SCIM's schema here). `scimUrl`: the public URL of /scim/v2, from Api:PublicUrl; never
  * the request's Host header, which the client chooses.
  */
-export interface ScimDependencies {
-  db: Db;
-  run: WorkflowRunner;
-  passwordPolicy: PasswordPolicy;
-  scimUrl: string;
-  /** The public page that documents the service's SCIM rules (the ServiceProviderConfig's documentationUri). */
-  documentationUrl: string;
-}
-
 export function scimRouter(deps: ScimDependencies): Router {
   const router = Router();
   router.use(requireScimToken(deps.db));

@@ -17,7 +17,7 @@ import { DuplicateUserError, normalize } from '../../store/users';
 import { deactivationWorkflowId, provisioningWorkflowId } from '../../workflows/ids';
 import { deactivateAndDeprovision, reactivateAndProvision, type CreationOutcome } from '../../workflows/provisioning';
 import { idempotentCreation } from '../idempotency';
-import type { ScimDependencies } from './router';
+import type { ScimDependencies } from './dependencies';
 import { outcomeProblem } from '../provisioning-outcome';
 import { createUserThroughWorkflow } from '../user-creation';
 import { describeIssues } from '../problem';

@@ -10,7 +10,7 @@ import { identityAdminCheck, requireIdentityAdmin } from './auth/identity-admin'
 import { serviceTokenCheck } from './auth/service-token';
 import { edgeGuard, JSON_BODY_TYPES, rejectJsonProblems } from './edge-guard';
 import { isSignInPath } from '../oidc/paths';
-import { MISSING_KEY_MESSAGE } from '../security/key-ring-config';
+import { MISSING_KEY_MESSAGE } from '../config/key-ring';
 import { payloadCodecOf } from '../composition/temporal-data-converter';
 import { codecRouter } from './routes/codec';
 import { errorHandler } from './error-handler';
@@ -29,6 +29,7 @@ import { scimDocumentationPage } from './scim/documentation';
 import { scimRouter } from './scim/router';
 import { createWorkflowRunner } from '../client/workflow-runner';
 import { requestObservability } from '../observability/http';
+import { routeOf } from './route-labels';
 import { logger, type Logger } from '../observability/logger';
 
 export interface ApiDependencies {
@@ -76,7 +77,7 @@ export function createApiApp({
 }: ApiDependencies): express.Express {
   const app = express();
   app.disable('x-powered-by');
-  app.use(requestObservability(log));
+  app.use(requestObservability(log, routeOf));
   // The client address (the key of the sign-in and registration limits) comes from X-Forwarded-For only when the
   // request arrived from one of Api:TrustedProxies; from anyone else the header is the client's own say.
   app.set('trust proxy', trustProxySetting(config.Api.TrustedProxies));

@@ -17,7 +17,7 @@ import { purgeRevokedAccessTokens } from '../store/admin-tokens';
 import type { Db } from '../store/database';
 import { apiWorkflowRunner, createApiApp } from './app';
 import { createSignIn } from '../oidc';
-import { MISSING_KEY_MESSAGE } from '../security/key-ring-config';
+import { MISSING_KEY_MESSAGE } from '../config/key-ring';
 import { logger } from '../observability/logger';
 import { startMetricsServer } from '../observability/metrics-server';
 import { describeApps } from '../activities/provisioning/apps';

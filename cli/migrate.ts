@@ -14,7 +14,7 @@ import {
 import { createServiceContext, migrationDependencies } from '../composition/service-context';
 import { temporalClient, withEphemeralPayloadKey } from '../composition/temporal-data-converter';
 import { importSigningKey } from '../store/signing-keys';
-import { requireKeyRing, requirePayloadKeyRing } from '../security/key-ring-config';
+import { requireKeyRing, requirePayloadKeyRing } from '../config/key-ring';
 import { freePort } from '../dev/ports';
 import { startDevServer } from '../dev/temporal-dev-server';
 import { parseSourceConnectionString } from '../migration-source/connection';

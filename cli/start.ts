@@ -11,7 +11,7 @@ import {
   requirePayloadKeyRing,
   withEmbeddedKey,
   withEmbeddedPayloadKey,
-} from '../security/key-ring-config';
+} from '../config/key-ring';
 import { isLoopbackAddress } from '../security/callback-address';
 import { startEmbeddedPostgres } from '../dev/embedded-postgres';
 import { startHostedMigrationRunner } from '../client/migration-runner';

@@ -1,6 +1,6 @@
 import { ConfigError } from '../config/load';
 import type { AppConfig } from '../config/schema';
-import { requireKeyRing, requirePayloadKeyRing } from '../security/key-ring-config';
+import { requireKeyRing, requirePayloadKeyRing } from '../config/key-ring';
 import { logger } from '../observability/logger';
 import { markShuttingDown } from '../observability/shutdown';
 

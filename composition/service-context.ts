@@ -8,7 +8,7 @@ import { connectSource } from '../migration-source/connection';
 import type { SourceDatabase } from '../migration-source/schema';
 import { createDb, migrateToLatest, type Db } from '../store/database';
 import type { KeyRing } from '../security/data-protection';
-import { keyRingFromConfig, MISSING_KEY_MESSAGE } from '../security/key-ring-config';
+import { keyRingFromConfig, MISSING_KEY_MESSAGE } from '../config/key-ring';
 import { ConfigError } from '../config/load';
 import { protectStoredAppKeys } from '../store/provisioning-apps';
 import { logger } from '../observability/logger';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Client, type ConnectionLike } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
 import type { AppConfig } from '../config/schema';
-import { payloadKeyRingFromConfig, requirePayloadKeyRing } from '../security/key-ring-config';
+import { payloadKeyRingFromConfig, requirePayloadKeyRing } from '../config/key-ring';
 import { PayloadEncryptionCodec } from '../security/payload-encryption';
 
 /** The failure converter's module; workflow bundles are built with it too (the sandbox encodes failures itself). */

@@ -1,4 +1,11 @@
-import type { PasswordPolicy } from '../config/schema';
+/** ASP.NET Identity's password options, as Auth:PasswordPolicy sets them. */
+export interface PasswordPolicy {
+  MinLength: number;
+  RequireDigit: boolean;
+  RequireUppercase: boolean;
+  RequireLowercase: boolean;
+  RequireNonAlphanumeric: boolean;
+}
 
 /** Each rule the password breaks, worded for the caller (the password itself is never echoed). */
 export function passwordPolicyViolations(password: string, policy: PasswordPolicy): string[] {

@@ -1,4 +1,4 @@
-import { sumCounts, type Counts } from '../activities/migration/counts';
+import { sumCounts, type Counts } from './migration-counts';
 import { sql } from 'kysely';
 import type { Db } from './database';
 

@@ -7,7 +7,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { MigrationActivities } from '../activities/migration';
-import { addCounts, noCounts, type Counts } from '../activities/migration/counts';
+import { addCounts, noCounts, type Counts } from '../store/migration-counts';
 import { PASS_PLAN, PASSES, planOf, type PassName, type PlannedPass } from '../activities/migration/plan';
 import { userCursor, type MigrationOptions, type UserPartition } from '../activities/migration/types';
 import type { SourceValidation } from '../activities/migration/validation';

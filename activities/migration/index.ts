@@ -10,7 +10,7 @@ import { loginsPass, mfaPass, userRolesPass } from './passes/user-children';
 import { oidcProvidersPass, refreshTokensPass, samlProvidersPass } from './passes/providers';
 import { usersPass } from './passes/users';
 import type { MigrationOptions, PageResult, Pass, PassName, UserPartition } from './types';
-import { addCounts, type Counts } from './counts';
+import { addCounts, type Counts } from '../../store/migration-counts';
 import { migrationRows } from '../../observability/metrics';
 import { preflight, type Preflight } from './preflight';
 import { validateSource, type SourceValidation } from './validation';

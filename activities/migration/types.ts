@@ -16,7 +16,7 @@ export interface MigrationOptions {
   parallelism: number;
 }
 
-import type { Counts } from './counts';
+import type { Counts } from '../../store/migration-counts';
 import type { PassName } from './plan';
 
 export type { PassName };

@@ -10,7 +10,7 @@ import {
   unprotectSecret,
   unprotectText,
 } from '../../security/data-protection';
-import { KEY_FILE, keyRingFromConfig, withEmbeddedKey } from '../../security/key-ring-config';
+import { KEY_FILE, keyRingFromConfig, withEmbeddedKey } from '../../config/key-ring';
 
 const older = { id: 'older', key: randomBytes(32) };
 const newer = { id: 'newer', key: randomBytes(32) };

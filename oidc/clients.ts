@@ -3,9 +3,6 @@ import { clientSecretMatches, tagSecret } from '../security/client-secrets';
 import { liveClientSecrets, type ClientRow, type NewClientRow, type StoredSecret } from '../store/clients';
 import type { Db } from '../store/database';
 
-/** The grant types the service offers; IdentityServer's others are named by the migration's dry-run report. */
-export const OFFERED_GRANT_TYPES = ['authorization_code', 'client_credentials'] as const;
-
 /** IdentityServer client settings the provider reads, under IdentityServer's names (as the migration stores them). */
 export interface ClientSettings {
   RequireClientSecret?: boolean;
@@ -24,20 +21,6 @@ export interface ClientSettings {
 }
 
 export const settingsOf = (row: Pick<ClientRow, 'settings'>) => row.settings as ClientSettings;
-
-/**
- * What is wrong with a client that has no secret but the client-credentials grant: it could mint tokens for its
- * scopes without proving anything. IdentityServer's client validation refuses the same shape.
- */
-export function publicClientGrantProblem(client: { RequireClientSecret?: boolean; AllowedGrantTypes: string[] }) {
-  return client.RequireClientSecret === false && client.AllowedGrantTypes.includes('client_credentials')
-    ? 'client_credentials needs a client secret: a client with RequireClientSecret false cannot use it'
-    : undefined;
-}
-
-/** The grant types of a client the service does not offer (resource-owner password, implicit, hybrid, device…). */
-export const unofferedGrantTypes = (grantTypes: string[]) =>
-  grantTypes.filter((g) => !(OFFERED_GRANT_TYPES as readonly string[]).includes(g));
 
 /**
  * A stored client as oidc-provider's client metadata. The secret itself is never known: `client_secret` is a stand-in

@@ -1,4 +1,4 @@
-import { publicClientGrantProblem, unofferedGrantTypes } from '../../../oidc/clients';
+import { publicClientGrantProblem, unofferedGrantTypes } from '../../../config/client-rules';
 import { tagSecret } from '../../../security/client-secrets';
 import { SCOPE_COLUMNS } from '../validation';
 import { identifierProblem, uuidV5 } from '../identifiers';

@@ -2,7 +2,7 @@ import type { AppConfig } from '../config/schema';
 import { unprotectSecret, type KeyRing } from '../security/data-protection';
 import { equalDuration } from '../security/equal-duration';
 import { hashPassword, verifyPassword } from '../security/password-hashing';
-import { verifyAnyPassword } from '../security/password-formats';
+import { cheaperThanNative, verifyAnyPassword } from '../security/password-formats';
 import { matchTotp, recoveryCodeHash } from '../security/totp';
 import type { Db } from '../store/database';
 import { consumeRecoveryCode, findTotpCredential, useTotpStep } from '../store/mfa';
@@ -56,7 +56,10 @@ export function checkPassword(db: Db, config: AppConfig, email: string, password
       await verifyPassword(password, await dummy());
       return { status: 'invalid' };
     }
-    const { valid, needsUpgrade } = await verifyAnyPassword(password, user.password_hash);
+    const [{ valid, needsUpgrade }] = await Promise.all([
+      verifyAnyPassword(password, user.password_hash),
+      cheaperThanNative(user.password_hash) ? verifyPassword(password, await dummy()) : undefined,
+    ]);
     if (!valid) return { status: 'invalid' };
     if (needsUpgrade) await upgradePasswordHash(db, user.id, user.password_hash, await hashPassword(password));
     // ASP.NET Identity keeps an authenticator key from before enrolment was finished: the switch decides, with a key.

@@ -47,3 +47,16 @@ export async function verifyAnyPassword(password: string, hash: string): Promise
       return { valid: false, needsUpgrade: false };
   }
 }
+
+/**
+ * Whether verifying this hash costs less than the native hash (ASP.NET V2, and V3 with another PRF or fewer than
+ * 100,000 iterations). A sign-in check spends the native cost as well on such a hash, so that every check puts the
+ * same work on the machine: under load, a check that did less would still answer sooner, padding or not.
+ */
+export function cheaperThanNative(hash: string): boolean {
+  const format = detectPasswordFormat(hash);
+  if (format === 'aspnet-v2') return true;
+  if (format !== 'aspnet-v3') return false;
+  const bytes = Buffer.from(hash, 'base64');
+  return !(bytes.readUInt32BE(1) === 2 && bytes.readUInt32BE(5) >= 100_000);
+}

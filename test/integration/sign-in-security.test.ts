@@ -261,7 +261,8 @@ describe('one answer and one duration for every failed password (items 5 and 9)'
     return Buffer.concat([header, salt, pbkdf2Sync(PASSWORD, salt, 1000, 32, 'sha1')]).toString('base64');
   }
 
-  test('unknown, native, migrated V2, V3 and BCrypt, no password, deactivated and locked: the same page, medians within 10 ms over 30 interleaved samples', async () => {
+  const ROUNDS = 40;
+  test('unknown, native, migrated V2, V3 and BCrypt, no password, deactivated and locked: the same page, medians within 10 ms over 40 interleaved samples', async () => {
     const accounts: Record<string, string> = { unknown: uniqueEmail('nobody') };
     accounts.native = (await createUser('native')).email;
     for (const format of ['v2', 'v3-sha1', 'bcrypt'] as const) {
@@ -302,8 +303,9 @@ describe('one answer and one duration for every failed password (items 5 and 9)'
     }
     const samples: Record<string, number[]> = Object.fromEntries(Object.keys(accounts).map((k) => [k, []]));
     const texts = new Set<string>();
-    // Warm-up round (the first BCrypt check sets the floor), then 30 interleaved rounds in a shuffled order each.
-    for (let round = 0; round <= 30; round++) {
+    // Warm-up round (the first BCrypt check sets the floor), then 40 interleaved rounds in a shuffled order each (the
+    // issue asks for 30; ten more keep the medians steady while another test file loads the machine).
+    for (let round = 0; round <= ROUNDS; round++) {
       const order = Object.keys(accounts).sort(() => Math.random() - 0.5);
       for (const kind of order) {
         await unlockOthers();
@@ -320,7 +322,7 @@ describe('one answer and one duration for every failed password (items 5 and 9)'
     const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
     const medians = Object.fromEntries(Object.entries(samples).map(([k, v]) => [k, Math.round(median(v) * 10) / 10]));
     const spread = Math.max(...Object.values(medians)) - Math.min(...Object.values(medians));
-    console.log(`sign-in timing: medians of 30 wrong-password answers (ms) ${JSON.stringify(medians)}`);
+    console.log(`sign-in timing: medians of ${ROUNDS} wrong-password answers (ms) ${JSON.stringify(medians)}`);
     if (spread >= 10) throw new Error(`medians differ by ${spread.toFixed(1)} ms: ${JSON.stringify(medians)}`);
   }, 120_000);
 });

@@ -1,6 +1,6 @@
 import { pbkdf2Sync } from 'node:crypto';
 import bcrypt from 'bcryptjs';
-import { detectPasswordFormat, verifyAnyPassword } from '../../security/password-formats';
+import { cheaperThanNative, detectPasswordFormat, verifyAnyPassword } from '../../security/password-formats';
 import { hashPassword, verifyPassword } from '../../security/password-hashing';
 
 describe('native password hashes (ASP.NET Core Identity V3 layout)', () => {
@@ -56,6 +56,8 @@ describe('migrated password hashes verify unchanged and report when to upgrade',
     ],
   ])('%s', async (_label, hash, format, upgrade) => {
     expect(detectPasswordFormat(hash)).toBe(format);
+    // Cheaper than the native hash: a sign-in check spends the native work as well (oidc/credentials.ts).
+    expect(cheaperThanNative(hash)).toBe(true);
     expect(await verifyAnyPassword('my password', hash)).toEqual({ valid: true, needsUpgrade: upgrade });
     expect((await verifyAnyPassword('not my password', hash)).valid).toBe(false);
   });
@@ -78,4 +80,9 @@ describe('migrated password hashes verify unchanged and report when to upgrade',
     expect(await verifyAnyPassword('pw', await hashPassword('pw'))).toEqual({ valid: true, needsUpgrade: false });
     expect(await verifyAnyPassword('pw', 'plain-text')).toEqual({ valid: false, needsUpgrade: false });
   });
+});
+
+test('the native hash and BCrypt are not cheaper than the native hash', async () => {
+  expect(cheaperThanNative(await hashPassword('my password'))).toBe(false);
+  expect(cheaperThanNative(bcrypt.hashSync('my password', 4))).toBe(false);
 });

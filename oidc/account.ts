@@ -14,6 +14,7 @@ import { signInErrorPage } from './interactions';
 import type { AppConfig } from '../config/schema';
 import { findAccountUser } from '../store/users';
 import { FIELD_BOUNDS } from '../security/field-bounds';
+import { formField } from './forms';
 
 /** How long an enrolment page stays good for. */
 const PENDING_MINUTES = 15;
@@ -28,12 +29,7 @@ const pendingSchema = z.object({ userId: z.string(), key: z.string(), until: z.n
 type Pending = z.infer<typeof pendingSchema>;
 
 const codeForm = z.object({ pending: z.string().max(2048), code: z.string().max(16) });
-const passwordForm = z.object({
-  password: z
-    .string()
-    .max(FIELD_BOUNDS.password)
-    .refine((v) => !v.includes('\0')),
-});
+const passwordForm = z.object({ password: formField(FIELD_BOUNDS.password) });
 
 /**
  * How recent a sign-in must be to change how the user signs in (ASP.NET Identity's UI and most providers ask for the

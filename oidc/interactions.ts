@@ -21,6 +21,7 @@ import type { Federation } from '../federation';
 import { FederationCheckError } from '../federation/errors';
 import { logger } from '../observability/logger';
 import { FIELD_BOUNDS } from '../security/field-bounds';
+import { formField } from './forms';
 
 export interface InteractionDependencies {
   provider: Provider;
@@ -32,18 +33,12 @@ export interface InteractionDependencies {
   federation: Federation;
 }
 
-/** Form fields: bounded, no NUL (PostgreSQL's text cannot hold one). */
-const field = (max: number) =>
-  z
-    .string()
-    .max(max)
-    .refine((v) => !v.includes('\0'), 'must not contain NUL characters');
-const emailForm = z.object({ email: field(FIELD_BOUNDS.email).pipe(z.email()) });
+const emailForm = z.object({ email: formField(FIELD_BOUNDS.email).pipe(z.email()) });
 const passwordForm = z.object({
-  email: field(FIELD_BOUNDS.email).pipe(z.email()),
-  password: field(FIELD_BOUNDS.password),
+  email: formField(FIELD_BOUNDS.email).pipe(z.email()),
+  password: formField(FIELD_BOUNDS.password),
 });
-const codeForm = z.object({ code: field(64) });
+const codeForm = z.object({ code: formField(64) });
 
 /** What a password check leaves in the interaction while the second factor is asked for. */
 interface PendingSecondFactor {

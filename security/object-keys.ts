@@ -61,15 +61,18 @@ export function findJsonProblem(root: unknown, maxDepth = MAX_JSON_DEPTH): JsonP
 
 /**
  * A copy of a string map from outside the API (an app's Try answer, a migrated claim, a stored row) without
- * forbidden keys, in an object whose own properties are the only ones; each dropped key is reported.
+ * forbidden keys, in an object whose own properties are the only ones; each dropped key is reported. `refuse` drops
+ * more keys, saying why (`onDropped` then gets the reason; a forbidden key has none).
  */
 export function safeStringMap(
   map: Readonly<Record<string, string>>,
-  onDropped: (key: string) => void,
+  onDropped: (key: string, reason?: string) => void,
+  refuse: (key: string) => string | undefined = () => undefined,
 ): Record<string, string> {
   const copy: Record<string, string> = {};
   for (const [key, value] of Object.entries(map)) {
-    if (isForbiddenKey(key)) onDropped(key);
+    const reason = isForbiddenKey(key) ? undefined : refuse(key);
+    if (isForbiddenKey(key) || reason !== undefined) onDropped(key, reason);
     else copy[key] = value;
   }
   return copy;

@@ -213,22 +213,17 @@ export function createTccClient(allow: AllowList, options: TccClientOptions = {}
 
   /** What in an approval the store could not hold, named for the refusal; undefined when all of it fits. */
   function unstorable(verdict: { organizationId?: string; customAttributes?: Record<string, string> }) {
+    /** What the store cannot hold in one value: its text, or its length past the field's bound. */
+    const problemOf = (text: string, max: number) =>
+      textProblemMessage(text) ?? (text.length > max ? `is longer than ${max} characters` : undefined);
     const { organizationId, customAttributes = {} } = verdict;
-    if (organizationId !== undefined) {
-      const problem = textProblemMessage(organizationId);
-      if (problem) return `organizationId ${problem}`;
-      if (organizationId.length > ANSWER_BOUNDS.organizationId)
-        return `organizationId is longer than ${ANSWER_BOUNDS.organizationId} characters`;
-    }
+    const organization = organizationId && problemOf(organizationId, ANSWER_BOUNDS.organizationId);
+    if (organization) return `organizationId ${organization}`;
     for (const [name, value] of Object.entries(customAttributes)) {
-      const nameProblem = textProblemMessage(name);
+      const nameProblem = problemOf(name, ANSWER_BOUNDS.attributeName);
       if (nameProblem) return `a customAttributes name ${nameProblem}`;
-      if (name.length > ANSWER_BOUNDS.attributeName)
-        return `a customAttributes name is longer than ${ANSWER_BOUNDS.attributeName} characters`;
-      const valueProblem = textProblemMessage(value);
+      const valueProblem = problemOf(value, ANSWER_BOUNDS.attributeValue);
       if (valueProblem) return `customAttributes.${name} ${valueProblem}`;
-      if (value.length > ANSWER_BOUNDS.attributeValue)
-        return `customAttributes.${name} is longer than ${ANSWER_BOUNDS.attributeValue} characters`;
     }
     return undefined;
   }
@@ -241,16 +236,17 @@ export function createTccClient(allow: AllowList, options: TccClientOptions = {}
     try {
       const body = JSON.parse(response.body) as { customAttributes?: unknown } | null;
       if (body?.customAttributes && typeof body.customAttributes === 'object') {
-        body.customAttributes = safeStringMap(body.customAttributes as Record<string, string>, (key) =>
-          warn(`app ${app.appId} answered Try with the attribute name "${key}", which is not allowed; it was dropped`),
-        );
-        for (const key of Object.keys(body.customAttributes as Record<string, string>))
-          if (isReservedClaim(key)) {
-            delete (body.customAttributes as Record<string, string>)[key];
+        // Names no attribute may have (a prototype's) and names of claims the service sets itself are dropped.
+        body.customAttributes = safeStringMap(
+          body.customAttributes as Record<string, string>,
+          (key, reason) =>
             warn(
-              `app ${app.appId} answered Try with the attribute "${key}": ${reservedClaimMessage(key)}; it was dropped`,
-            );
-          }
+              reason
+                ? `app ${app.appId} answered Try with the attribute "${key}": ${reason}; it was dropped`
+                : `app ${app.appId} answered Try with the attribute name "${key}", which is not allowed; it was dropped`,
+            ),
+          (key) => (isReservedClaim(key) ? reservedClaimMessage(key) : undefined),
+        );
       }
       parsed = tryResponseSchema.safeParse(body);
     } catch {

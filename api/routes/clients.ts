@@ -94,6 +94,12 @@ export const clientBodySchema = z.preprocess(
     .strict(),
 );
 
+/** A body without the read-only fields GET showed (they are never written from a body). */
+const withoutReadOnly = <T extends object>(body: T): T =>
+  Object.fromEntries(
+    Object.entries(body).filter(([key]) => !(READ_ONLY_FIELDS as readonly string[]).includes(key)),
+  ) as T;
+
 /** The read-only fields a stored client keeps in its settings (a migrated client's Created), kept by a PUT. */
 function readOnlyOf(stored: ClientRow | undefined): Record<string, unknown> {
   const settings = stored?.settings ?? {};
@@ -148,15 +154,7 @@ export function clientsRouter({ db, apps }: { db: Db; apps: AppProvider }): Rout
     const clientId = clientConfigSchema.shape.ClientId.parse(req.params.clientId);
     const parsed = clientBodySchema.safeParse(req.body);
     if (!parsed.success) throw inCallersSpelling(parsed.error, req.body);
-    const {
-      Id: _id,
-      Created: _created,
-      Updated: _updated,
-      LastAccessed: _last,
-      NonEditable: _ne,
-      Origin: _origin,
-      ...body
-    } = parsed.data as z.infer<typeof clientBodySchema> & Partial<Record<(typeof READ_ONLY_FIELDS)[number], unknown>>;
+    const body = withoutReadOnly(parsed.data);
     const invalid = (detail: string) => sendProblem(res, { status: 400, title: 'Invalid request', detail });
     if (body.ClientId !== undefined && body.ClientId !== clientId)
       return invalid(`ClientId: the body says ${body.ClientId}, the path ${clientId}`);

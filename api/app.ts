@@ -1,36 +1,39 @@
 import type { Client } from '@temporalio/client';
 import express from 'express';
-import type { TccClient } from '../activities/provisioning/tcc-client';
-import type { AppConfig } from '../config/schema';
-import { parseAllowList } from '../security/callback-address';
-import { trustProxySetting } from '../security/trusted-proxies';
-import type { KeyRing } from '../security/data-protection';
-import type { Db } from '../store/database';
-import { identityAdminCheck, requireIdentityAdmin } from './auth/identity-admin';
-import { serviceTokenCheck } from './auth/service-token';
-import { edgeGuard, JSON_BODY_TYPES, rejectJsonProblems } from './edge-guard';
-import { isSignInPath } from '../oidc/paths';
-import { MISSING_KEY_MESSAGE } from '../config/key-ring';
-import { payloadCodecOf } from '../composition/temporal-data-converter';
-import { codecRouter } from './routes/codec';
-import { errorHandler } from './error-handler';
-import { sendProblem } from './problem';
-import type { AppProvider } from '../activities/provisioning/apps';
-import { clientsRouter } from './routes/clients';
-import { oidcProvidersRouter, samlProvidersRouter } from './routes/sso-providers';
-import { healthRouter } from './routes/health';
-import { apiDocsRouter } from './routes/api-docs';
-import { migrationStatusRouter } from './routes/migration-status';
-import { profileRouter } from './routes/profile';
-import { provisioningAppsRouter } from './routes/provisioning-apps';
-import { registerRouter } from './routes/register';
-import { scimTokensRouter } from './routes/scim-tokens';
-import { scimDocumentationPage } from './scim/documentation';
-import { scimRouter } from './scim/router';
-import { createWorkflowRunner } from '../client/workflow-runner';
-import { requestObservability } from '../observability/http';
+import type { TccClient } from '../provisioning/activities/tcc-client';
+import type { AppConfig } from '../platform/config/schema';
+import { parseAllowList } from '../platform/security/callback-address';
+import { trustProxySetting } from '../platform/security/trusted-proxies';
+import type { KeyRing } from '../platform/security/data-protection';
+import type { Db } from '../platform/store/database';
+import { identityAdminCheck, requireIdentityAdmin } from '../platform/http/identity-admin';
+import { serviceTokenCheck } from '../sign-in/api/service-token';
+import { edgeGuard, JSON_BODY_TYPES, rejectJsonProblems } from '../platform/http/edge-guard';
+import { isSignInPath } from '../platform/http/sign-in-paths';
+import { MISSING_KEY_MESSAGE } from '../platform/config/key-ring';
+import { payloadCodecOf } from '../platform/temporal/data-converter';
+import { codecRouter } from '../platform/http/codec';
+import { errorHandler } from '../platform/http/error-handler';
+import { sendProblem } from '../platform/http/problem';
+import type { Operations } from '../platform/http/operations';
+import type { AppProvider } from '../provisioning/activities/apps';
+import { clientsOperations } from '../sign-in/api/clients';
+import { oidcProvidersOperations, samlProvidersOperations } from '../sign-in/api/sso-providers';
+import { healthOperations } from './routes/health';
+import { apiDocumentOperations, apiReferencePage } from './routes/api-docs';
+import { migrationStatusOperations } from '../migration/api/status';
+import { profileOperations } from '../provisioning/api/profile';
+import { provisioningAppsOperations } from '../provisioning/api/apps';
+import { registerOperations } from '../sign-in/api/register';
+import { scimTokensOperations } from '../scim/tokens';
+import { scimDocumentationPage } from '../scim/documentation';
+import { requireScimToken, scimFallback, scimOperations } from '../scim/router';
+import { mountRoutes } from './mount-routes';
+import { ROUTES } from './openapi/routes';
+import { createWorkflowRunner } from '../provisioning/workflow-runner';
+import { requestObservability } from '../platform/observability/http';
 import { routeOf } from './route-labels';
-import { logger, type Logger } from '../observability/logger';
+import { logger, type Logger } from '../platform/observability/logger';
 
 export interface ApiDependencies {
   config: AppConfig;
@@ -103,47 +106,40 @@ export function createApiApp({
   app.use(rejectJsonProblems());
 
   const run = apiWorkflowRunner(temporal, config);
+  const allow = parseAllowList(config.Auth.AllowedInternalTargets);
+  const scimUrl = `${publicUrl}/scim/v2`;
 
-  app.use(healthRouter({ db, temporal }));
-  app.use(apiDocsRouter(publicUrl));
-  app.use('/api/v1/profile', identityAdmin, profileRouter({ db, run, passwordPolicy: config.Auth.PasswordPolicy }));
-  app.use('/api/auth/register', registerRouter({ config, db, run }));
-  app.use('/api/v1/scim/tokens', identityAdmin, scimTokensRouter({ db }));
-  app.use('/api/v1/clients', identityAdmin, clientsRouter({ db, apps }));
-  // Upstream providers' client secrets are sealed at rest: the routes exist where the key ring does.
-  if (dataProtection)
-    app.use(
-      '/api/v1/sso/oidc-providers',
-      identityAdmin,
-      oidcProvidersRouter({ db, ring: dataProtection, allow: parseAllowList(config.Auth.AllowedInternalTargets) }),
-    );
-  app.use('/api/v1/sso/saml-providers', identityAdmin, samlProvidersRouter({ db }));
-  // The management routes exist only with the store-backed provider; otherwise they fall through to 404.
-  if (config.Provisioning.AppProvider === 'Store') {
-    app.use(
-      '/api/v1/provisioning/apps',
-      identityAdmin,
-      provisioningAppsRouter({
-        db,
-        ring: dataProtection!,
-        http,
-        allow: parseAllowList(config.Auth.AllowedInternalTargets),
-      }),
-    );
-  }
-  if (config.Migration.MapStatusEndpoint) app.use(migrationStatusRouter({ config, db, isAdmin: adminCheck }));
-  // Public: a SCIM client's administrator reads it before holding a token.
-  app.get('/docs/scim', (_req, res) => res.type('html').send(scimDocumentationPage(`${publicUrl}/scim/v2`)));
-  app.use(
-    '/scim/v2',
-    scimRouter({
+  // Each surface's handlers by operationId; a surface a configuration leaves out has none, and its routes answer 404
+  // (the table names the setting in each such route's `absent`).
+  const operations: Operations = {
+    ...healthOperations({ db, temporal }),
+    ...apiDocumentOperations(publicUrl),
+    ...profileOperations({ db, run, passwordPolicy: config.Auth.PasswordPolicy }),
+    ...registerOperations({ config, db, run }),
+    ...scimTokensOperations({ db }),
+    ...clientsOperations({ db, apps }),
+    // Upstream providers' client secrets are sealed at rest: the routes exist where the key ring does.
+    ...(dataProtection && oidcProvidersOperations({ db, ring: dataProtection, allow })),
+    ...samlProvidersOperations({ db }),
+    // The management routes exist only with the store-backed provider.
+    ...(config.Provisioning.AppProvider === 'Store' &&
+      provisioningAppsOperations({ db, ring: dataProtection!, http, allow })),
+    ...(config.Migration.MapStatusEndpoint && migrationStatusOperations({ config, db, isAdmin: adminCheck })),
+    ...scimOperations({
       db,
       run,
       passwordPolicy: config.Auth.PasswordPolicy,
-      scimUrl: `${publicUrl}/scim/v2`,
+      scimUrl,
       documentationUrl: `${publicUrl}/docs/scim`,
     }),
-  );
+  };
+  mountRoutes(app, ROUTES, operations, { admin: [identityAdmin], scim: [requireScimToken(db)], public: [] });
+
+  // Pages for people, beside the API's operations: the API reference and the SCIM guide (public: a SCIM client's
+  // administrator reads it before holding a token).
+  app.use(apiReferencePage());
+  app.get('/docs/scim', (_req, res) => res.type('html').send(scimDocumentationPage(scimUrl)));
+  app.use('/scim/v2', scimFallback(db));
 
   app.use((req, res) =>
     sendProblem(res, { status: 404, title: 'Not found', detail: `no route for ${req.method} ${req.path}` }),

@@ -1,26 +1,26 @@
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { Express } from 'express';
 import { Connection, type Client } from '@temporalio/client';
-import { loadConfig } from '../config/load';
-import type { AppConfig } from '../config/schema';
+import { loadConfig } from '../platform/config/load';
+import type { AppConfig } from '../platform/config/schema';
 import { createServiceContext, type ServiceContext } from '../composition/service-context';
-import { temporalClient } from '../composition/temporal-data-converter';
-import { ensureSearchAttributes } from '../client/search-attribute-check';
-import { closeServer, listen, listeningUrl } from '../composition/listen';
+import { temporalClient } from '../platform/temporal/data-converter';
+import { ensureSearchAttributes } from '../platform/temporal/search-attribute-check';
+import { closeServer, listen, listeningUrl } from '../platform/net/listen';
 import { runMain, standaloneSettings } from '../composition/process';
-import { purgeExpiredIdempotencyKeys } from '../store/creation-guards';
-import { purgeAbandonedCredentials } from '../store/pending-credentials';
-import { purgeExpiredOidcPayloads } from '../store/oidc-payloads';
-import { purgeSignInAttempts } from '../store/sign-in';
-import { purgeOldRemovals } from '../store/user-removals';
-import { purgeRevokedAccessTokens } from '../store/admin-tokens';
-import type { Db } from '../store/database';
+import { purgeExpiredIdempotencyKeys } from '../platform/store/creation-guards';
+import { purgeAbandonedCredentials } from '../platform/store/pending-credentials';
+import { purgeExpiredOidcPayloads } from '../platform/store/oidc-payloads';
+import { purgeSignInAttempts } from '../platform/store/sign-in';
+import { purgeOldRemovals } from '../platform/store/user-removals';
+import { purgeRevokedAccessTokens } from '../platform/store/admin-tokens';
+import type { Db } from '../platform/store/database';
 import { apiWorkflowRunner, createApiApp } from './app';
-import { createSignIn } from '../oidc';
-import { MISSING_KEY_MESSAGE } from '../config/key-ring';
-import { logger } from '../observability/logger';
-import { startMetricsServer } from '../observability/metrics-server';
-import { describeApps } from '../activities/provisioning/apps';
+import { createSignIn } from '../sign-in/oidc';
+import { MISSING_KEY_MESSAGE } from '../platform/config/key-ring';
+import { logger } from '../platform/observability/logger';
+import { startMetricsServer } from '../platform/observability/metrics-server';
+import { describeApps } from '../provisioning/activities/apps';
 
 /** What the API clears out every hour: rows kept only for a while, each table with its own retention. */
 const purges = (config: AppConfig): Array<[string, (db: Db) => Promise<unknown>]> => [

@@ -3,14 +3,14 @@ import { getHeapStatistics } from 'node:v8';
 import { NativeConnection, DefaultLogger, Runtime } from '@temporalio/worker';
 import { Client as PgClient } from 'pg';
 import { from as copyFrom, to as copyTo } from 'pg-copy-streams';
-import { parseConfig } from '../config/load';
-import { migrationOptions, startOrAttachMigration } from '../client/migration-control';
+import { parseConfig } from '../platform/config/load';
+import { migrationOptions, startOrAttachMigration } from '../migration/runner/control';
 import { freePort } from '../dev/ports';
 import { createServiceContext, migrationDependencies } from '../composition/service-context';
 import { startDevServer } from '../dev/temporal-dev-server';
 import { createScratchDatabase, generateSource } from '../test/fixtures/source/generate';
 import { createMigrationWorker, workerHome } from '../workers/create-worker';
-import { temporalClient } from '../composition/temporal-data-converter';
+import { temporalClient } from '../platform/temporal/data-converter';
 import { BENCH_ADMIN_URL, runBenchmark } from './stats';
 
 /**

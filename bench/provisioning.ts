@@ -2,13 +2,13 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { NativeConnection, Worker, bundleWorkflowCode } from '@temporalio/worker';
 import { createScratchDatabase } from '../test/fixtures/source/generate';
 import { startApi } from '../api/server';
-import { parseConfig } from '../config/load';
+import { parseConfig } from '../platform/config/load';
 import { startDownstreamApp } from '../examples/downstream-app/app';
 import { startDevServer } from '../dev/temporal-dev-server';
 import { freePort } from '../dev/ports';
 import { startWorker } from '../workers/worker';
-import { createWorkflowRunner } from '../client/workflow-runner';
-import { FAILURE_CONVERTER_PATH, temporalDataConverter } from '../composition/temporal-data-converter';
+import { createWorkflowRunner } from '../provisioning/workflow-runner';
+import { FAILURE_CONVERTER_PATH, temporalDataConverter } from '../platform/temporal/data-converter';
 import { PROVISIONING_WORKER_LIMITS } from '../workers/create-worker';
 import { oneStep } from './workflows/one-step';
 import {
@@ -23,7 +23,7 @@ import {
   type LoadResult,
   type LoadSamples,
 } from './stats';
-import { installTemporalRuntime } from '../observability/temporal-runtime';
+import { installTemporalRuntime } from '../platform/observability/temporal-runtime';
 
 /** The processes besides this one whose CPU time a creation costs: the Temporal dev server and PostgreSQL's backends. */
 const OTHER_PROCESSES = ['temporal', 'postgres'];

@@ -1,25 +1,25 @@
 import { readFileSync } from 'node:fs';
 import { Connection, type Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
-import { PASSES } from '../activities/migration/plan';
-import { ConfigError, loadConfig } from '../config/load';
-import { configSchema, type AppConfig } from '../config/schema';
-import { migrationOptions, startOrAttachMigration } from '../client/migration-control';
+import { PASSES } from '../migration/activities/plan';
+import { ConfigError, loadConfig } from '../platform/config/load';
+import { configSchema, type AppConfig } from '../platform/config/schema';
+import { migrationOptions, startOrAttachMigration } from '../migration/runner/control';
 import {
   createSweepSchedule,
   deleteSweepSchedule,
   describeSweepSchedule,
   setSweepSchedulePaused,
-} from '../client/migration-schedule';
+} from '../migration/runner/schedule';
 import { createServiceContext, migrationDependencies } from '../composition/service-context';
-import { temporalClient, withEphemeralPayloadKey } from '../composition/temporal-data-converter';
-import { importSigningKey } from '../store/signing-keys';
-import { requireKeyRing, requirePayloadKeyRing } from '../config/key-ring';
+import { temporalClient, withEphemeralPayloadKey } from '../platform/temporal/data-converter';
+import { importSigningKey } from '../platform/store/signing-keys';
+import { requireKeyRing, requirePayloadKeyRing } from '../platform/config/key-ring';
 import { freePort } from '../dev/ports';
 import { startDevServer } from '../dev/temporal-dev-server';
-import { parseSourceConnectionString } from '../migration-source/connection';
-import { sourceTableTotals } from '../migration-source/totals';
-import { createDb, migrateToLatest } from '../store/database';
+import { parseSourceConnectionString } from '../migration/source/connection';
+import { sourceTableTotals } from '../migration/source/totals';
+import { createDb, migrateToLatest } from '../platform/store/database';
 import { createMigrationWorker, workerHome } from '../workers/create-worker';
 import { followProgress, printReport } from './migration-progress';
 

@@ -1,6 +1,6 @@
-import type { Db } from '../store/database';
-import { findMarker, passProgress, type PassTotals } from '../store/migration-markers';
-import type { MigrationReport } from '../workflows/migration';
+import type { Db } from '../platform/store/database';
+import { findMarker, passProgress, type PassTotals } from '../platform/store/migration-markers';
+import type { MigrationReport } from '../migration/workflows/migration';
 
 type Totals = Omit<PassTotals, 'done'>;
 

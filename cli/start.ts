@@ -1,9 +1,9 @@
 import { resolve } from 'node:path';
 import { startApi } from '../api/server';
-import { listClients } from '../store/clients';
-import type { Db } from '../store/database';
-import { loadConfig } from '../config/load';
-import type { AppConfig } from '../config/schema';
+import { listClients } from '../platform/store/clients';
+import type { Db } from '../platform/store/database';
+import { loadConfig } from '../platform/config/load';
+import type { AppConfig } from '../platform/config/schema';
 import {
   keyRingFromConfig,
   payloadKeyRingFromConfig,
@@ -11,17 +11,17 @@ import {
   requirePayloadKeyRing,
   withEmbeddedKey,
   withEmbeddedPayloadKey,
-} from '../config/key-ring';
-import { isLoopbackAddress } from '../security/callback-address';
+} from '../platform/config/key-ring';
+import { isLoopbackAddress } from '../platform/security/callback-address';
 import { startEmbeddedPostgres } from '../dev/embedded-postgres';
-import { startHostedMigrationRunner } from '../client/migration-runner';
+import { startHostedMigrationRunner } from '../migration/runner/runner';
 import { runMain } from '../composition/process';
-import { assertPortFree } from '../composition/listen';
+import { assertPortFree } from '../platform/net/listen';
 import { startDevServer } from '../dev/temporal-dev-server';
 import { startWorker } from '../workers/worker';
-import { logger } from '../observability/logger';
-import { startMetricsServer } from '../observability/metrics-server';
-import { installTemporalRuntime } from '../observability/temporal-runtime';
+import { logger } from '../platform/observability/logger';
+import { startMetricsServer } from '../platform/observability/metrics-server';
+import { installTemporalRuntime } from '../platform/observability/temporal-runtime';
 
 /**
  * The embedded UI opens histories through the API's codec endpoint: its origins may call it, and (everything being on

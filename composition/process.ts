@@ -1,8 +1,8 @@
-import { ConfigError } from '../config/load';
-import type { AppConfig } from '../config/schema';
-import { requireKeyRing, requirePayloadKeyRing } from '../config/key-ring';
-import { logger } from '../observability/logger';
-import { markShuttingDown } from '../observability/shutdown';
+import { ConfigError } from '../platform/config/load';
+import type { AppConfig } from '../platform/config/schema';
+import { requireKeyRing, requirePayloadKeyRing } from '../platform/config/key-ring';
+import { logger } from '../platform/observability/logger';
+import { markShuttingDown } from '../platform/observability/shutdown';
 
 /** Runs an entry point: configuration errors print as one clear message, signals shut down cleanly. */
 export function runMain(name: string, main: () => Promise<() => Promise<void>>): void {

@@ -1,17 +1,17 @@
-import type { MigrationDependencies } from '../activities/migration';
-import { createConfigAppProvider, createStoreAppProvider, type AppProvider } from '../activities/provisioning/apps';
-import { createTccClient, type TccClient, type TccClientOptions } from '../activities/provisioning/tcc-client';
-import type { AppConfig } from '../config/schema';
-import { parseAllowList } from '../security/callback-address';
+import type { MigrationDependencies } from '../migration/activities';
+import { createConfigAppProvider, createStoreAppProvider, type AppProvider } from '../provisioning/activities/apps';
+import { createTccClient, type TccClient, type TccClientOptions } from '../provisioning/activities/tcc-client';
+import type { AppConfig } from '../platform/config/schema';
+import { parseAllowList } from '../platform/security/callback-address';
 import type { Kysely } from 'kysely';
-import { connectSource } from '../migration-source/connection';
-import type { SourceDatabase } from '../migration-source/schema';
-import { createDb, migrateToLatest, type Db } from '../store/database';
-import type { KeyRing } from '../security/data-protection';
-import { keyRingFromConfig, MISSING_KEY_MESSAGE } from '../config/key-ring';
-import { ConfigError } from '../config/load';
-import { protectStoredAppKeys } from '../store/provisioning-apps';
-import { logger } from '../observability/logger';
+import { connectSource } from '../migration/source/connection';
+import type { SourceDatabase } from '../migration/source/schema';
+import { createDb, migrateToLatest, type Db } from '../platform/store/database';
+import type { KeyRing } from '../platform/security/data-protection';
+import { keyRingFromConfig, MISSING_KEY_MESSAGE } from '../platform/config/key-ring';
+import { ConfigError } from '../platform/config/load';
+import { protectStoredAppKeys } from '../platform/store/provisioning-apps';
+import { logger } from '../platform/observability/logger';
 
 export interface ServiceContext {
   db: Db;

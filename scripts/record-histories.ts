@@ -6,7 +6,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import globalSetup from '../test/support/global-setup';
 import globalTeardown from '../test/support/global-teardown';
-import { startOrAttachMigration, migrationOptions } from '../client/migration-control';
+import { startOrAttachMigration, migrationOptions } from '../migration/runner/control';
 import { createScratchDatabase, generateSource } from '../test/fixtures/source/generate';
 import { startHarness, uniqueEmail, type Harness } from '../test/support/harness';
 import { TEST_ADMIN_URL } from '../test/support/scratch-store';

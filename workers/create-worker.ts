@@ -8,18 +8,18 @@ import {
   type WorkflowBundleOption,
 } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
-import type { AppConfig } from '../config/schema';
+import type { AppConfig } from '../platform/config/schema';
 import { StoreFaultsInterceptor } from './store-faults';
-import { FAILURE_CONVERTER_PATH, temporalDataConverter } from '../composition/temporal-data-converter';
-import { createMigrationActivities, type MigrationDependencies } from '../activities/migration';
-import { MIGRATION_PAGES_AT_ONCE } from '../migration-source/connection';
+import { FAILURE_CONVERTER_PATH, temporalDataConverter } from '../platform/temporal/data-converter';
+import { createMigrationActivities, type MigrationDependencies } from '../migration/activities';
+import { MIGRATION_PAGES_AT_ONCE } from '../migration/source/connection';
 import {
   createProvisioningActivities,
   type ProvisioningActivities,
   type ProvisioningDependencies,
-} from '../activities/provisioning';
+} from '../provisioning/activities';
 
-export const WORKFLOWS_PATH = require.resolve('../workflows');
+export const WORKFLOWS_PATH = require.resolve('./workflows');
 /** What every workflow bundle is built from: the workflow code and the failure converter the sandbox encodes with. */
 export const WORKFLOW_CODE = { workflowsPath: WORKFLOWS_PATH, failureConverterPath: FAILURE_CONVERTER_PATH };
 /**

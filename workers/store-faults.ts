@@ -1,7 +1,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { ActivityExecuteInput, ActivityInboundCallsInterceptor, Next } from '@temporalio/worker';
-import { isStoreDataError } from '../store/errors';
-import { logger } from '../observability/logger';
+import { isStoreDataError } from '../platform/store/errors';
+import { logger } from '../platform/observability/logger';
 
 /** From this attempt on, a step that keeps failing is logged as an error an operator should look at. */
 export const ALERT_AFTER_ATTEMPTS = 10;

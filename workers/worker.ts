@@ -1,18 +1,18 @@
 import type { Client } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
-import { loadConfig } from '../config/load';
-import type { AppConfig } from '../config/schema';
+import { loadConfig } from '../platform/config/load';
+import type { AppConfig } from '../platform/config/schema';
 import { runMain, standaloneSettings } from '../composition/process';
-import { startHostedMigrationRunner } from '../client/migration-runner';
-import { temporalClient } from '../composition/temporal-data-converter';
-import { ensureSearchAttributes } from '../client/search-attribute-check';
+import { startHostedMigrationRunner } from '../migration/runner/runner';
+import { temporalClient } from '../platform/temporal/data-converter';
+import { ensureSearchAttributes } from '../platform/temporal/search-attribute-check';
 import { createServiceContext, type ServiceContext, migrationDependencies } from '../composition/service-context';
 import { createMigrationWorker, createProvisioningWorker, loadWorkflowBundle, workerHome } from './create-worker';
 import { heapLimitNotice } from './heap-limit';
-import { logger } from '../observability/logger';
-import { startMetricsServer } from '../observability/metrics-server';
-import { installTemporalRuntime } from '../observability/temporal-runtime';
-import { describeApps } from '../activities/provisioning/apps';
+import { logger } from '../platform/observability/logger';
+import { startMetricsServer } from '../platform/observability/metrics-server';
+import { installTemporalRuntime } from '../platform/observability/temporal-runtime';
+import { describeApps } from '../provisioning/activities/apps';
 
 export interface RunningWorker {
   worker: Worker;

@@ -101,7 +101,7 @@ export function buildOpenApiDocument(serverUrl: string): JsonSchema {
   const paths: Record<string, Record<string, unknown>> = {};
   for (const route of ROUTES) {
     const scim = route.path.startsWith('/scim/');
-    const operationId = `${route.method}${route.path.replace(/[{}]/g, '').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string = '') => c.toUpperCase())}`;
+    const { operationId } = route;
     // A request body is a component of its own: SCIM routes name it under two content types.
     if (route.body) components[`${operationId}Body`] = hoist(jsonSchema(route.body, 'input'), components);
     paths[route.path] ??= {};

@@ -1,13 +1,13 @@
-import { emailAddress } from '../fields';
+import { emailAddress } from '../../platform/http/fields';
 import { z } from 'zod';
-import { clientBodySchema } from '../routes/clients';
-import { createProfileSchema } from '../routes/profile';
-import { appBodySchema } from '../routes/provisioning-apps';
-import { registrationSchema } from '../routes/register';
-import { scimTokenCreateSchema } from '../routes/scim-tokens';
-import { oidcProviderSchema, samlProviderSchema } from '../routes/sso-providers';
-import { groupInputSchema } from '../scim/groups';
-import { scimUserInputSchema, searchRequestSchema } from '../scim/resources';
+import { clientBodySchema } from '../../sign-in/api/clients';
+import { createProfileSchema } from '../../provisioning/api/profile';
+import { appBodySchema } from '../../provisioning/api/apps';
+import { registrationSchema } from '../../sign-in/api/register';
+import { scimTokenCreateSchema } from '../../scim/tokens';
+import { oidcProviderSchema, samlProviderSchema } from '../../sign-in/api/sso-providers';
+import { groupInputSchema } from '../../scim/groups';
+import { scimUserInputSchema, searchRequestSchema } from '../../scim/resources';
 import {
   appProbeSchema,
   appViewSchema,
@@ -31,6 +31,8 @@ export type Tag = 'Users' | 'Registration' | 'Clients' | 'SSO providers' | 'Prov
 export type Answer = { description: string; body?: z.ZodType } | string;
 
 export interface RouteSpec {
+  /** The handler's name: the domains export their handlers by it, and the app mounts them from this table. */
+  operationId: string;
   method: Method;
   /** The OpenAPI template: `{name}` for a path parameter, as Express's `:name`. */
   path: string;
@@ -41,10 +43,14 @@ export interface RouteSpec {
   query?: z.ZodObject;
   /** Starts a workflow and waits for its answer: 503 when Temporal is unreachable, 504 past the API's deadline. */
   workflow?: boolean;
+  /** The configuration without which the route does not exist (then it answers 404 and has no handler). */
+  absent?: string;
   answers: Record<number, Answer>;
 }
 
 const APPS_ABSENT = 'The management routes exist only with Provisioning:AppProvider = Store; otherwise 404';
+const OIDC_PROVIDERS_ABSENT =
+  "The routes exist only where the service has a data-protection key (an upstream provider's client secret is sealed at rest); otherwise 404";
 const list = <T extends z.ZodType>(item: T) => z.array(item);
 const USER_ANSWERS = {
   409: 'A user with this e-mail exists, or an attempt for it is still running',
@@ -57,6 +63,7 @@ const scimResource = (description: string) => ({ description, body: scimResource
 /** The SCIM operations one resource type (Users, Groups) answers. */
 function scimResourceRoutes(type: 'Users' | 'Groups', input: z.ZodType, creates: string): RouteSpec[] {
   const base = `/scim/v2/${type}`;
+  const noun = type === 'Users' ? 'ScimUser' : 'ScimGroup';
   const one = `${base}/{id}`;
   const scim = { tag: 'SCIM' as const, auth: 'scim' as const };
   const query = z.object({
@@ -74,9 +81,18 @@ function scimResourceRoutes(type: 'Users' | 'Groups', input: z.ZodType, creates:
     422: USER_ANSWERS[422],
   };
   return [
-    { ...scim, method: 'get', path: base, summary: `List or filter ${type}`, query, answers: { 200: scimList } },
     {
       ...scim,
+      operationId: `list${noun}s`,
+      method: 'get',
+      path: base,
+      summary: `List or filter ${type}`,
+      query,
+      answers: { 200: scimList },
+    },
+    {
+      ...scim,
+      operationId: `search${noun}s`,
       method: 'post',
       path: `${base}/.search`,
       summary: `Search ${type} (the query as a body)`,
@@ -85,6 +101,7 @@ function scimResourceRoutes(type: 'Users' | 'Groups', input: z.ZodType, creates:
     },
     {
       ...scim,
+      operationId: `create${noun}`,
       method: 'post',
       path: base,
       summary: creates,
@@ -94,6 +111,7 @@ function scimResourceRoutes(type: 'Users' | 'Groups', input: z.ZodType, creates:
     },
     {
       ...scim,
+      operationId: `get${noun}`,
       method: 'get',
       path: one,
       summary: `Read one of ${type}`,
@@ -101,6 +119,7 @@ function scimResourceRoutes(type: 'Users' | 'Groups', input: z.ZodType, creates:
     },
     {
       ...scim,
+      operationId: `replace${noun}`,
       method: 'put',
       path: one,
       summary: `Replace one of ${type}`,
@@ -110,6 +129,7 @@ function scimResourceRoutes(type: 'Users' | 'Groups', input: z.ZodType, creates:
     },
     {
       ...scim,
+      operationId: `modify${noun}`,
       method: 'patch',
       path: one,
       summary: `Modify one of ${type} (RFC 7644 §3.5.2)`,
@@ -119,6 +139,7 @@ function scimResourceRoutes(type: 'Users' | 'Groups', input: z.ZodType, creates:
     },
     {
       ...scim,
+      operationId: `delete${noun}`,
       method: 'delete',
       path: one,
       summary: type === 'Users' ? 'Deactivate a user (soft delete) and deprovision it' : 'Delete a group',
@@ -131,13 +152,14 @@ function scimResourceRoutes(type: 'Users' | 'Groups', input: z.ZodType, creates:
 /** The SCIM discovery resources (RFC 7644 §4): public to any SCIM token, GET only. */
 const scimDiscovery: RouteSpec[] = (
   [
-    ['/scim/v2/ServiceProviderConfig', 'What the service supports of SCIM', false],
-    ['/scim/v2/ResourceTypes', 'The resource types', true],
-    ['/scim/v2/ResourceTypes/{id}', 'One resource type', false],
-    ['/scim/v2/Schemas', 'The schemas', true],
-    ['/scim/v2/Schemas/{id}', 'One schema', false],
+    ['getScimServiceProviderConfig', '/scim/v2/ServiceProviderConfig', 'What the service supports of SCIM', false],
+    ['listScimResourceTypes', '/scim/v2/ResourceTypes', 'The resource types', true],
+    ['getScimResourceType', '/scim/v2/ResourceTypes/{id}', 'One resource type', false],
+    ['listScimSchemas', '/scim/v2/Schemas', 'The schemas', true],
+    ['getScimSchema', '/scim/v2/Schemas/{id}', 'One schema', false],
   ] as const
-).map(([path, summary, listed]): RouteSpec => ({
+).map(([operationId, path, summary, listed]): RouteSpec => ({
+  operationId,
   method: 'get',
   path,
   summary,
@@ -154,6 +176,8 @@ const scimDiscovery: RouteSpec[] = (
 function adminCollection(
   base: string,
   tag: Tag,
+  /** The noun of the operationIds: listClients, getClient, … */
+  operation: string,
   noun: string,
   view: z.ZodType,
   input: z.ZodType,
@@ -173,6 +197,7 @@ function adminCollection(
   const routes: RouteSpec[] = [
     {
       ...admin,
+      operationId: `list${operation}s`,
       method: 'get',
       path: base,
       summary: `List ${noun}s`,
@@ -180,6 +205,7 @@ function adminCollection(
     },
     {
       ...admin,
+      operationId: `get${operation}`,
       method: 'get',
       path: one,
       summary: `Read a ${noun}`,
@@ -189,6 +215,7 @@ function adminCollection(
       ? [
           {
             ...admin,
+            operationId: `create${operation}`,
             method: 'post' as const,
             path: base,
             summary: `Create a ${noun}`,
@@ -199,6 +226,7 @@ function adminCollection(
       : []),
     {
       ...admin,
+      operationId: `replace${operation}`,
       method: 'put',
       path: one,
       summary: `Replace a ${noun}`,
@@ -211,6 +239,7 @@ function adminCollection(
     },
     {
       ...admin,
+      operationId: `delete${operation}`,
       method: 'delete',
       path: one,
       summary: `Delete a ${noun}`,
@@ -219,16 +248,17 @@ function adminCollection(
         : { 204: 'Deleted', 404: `No such ${noun}` },
     },
   ];
-  return absent ? routes.map((route) => ({ ...route, answers: { 404: absent, ...route.answers } })) : routes;
+  return absent ? routes.map((route) => ({ ...route, absent, answers: { 404: absent, ...route.answers } })) : routes;
 }
 
 /**
- * Every HTTP route of the service's API, once: the OpenAPI document is built from this table, request metrics and
- * access-log lines are labelled with its templates, and a test checks that Express serves exactly these (besides the
- * sign-in pages and protocol endpoints, which their own standards document).
+ * Every HTTP route of the service's API, once: the app mounts each route's handler from this table (api/app.ts), the
+ * OpenAPI document is built from it, and request metrics and access-log lines are labelled with its templates. The
+ * sign-in pages and protocol endpoints (platform/http/sign-in-paths.ts) are documented by their own standards.
  */
 export const ROUTES: RouteSpec[] = [
   {
+    operationId: 'createUser',
     method: 'post',
     path: '/api/v1/profile',
     summary: 'Create a user and provision it into every configured app',
@@ -239,6 +269,7 @@ export const ROUTES: RouteSpec[] = [
     answers: { 201: { description: 'Created and provisioned', body: userViewSchema }, ...USER_ANSWERS },
   },
   {
+    operationId: 'findUserByEmail',
     method: 'get',
     path: '/api/v1/profile',
     summary: 'Find a user by e-mail',
@@ -248,6 +279,7 @@ export const ROUTES: RouteSpec[] = [
     answers: { 200: { description: 'The user', body: userViewSchema }, 404: 'No user with this e-mail' },
   },
   {
+    operationId: 'getUser',
     method: 'get',
     path: '/api/v1/profile/{userId}',
     summary: 'Read a user',
@@ -256,6 +288,7 @@ export const ROUTES: RouteSpec[] = [
     answers: { 200: { description: 'The user', body: userViewSchema }, 404: 'No such user' },
   },
   {
+    operationId: 'deleteUser',
     method: 'delete',
     path: '/api/v1/profile/{userId}',
     summary: 'Delete a user, then deprovision it from every app it was provisioned into',
@@ -265,6 +298,7 @@ export const ROUTES: RouteSpec[] = [
     answers: { 204: 'Deleted', 404: 'No such user', 409: 'A deletion of this user is still running' },
   },
   {
+    operationId: 'retryProvisioning',
     method: 'post',
     path: '/api/v1/profile/{userId}/provisioning',
     summary: 'Retry provisioning: only the apps the user is not provisioned into yet',
@@ -274,6 +308,7 @@ export const ROUTES: RouteSpec[] = [
     answers: { 200: { description: 'Provisioned', body: userViewSchema }, 404: 'No such user', ...USER_ANSWERS },
   },
   {
+    operationId: 'register',
     method: 'post',
     path: '/api/auth/register',
     summary: 'Self-service registration (provisions into every configured app)',
@@ -287,20 +322,23 @@ export const ROUTES: RouteSpec[] = [
       429: 'Too many registrations from this address; Retry-After says when to come back',
     },
   },
-  ...adminCollection('/api/v1/clients', 'Clients', 'client', clientViewSchema, clientBodySchema, {
+  ...adminCollection('/api/v1/clients', 'Clients', 'Client', 'client', clientViewSchema, clientBodySchema, {
     create: false,
     param: 'clientId',
   }),
   ...adminCollection(
     '/api/v1/sso/oidc-providers',
     'SSO providers',
+    'OidcProvider',
     'OIDC provider',
     ssoProviderViewSchema,
     oidcProviderSchema,
+    { absent: OIDC_PROVIDERS_ABSENT },
   ),
   ...adminCollection(
     '/api/v1/sso/saml-providers',
     'SSO providers',
+    'SamlProvider',
     'SAML provider',
     ssoProviderViewSchema,
     samlProviderSchema,
@@ -308,17 +346,20 @@ export const ROUTES: RouteSpec[] = [
   ...adminCollection(
     '/api/v1/provisioning/apps',
     'Provisioning apps',
+    'ProvisioningApp',
     'provisioning app',
     appViewSchema,
     appBodySchema,
     { absent: APPS_ABSENT, param: 'appId', inUse: 'Clients list the app in ProvisioningApps (named in the detail)' },
   ),
   {
+    operationId: 'probeProvisioningApp',
     method: 'post',
     path: '/api/v1/provisioning/apps/{appId}/test',
     summary: "Probe the app's Try endpoint (an approved probe is cancelled at once)",
     tag: 'Provisioning apps',
     auth: 'admin',
+    absent: APPS_ABSENT,
     answers: {
       200: { description: 'What the app answered', body: appProbeSchema },
       400: "The app's CallbackUrl is refused now (see Auth:AllowedInternalTargets)",
@@ -326,6 +367,7 @@ export const ROUTES: RouteSpec[] = [
     },
   },
   {
+    operationId: 'createScimToken',
     method: 'post',
     path: '/api/v1/scim/tokens',
     summary: 'Make a SCIM bearer token',
@@ -335,6 +377,7 @@ export const ROUTES: RouteSpec[] = [
     answers: { 201: { description: 'Made; the value is shown only now', body: newScimTokenSchema } },
   },
   {
+    operationId: 'listScimTokens',
     method: 'get',
     path: '/api/v1/scim/tokens',
     summary: 'List SCIM tokens (never their values)',
@@ -343,6 +386,7 @@ export const ROUTES: RouteSpec[] = [
     answers: { 200: { description: 'The tokens', body: list(scimTokenSchema) } },
   },
   {
+    operationId: 'revokeScimToken',
     method: 'delete',
     path: '/api/v1/scim/tokens/{id}',
     summary: 'Revoke a SCIM token',
@@ -354,6 +398,7 @@ export const ROUTES: RouteSpec[] = [
   ...scimResourceRoutes('Groups', groupInputSchema, 'Create a group'),
   ...scimDiscovery,
   {
+    operationId: 'searchScimResources',
     method: 'post',
     path: '/scim/v2/.search',
     summary: 'Search across resource types: not supported (POST /Users/.search or /Groups/.search)',
@@ -362,11 +407,13 @@ export const ROUTES: RouteSpec[] = [
     answers: { 501: 'Not supported' },
   },
   {
+    operationId: 'getMigrationStatus',
     method: 'get',
     path: '/admin/migration/status',
     summary: 'Migration progress and report (404 when not mapped, and to anyone but an IdentityAdmin)',
     tag: 'Operations',
     auth: 'public',
+    absent: 'The route exists only with Migration:MapStatusEndpoint = true',
     answers: {
       200: { description: 'The marker of Migration:Version', body: migrationStatusSchema },
       404: 'Not found',
@@ -374,6 +421,7 @@ export const ROUTES: RouteSpec[] = [
     },
   },
   {
+    operationId: 'getHealth',
     method: 'get',
     path: '/healthz',
     summary: 'Whether the store and Temporal answer',
@@ -385,6 +433,7 @@ export const ROUTES: RouteSpec[] = [
     },
   },
   {
+    operationId: 'getOpenApiDocument',
     method: 'get',
     path: '/openapi.json',
     summary: 'This document',

@@ -1,6 +1,7 @@
 import { dirname } from 'node:path';
 import express, { Router } from 'express';
 import { buildOpenApiDocument } from '../openapi/document';
+import type { Operations } from '../../platform/http/operations';
 
 /** The Swagger UI files the reference page loads, served from the npm package (never a CDN). */
 const SWAGGER_UI_DIR = dirname(require.resolve('swagger-ui-dist/package.json'));
@@ -32,14 +33,18 @@ const SCRIPT = `window.ui = SwaggerUIBundle({
 });
 `;
 
-/**
- * `GET /openapi.json`, the OpenAPI 3.1 document built from the route table (once, for the service's public URL), and
- * `GET /docs`, a reference page rendering it. Both public: they describe the API, they hold no data.
- */
-export function apiDocsRouter(publicUrl: string): Router {
+/** `GET /openapi.json`: the OpenAPI 3.1 document built from the route table, once, for the service's public URL. */
+export function apiDocumentOperations(publicUrl: string): Operations {
   const document = JSON.stringify(buildOpenApiDocument(publicUrl));
+  return { getOpenApiDocument: (_req, res) => res.type('application/json').send(document) };
+}
+
+/**
+ * `GET /docs`, a reference page for people rendering the document (with the Swagger UI files it loads): a page, not an
+ * operation of the API, so it is mounted beside the route table. Public: it describes the API, it holds no data.
+ */
+export function apiReferencePage(): Router {
   const router = Router();
-  router.get('/openapi.json', (_req, res) => res.type('application/json').send(document));
   router.get('/docs', (_req, res) => res.type('html').send(PAGE));
   router.get('/docs/assets/reference.js', (_req, res) => res.type('text/javascript').send(SCRIPT));
   const files = express.static(SWAGGER_UI_DIR, { index: false, fallthrough: false, maxAge: '1h' });

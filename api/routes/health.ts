@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
-import { Router } from 'express';
-import { pingStore, type Db } from '../../store/database';
-import { within } from '../../composition/within';
+import type { Operations } from '../../platform/http/operations';
+import { pingStore, type Db } from '../../platform/store/database';
+import { within } from '../../platform/net/within';
 
 /** `ok`, or why the dependency did not answer. */
 async function probe(check: () => Promise<unknown>): Promise<string> {
@@ -13,15 +13,15 @@ async function probe(check: () => Promise<unknown>): Promise<string> {
   }
 }
 
-export function healthRouter({ db, temporal }: { db: Db; temporal: Client }): Router {
-  const router = Router();
-  router.get('/healthz', async (_req, res) => {
-    const [store, workflows] = await Promise.all([
-      probe(() => pingStore(db)),
-      probe(() => temporal.connection.workflowService.getSystemInfo({})),
-    ]);
-    const healthy = store === 'ok' && workflows === 'ok';
-    res.status(healthy ? 200 : 503).json({ status: healthy ? 'ok' : 'unavailable', store, temporal: workflows });
-  });
-  return router;
+export function healthOperations({ db, temporal }: { db: Db; temporal: Client }): Operations {
+  return {
+    getHealth: async (_req, res) => {
+      const [store, workflows] = await Promise.all([
+        probe(() => pingStore(db)),
+        probe(() => temporal.connection.workflowService.getSystemInfo({})),
+      ]);
+      const healthy = store === 'ok' && workflows === 'ok';
+      res.status(healthy ? 200 : 503).json({ status: healthy ? 'ok' : 'unavailable', store, temporal: workflows });
+    },
+  };
 }

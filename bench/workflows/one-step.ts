@@ -1,5 +1,5 @@
 import { proxyLocalActivities } from '@temporalio/workflow';
-import { STORE } from '../../workflows/activity-policies';
+import { STORE } from '../../provisioning/workflows/activity-policies';
 
 /** The activity of the one-step baseline: nothing, so what is measured is the durable workflow around it. */
 export interface OneStepActivities {

@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import { setTimeout as delay } from 'node:timers/promises';
 import express from 'express';
-import { closeServer, listen, listeningUrl } from '../../composition/listen';
+import { closeServer, listen, listeningUrl } from '../../platform/net/listen';
 
 /** Simulated slowness must not keep a stopping process alive. */
 const sleep = (ms: number) => delay(ms, undefined, { ref: false });

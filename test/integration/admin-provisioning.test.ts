@@ -1,15 +1,15 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Connection } from '@temporalio/client';
-import { temporalClient } from '../../composition/temporal-data-converter';
+import { temporalClient } from '../../platform/temporal/data-converter';
 import { createApiApp } from '../../api/app';
-import { createDb, type Db } from '../../store/database';
-import { listProvisionedApps } from '../../store/provisions';
-import { findUserIdByEmail } from '../../store/users';
-import { provisioningWorkflowId } from '../../workflows/ids';
+import { createDb, type Db } from '../../platform/store/database';
+import { listProvisionedApps } from '../../platform/store/provisions';
+import { findUserIdByEmail } from '../../platform/store/users';
+import { provisioningWorkflowId } from '../../provisioning/workflows/ids';
 import { ADMIN_KEY, eventually, storedPasswordHash, uniqueEmail, useHarness } from '../support/harness';
 import { codecOf, historyText, payloadValue } from '../support/history';
-import { logger } from '../../observability/logger';
+import { logger } from '../../platform/observability/logger';
 import { counterValue } from '../support/metrics';
 
 const h = useHarness({ apps: { crm: {}, billing: {}, wiki: {} } });

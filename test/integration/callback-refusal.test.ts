@@ -1,8 +1,8 @@
 import dns from 'node:dns';
 import type { LookupFunction } from 'node:net';
-import { createTccClient } from '../../activities/provisioning/tcc-client';
-import { parseAllowList } from '../../security/callback-address';
-import { findUserIdByEmail } from '../../store/users';
+import { createTccClient } from '../../provisioning/activities/tcc-client';
+import { parseAllowList } from '../../platform/security/callback-address';
+import { findUserIdByEmail } from '../../platform/store/users';
 import { uniqueEmail, useHarness } from '../support/harness';
 
 /** Test names that resolve to loopback addresses, as a DNS server under an attacker's control could answer. */

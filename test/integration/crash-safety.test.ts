@@ -6,18 +6,18 @@ import { Client, Connection } from '@temporalio/client';
 import { sql } from 'kysely';
 import { Client as PgClient } from 'pg';
 import { startApi, type RunningApi } from '../../api/server';
-import { parseConfig } from '../../config/load';
-import type { AppConfig } from '../../config/schema';
+import { parseConfig } from '../../platform/config/load';
+import type { AppConfig } from '../../platform/config/schema';
 import { startDownstreamApp, type RunningDownstreamApp } from '../../examples/downstream-app/app';
 import { freePort } from '../../dev/ports';
 import { createServiceContext, type ServiceContext } from '../../composition/service-context';
 import { startDevServer, type DevServer } from '../../dev/temporal-dev-server';
 import { createScratchDatabase } from '../fixtures/source/generate';
 import { ADMIN_KEY, eventually, TEST_DATA_PROTECTION_KEY, TEST_PAYLOAD_KEYS } from '../support/harness';
-import { temporalClient } from '../../composition/temporal-data-converter';
+import { temporalClient } from '../../platform/temporal/data-converter';
 import { TEST_ADMIN_URL } from '../support/scratch-store';
-import { createScimToken } from '../../store/scim-tokens';
-import type { ProvisioningActivities } from '../../activities/provisioning';
+import { createScimToken } from '../../platform/store/scim-tokens';
+import type { ProvisioningActivities } from '../../provisioning/activities';
 import { spawnService, waitForOutput, type ServiceProcess } from '../support/service-process';
 
 /**

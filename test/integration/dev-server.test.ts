@@ -2,7 +2,7 @@ import net from 'node:net';
 import { Connection } from '@temporalio/client';
 import { freePort } from '../../dev/ports';
 import { startDevServer } from '../../dev/temporal-dev-server';
-import { logger } from '../../observability/logger';
+import { logger } from '../../platform/observability/logger';
 
 /**
  * Holds a loopback port, so a dev server started on it exits at once, as it does when a port it picked is taken.

@@ -1,9 +1,9 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as oidc from 'openid-client';
-import { closeServer, listen, listeningUrl } from '../../composition/listen';
-import { unprotectText } from '../../security/data-protection';
-import { findUserIdByEmail } from '../../store/users';
+import { closeServer, listen, listeningUrl } from '../../platform/net/listen';
+import { unprotectText } from '../../platform/security/data-protection';
+import { findUserIdByEmail } from '../../platform/store/users';
 import { uniqueEmail, useHarness } from '../support/harness';
 import { authorizationRequest, PORTAL_CALLBACK, registerPortal, relyingParty } from '../support/relying-party';
 import { browser, textOf, type Visit } from '../support/sign-in-flow';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import * as oidc from 'openid-client';
-import { findUserIdByEmail } from '../../store/users';
+import { findUserIdByEmail } from '../../platform/store/users';
 import { uniqueEmail, useHarness } from '../support/harness';
 import { authorizationRequest, PORTAL_CALLBACK, registerPortal, relyingParty } from '../support/relying-party';
 import { authnRequestOf, samlAnswer, samlIdentityProvider, type Idp } from '../support/saml-idp';

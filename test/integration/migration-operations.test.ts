@@ -1,6 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
-import * as sweeps from '../../client/migration-schedule';
-import { importSigningKey, loadSigningKeys } from '../../store/signing-keys';
+import * as sweeps from '../../migration/runner/schedule';
+import { importSigningKey, loadSigningKeys } from '../../platform/store/signing-keys';
 import { eventually, useHarness } from '../support/harness';
 import { useGeneratedSource } from '../support/scratch-store';
 import { markerOf } from '../support/rows';

@@ -1,8 +1,8 @@
-import { createKeyRing } from '../../security/data-protection';
-import { usersPass } from '../../activities/migration/passes/users';
-import { loginsPass, mfaPass, userRolesPass } from '../../activities/migration/passes/user-children';
-import type { MigrationOptions } from '../../activities/migration/types';
-import type { Db } from '../../store/database';
+import { createKeyRing } from '../../platform/security/data-protection';
+import { usersPass } from '../../migration/activities/passes/users';
+import { loginsPass, mfaPass, userRolesPass } from '../../migration/activities/passes/user-children';
+import type { MigrationOptions } from '../../migration/activities/types';
+import type { Db } from '../../platform/store/database';
 import { runPages } from '../support/pass-pages';
 import { createScratchStore, testMigrationOptions, useConnectedSource } from '../support/scratch-store';
 import { countRows } from '../support/rows';

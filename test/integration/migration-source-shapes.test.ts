@@ -1,5 +1,5 @@
-import { refreshTokensPass } from '../../activities/migration/passes/providers';
-import { validateSource } from '../../activities/migration/validation';
+import { refreshTokensPass } from '../../migration/activities/passes/providers';
+import { validateSource } from '../../migration/activities/validation';
 import { runPages } from '../support/pass-pages';
 import { testMigrationOptions, useConnectedSource, useScratchStore } from '../support/scratch-store';
 

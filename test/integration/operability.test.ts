@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { freePort } from '../../dev/ports';
-import { createLogger } from '../../observability/logger';
+import { createLogger } from '../../platform/observability/logger';
 import { WORKER_HEAP_LIMIT_MB } from '../../workers/heap-limit';
 import { ADMIN_KEY, uniqueEmail, useStandaloneService } from '../support/harness';
 import { spawnService, waitForOutput, type ServiceProcess } from '../support/service-process';

@@ -1,11 +1,15 @@
 import { randomBytes } from 'node:crypto';
 import type { Payload } from '@temporalio/common';
 import { startApi, type RunningApi } from '../../api/server';
-import type { AppConfig } from '../../config/schema';
-import { temporalClient } from '../../composition/temporal-data-converter';
-import { createKeyRing } from '../../security/data-protection';
-import { ENCRYPTED_ENCODING, KEY_ID_METADATA, PayloadEncryptionCodec } from '../../security/payload-encryption';
-import { deletionWorkflowId, provisioningWorkflowId } from '../../workflows/ids';
+import type { AppConfig } from '../../platform/config/schema';
+import { temporalClient } from '../../platform/temporal/data-converter';
+import { createKeyRing } from '../../platform/security/data-protection';
+import {
+  ENCRYPTED_ENCODING,
+  KEY_ID_METADATA,
+  PayloadEncryptionCodec,
+} from '../../platform/security/payload-encryption';
+import { deletionWorkflowId, provisioningWorkflowId } from '../../provisioning/workflows/ids';
 import { ADMIN_KEY, storedPasswordHash, TEST_PAYLOAD_KEYS, uniqueEmail, useHarness } from '../support/harness';
 import { codecOf, historyText, isPayload } from '../support/history';
 

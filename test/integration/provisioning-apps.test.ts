@@ -1,13 +1,13 @@
-import type { AppProvider } from '../../activities/provisioning/apps';
-import { createConfigAppProvider } from '../../activities/provisioning/apps';
+import type { AppProvider } from '../../provisioning/activities/apps';
+import { createConfigAppProvider } from '../../provisioning/activities/apps';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServiceContext } from '../../composition/service-context';
-import { createKeyRing } from '../../security/data-protection';
-import { findStoredApp, insertStoredApp } from '../../store/provisioning-apps';
+import { createKeyRing } from '../../platform/security/data-protection';
+import { findStoredApp, insertStoredApp } from '../../platform/store/provisioning-apps';
 import { startDownstreamApp, type RunningDownstreamApp } from '../../examples/downstream-app/app';
 import { startHarness, uniqueEmail, type Harness } from '../support/harness';
 import { storedAppRow } from '../support/rows';
-import { provisioningWorkflowId } from '../../workflows/ids';
+import { provisioningWorkflowId } from '../../provisioning/workflows/ids';
 
 describe('with the configuration-backed provider (the default)', () => {
   let h: Harness;

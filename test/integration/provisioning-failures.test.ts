@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { sql } from 'kysely';
-import { createProvisioningActivities } from '../../activities/provisioning';
-import { newUserFrom } from '../../api/user-creation';
-import { listProvisionedApps } from '../../store/provisions';
-import { findUserIdByEmail } from '../../store/users';
+import { createProvisioningActivities } from '../../provisioning/activities';
+import { newUserFrom } from '../../provisioning/creation';
+import { listProvisionedApps } from '../../platform/store/provisions';
+import { findUserIdByEmail } from '../../platform/store/users';
 import { logEntries } from '../support/captured-log';
 import { eventually, uniqueEmail, useHarness } from '../support/harness';
 import { counterValue } from '../support/metrics';

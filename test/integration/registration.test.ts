@@ -1,6 +1,6 @@
-import { verifyPassword } from '../../security/password-hashing';
-import { findUserIdByEmail } from '../../store/users';
-import { provisioningWorkflowId } from '../../workflows/ids';
+import { verifyPassword } from '../../platform/security/password-hashing';
+import { findUserIdByEmail } from '../../platform/store/users';
+import { provisioningWorkflowId } from '../../provisioning/workflows/ids';
 import { storedPasswordHash, uniqueEmail, useHarness } from '../support/harness';
 import { codecOf, historyText } from '../support/history';
 

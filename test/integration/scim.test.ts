@@ -1,5 +1,5 @@
-import { verifyPassword } from '../../security/password-hashing';
-import { listProvisionedApps } from '../../store/provisions';
+import { verifyPassword } from '../../platform/security/password-hashing';
+import { listProvisionedApps } from '../../platform/store/provisions';
 import {
   eventually,
   storedPasswordHash,

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import * as oidc from 'openid-client';
 import { freePort } from '../../dev/ports';
-import { createDb, migrateToLatest, type Db } from '../../store/database';
-import { insertUser } from '../../store/users';
+import { createDb, migrateToLatest, type Db } from '../../platform/store/database';
+import { insertUser } from '../../platform/store/users';
 import { ADMIN_KEY, serviceProcessEnv, stopAfterAll } from '../support/harness';
 import { authorizationRequest, relyingParty } from '../support/relying-party';
 import { spawnService, waitForOutput, type ServiceProcess } from '../support/service-process';

@@ -2,11 +2,11 @@ import { createHash, createHmac, createPublicKey, generateKeyPairSync, verify as
 import * as oidc from 'openid-client';
 import { sql } from 'kysely';
 import { Client as PgClient } from 'pg';
-import type { MigrationOptions } from '../../activities/migration/types';
-import { migrationOptions, startOrAttachMigration } from '../../client/migration-control';
-import type { MigrationReport } from '../../workflows/migration';
-import { base32Decode } from '../../security/base32';
-import { importSigningKey } from '../../store/signing-keys';
+import type { MigrationOptions } from '../../migration/activities/types';
+import { migrationOptions, startOrAttachMigration } from '../../migration/runner/control';
+import type { MigrationReport } from '../../migration/workflows/migration';
+import { base32Decode } from '../../platform/security/base32';
+import { importSigningKey } from '../../platform/store/signing-keys';
 import { FIXTURE_PASSWORD } from '../fixtures/source/generate';
 import { freePort } from '../../dev/ports';
 import { startApi } from '../../api/server';

@@ -1,4 +1,4 @@
-import { migrationOptions, startOrAttachMigration } from '../../client/migration-control';
+import { migrationOptions, startOrAttachMigration } from '../../migration/runner/control';
 import { startHarness, type Harness } from '../support/harness';
 
 /**

@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
-import { createDb } from '../../store/database';
+import { createDb } from '../../platform/store/database';
 import { createScratchDatabase } from '../fixtures/source/generate';
 import { TEST_ADMIN_URL } from '../support/scratch-store';
-import { logger } from '../../observability/logger';
+import { logger } from '../../platform/observability/logger';
 
 test('a connection terminated mid-query fails that query only; the process lives and the next query reconnects', async () => {
   const scratch = await createScratchDatabase(TEST_ADMIN_URL, 'ips_conn');

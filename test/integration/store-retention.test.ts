@@ -1,7 +1,15 @@
 import { sql } from 'kysely';
-import { claimIdempotencyKey, IDEMPOTENCY_KEY_HOURS, purgeExpiredIdempotencyKeys } from '../../store/creation-guards';
-import { ABANDONED_AFTER_HOURS, purgeAbandonedCredentials, stashPasswordHash } from '../../store/pending-credentials';
-import { purgeRevokedAccessTokens, revokeAccessToken } from '../../store/admin-tokens';
+import {
+  claimIdempotencyKey,
+  IDEMPOTENCY_KEY_HOURS,
+  purgeExpiredIdempotencyKeys,
+} from '../../platform/store/creation-guards';
+import {
+  ABANDONED_AFTER_HOURS,
+  purgeAbandonedCredentials,
+  stashPasswordHash,
+} from '../../platform/store/pending-credentials';
+import { purgeRevokedAccessTokens, revokeAccessToken } from '../../platform/store/admin-tokens';
 import { useScratchStore } from '../support/scratch-store';
 
 /** Rows kept for a while after they were written go once their retention has passed, and not before. */

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import { recordProvisions } from '../../store/provisions';
-import { deactivateUserReturningApps } from '../../store/scim-users';
-import { purgeOldRemovals, REMOVALS_KEPT_DAYS } from '../../store/user-removals';
-import { deleteUserReturningApps, insertUser } from '../../store/users';
-import { newUserFrom } from '../../api/user-creation';
+import { recordProvisions } from '../../platform/store/provisions';
+import { deactivateUserReturningApps } from '../../platform/store/scim-users';
+import { purgeOldRemovals, REMOVALS_KEPT_DAYS } from '../../platform/store/user-removals';
+import { deleteUserReturningApps, insertUser } from '../../platform/store/users';
+import { newUserFrom } from '../../provisioning/creation';
 import { useScratchStore } from '../support/scratch-store';
 
 /**

@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { createTccClient, type TccClient } from '../../activities/provisioning/tcc-client';
-import { parseAllowList } from '../../security/callback-address';
+import { createTccClient, type TccClient } from '../../provisioning/activities/tcc-client';
+import { parseAllowList } from '../../platform/security/callback-address';
 
 /**
  * An app closes an idle kept-alive connection when it likes (Node's default: after 5 s), and a call the service sends

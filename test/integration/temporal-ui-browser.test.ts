@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { freePort } from '../../dev/ports';
-import { PAYLOAD_KEY_FILE } from '../../config/key-ring';
-import { provisioningWorkflowId } from '../../workflows/ids';
+import { PAYLOAD_KEY_FILE } from '../../platform/config/key-ring';
+import { provisioningWorkflowId } from '../../provisioning/workflows/ids';
 import { ADMIN_KEY, stopAfterAll, TEST_DATA_PROTECTION_KEY, uniqueEmail } from '../support/harness';
 import { spawnService, waitForOutput, type ServiceProcess } from '../support/service-process';
 

@@ -2,8 +2,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
-import { temporalDataConverter } from '../../composition/temporal-data-converter';
-import { parseConfig } from '../../config/load';
+import { temporalDataConverter } from '../../platform/temporal/data-converter';
+import { parseConfig } from '../../platform/config/load';
 import { TEST_PAYLOAD_KEYS } from '../support/harness';
 
 /**

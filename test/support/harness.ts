@@ -3,8 +3,8 @@ import type { LookupFunction } from 'node:net';
 import type { Client } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { startApi, type RunningApi } from '../../api/server';
-import { parseConfig } from '../../config/load';
-import type { AppConfig } from '../../config/schema';
+import { parseConfig } from '../../platform/config/load';
+import type { AppConfig } from '../../platform/config/schema';
 import { startDownstreamApp, type Behaviour, type RunningDownstreamApp } from '../../examples/downstream-app/app';
 import { createScratchDatabase } from '../fixtures/source/generate';
 import {
@@ -14,7 +14,7 @@ import {
   migrationDependencies,
 } from '../../composition/service-context';
 import { createMigrationWorker, createProvisioningWorker, workerHome } from '../../workers/create-worker';
-import { temporalClient } from '../../composition/temporal-data-converter';
+import { temporalClient } from '../../platform/temporal/data-converter';
 import { TEST_ADMIN_URL } from './scratch-store';
 import { answerProblem } from './openapi-check';
 import type { ServiceProcess } from './service-process';

@@ -1,4 +1,4 @@
-import { metricsRegistry } from '../../observability/metrics';
+import { metricsRegistry } from '../../platform/observability/metrics';
 
 /** The sum of a counter's series whose labels include `labels`, as this process's registry holds it now. */
 export async function counterValue(name: string, labels: Record<string, string>): Promise<number> {

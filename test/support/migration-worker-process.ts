@@ -1,6 +1,6 @@
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { runWorkerProcess } from './worker-process';
-import { parseConfig } from '../../config/load';
+import { parseConfig } from '../../platform/config/load';
 import { createServiceContext, migrationDependencies } from '../../composition/service-context';
 import { createMigrationWorker, workerHome } from '../../workers/create-worker';
 import { TEST_PAYLOAD_KEYS } from './harness';

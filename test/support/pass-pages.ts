@@ -1,4 +1,4 @@
-import { userCursor, type PageResult, type Pass, type PassContext } from '../../activities/migration/types';
+import { userCursor, type PageResult, type Pass, type PassContext } from '../../migration/activities/types';
 
 /** Every page of one pass over the key range (after, until], summed: a pass run directly, without Temporal. */
 export async function runPages(

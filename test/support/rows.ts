@@ -1,4 +1,4 @@
-import type { Db } from '../../store/database';
+import type { Db } from '../../platform/store/database';
 
 type CountedTable =
   'users' | 'user_logins' | 'user_roles' | 'mfa_credentials' | 'clients' | 'client_secrets' | 'grants' | 'sso_domains';

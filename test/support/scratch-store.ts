@@ -1,10 +1,10 @@
 import { createScratchDatabase, generateSource } from '../fixtures/source/generate';
 import type { Kysely } from 'kysely';
 import { Client as PgClient } from 'pg';
-import type { MigrationOptions } from '../../activities/migration/types';
-import { connectSource } from '../../migration-source/connection';
-import type { SourceDatabase } from '../../migration-source/schema';
-import { createDb, migrateToLatest, type Db } from '../../store/database';
+import type { MigrationOptions } from '../../migration/activities/types';
+import { connectSource } from '../../migration/source/connection';
+import type { SourceDatabase } from '../../migration/source/schema';
+import { createDb, migrateToLatest, type Db } from '../../platform/store/database';
 
 /** The PostgreSQL server tests create their throw-away databases on. */
 export const TEST_ADMIN_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';

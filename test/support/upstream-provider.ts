@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import express from 'express';
 import Provider from 'oidc-provider';
-import { closeServer, listen, listeningUrl } from '../../composition/listen';
-import { page } from '../../oidc/pages';
+import { closeServer, listen, listeningUrl } from '../../platform/net/listen';
+import { page } from '../../platform/http/html';
 
 export interface UpstreamAccount {
   sub: string;

@@ -1,4 +1,4 @@
-import { callbackUrlProblem, isLoopbackAddress, parseAllowList } from '../../security/callback-address';
+import { callbackUrlProblem, isLoopbackAddress, parseAllowList } from '../../platform/security/callback-address';
 
 const none = parseAllowList([]);
 

@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from '../../config/load';
+import { ConfigError, loadConfig } from '../../platform/config/load';
 
 const app = { CallbackUrl: 'https://crm.example.com/provisioning', ApiKey: 'secret-key' };
 

@@ -2,15 +2,15 @@ import { createCipheriv, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../../config/load';
+import { loadConfig } from '../../platform/config/load';
 import {
   createKeyRing,
   protectSecret,
   protectText,
   unprotectSecret,
   unprotectText,
-} from '../../security/data-protection';
-import { KEY_FILE, keyRingFromConfig, withEmbeddedKey } from '../../config/key-ring';
+} from '../../platform/security/data-protection';
+import { KEY_FILE, keyRingFromConfig, withEmbeddedKey } from '../../platform/config/key-ring';
 
 const older = { id: 'older', key: randomBytes(32) };
 const newer = { id: 'newer', key: randomBytes(32) };

@@ -1,8 +1,8 @@
 import { IncomingMessage } from 'node:http';
 import { Socket } from 'node:net';
-import { bearerToken } from '../../api/auth/bearer';
-import { ConfigError, loadConfig } from '../../config/load';
-import { findJsonProblem, forbiddenPathSegment, safeStringMap } from '../../security/object-keys';
+import { bearerToken } from '../../platform/http/bearer';
+import { ConfigError, loadConfig } from '../../platform/config/load';
+import { findJsonProblem, forbiddenPathSegment, safeStringMap } from '../../platform/security/object-keys';
 
 describe('names that reach a prototype', () => {
   test.each([

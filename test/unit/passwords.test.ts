@@ -1,7 +1,7 @@
 import { pbkdf2Sync } from 'node:crypto';
 import bcrypt from 'bcryptjs';
-import { cheaperThanNative, detectPasswordFormat, verifyAnyPassword } from '../../security/password-formats';
-import { hashPassword, verifyPassword } from '../../security/password-hashing';
+import { cheaperThanNative, detectPasswordFormat, verifyAnyPassword } from '../../platform/security/password-formats';
+import { hashPassword, verifyPassword } from '../../platform/security/password-hashing';
 
 describe('native password hashes (ASP.NET Core Identity V3 layout)', () => {
   test('a hash verifies its password and no other', async () => {

@@ -1,10 +1,10 @@
-import { createMigrationActivities, PASS_IMPLEMENTATIONS } from '../../activities/migration';
-import { PASSES } from '../../activities/migration/plan';
-import { preflight, REQUIRED_TABLES } from '../../activities/migration/preflight';
-import { EXPECTED_INVENTORY, validateSource } from '../../activities/migration/validation';
-import { parseSourceConnectionString } from '../../migration-source/connection';
-import type { SourceDatabase } from '../../migration-source/schema';
-import type { Db } from '../../store/database';
+import { createMigrationActivities, PASS_IMPLEMENTATIONS } from '../../migration/activities';
+import { PASSES } from '../../migration/activities/plan';
+import { preflight, REQUIRED_TABLES } from '../../migration/activities/preflight';
+import { EXPECTED_INVENTORY, validateSource } from '../../migration/activities/validation';
+import { parseSourceConnectionString } from '../../migration/source/connection';
+import type { SourceDatabase } from '../../migration/source/schema';
+import type { Db } from '../../platform/store/database';
 import { recordingMssql } from '../support/recording-dialect';
 import { testMigrationOptions } from '../support/scratch-store';
 

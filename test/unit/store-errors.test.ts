@@ -1,4 +1,4 @@
-import { isStoreUnavailable } from '../../store/errors';
+import { isStoreUnavailable } from '../../platform/store/errors';
 
 /** The store's faults that say nothing about the request (answered 503, send again) against those that do. */
 const withCode = (code: string, message = 'x') => Object.assign(new Error(message), { code });

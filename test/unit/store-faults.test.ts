@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { sql } from 'kysely';
-import { createDb } from '../../store/database';
+import { createDb } from '../../platform/store/database';
 import { StoreFaultsInterceptor } from '../../workers/store-faults';
 import { TEST_ADMIN_URL } from '../support/scratch-store';
 

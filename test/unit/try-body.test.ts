@@ -1,5 +1,5 @@
-import { buildTryBody } from '../../activities/provisioning';
-import { newUserFrom } from '../../api/user-creation';
+import { buildTryBody } from '../../provisioning/activities';
+import { newUserFrom } from '../../provisioning/creation';
 
 const user = { userId: 'u1', ...newUserFrom({ email: 'a@example.test' }), active: true };
 

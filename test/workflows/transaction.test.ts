@@ -2,14 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import type { ProvisioningActivities } from '../../activities/provisioning';
-import type { TryVerdict } from '../../activities/provisioning/tcc-client';
-import { tryConfirmThenRecord } from '../../activities/provisioning/rounds';
+import type { ProvisioningActivities } from '../../provisioning/activities';
+import type { TryVerdict } from '../../provisioning/activities/tcc-client';
+import { tryConfirmThenRecord } from '../../provisioning/activities/rounds';
 import { tryThenConfirmInTurn } from '../../provisioning/tcc';
 import { findTemporalTestServer } from '../../dev/temporal-cli';
-import type { UserProfile } from '../../store/users';
-import { createUserAndProvision } from '../../workflows/provisioning';
-import { newUserFrom } from '../../api/user-creation';
+import type { UserProfile } from '../../platform/store/users';
+import { createUserAndProvision } from '../../provisioning/workflows/provisioning';
+import { newUserFrom } from '../../provisioning/creation';
 
 /**
  * The spec's provisioning state table, one case a row, against the workflow code with stub activities on the

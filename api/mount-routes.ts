@@ -1,0 +1,28 @@
+import type { Express, RequestHandler } from 'express';
+import type { Operations } from '../platform/http/operations';
+import { expressPath, type Auth, type RouteSpec } from './openapi/routes';
+
+/**
+ * Mounts every route of the table with its guard and its handler, in the table's order. A route without a handler
+ * stops start-up unless the table says when it is absent; so does a handler the table has no route for (it could
+ * never be reached, and the OpenAPI document would not show it).
+ */
+export function mountRoutes(
+  app: Express,
+  routes: readonly RouteSpec[],
+  operations: Operations,
+  guards: Record<Auth, RequestHandler[]>,
+): void {
+  const unrouted = new Set(Object.keys(operations));
+  for (const route of routes) {
+    const handler = operations[route.operationId];
+    unrouted.delete(route.operationId);
+    if (handler === undefined) {
+      if (route.absent) continue;
+      throw new Error(`route ${route.method.toUpperCase()} ${route.path} has no handler named ${route.operationId}`);
+    }
+    app[route.method](expressPath(route.path), ...guards[route.auth], ...[handler].flat());
+  }
+  if (unrouted.size > 0)
+    throw new Error(`handlers without a route in api/openapi/routes.ts: ${[...unrouted].join(', ')}`);
+}

@@ -1,0 +1,89 @@
+import { detectPasswordFormat } from '../../../platform/security/password-formats';
+import { normalize } from '../../../platform/store/users';
+import { missingUserIds, type MigratedUser } from '../../../platform/store/migrated-users';
+import { DROPPED_CLAIMS, foldClaimsByUser, noClaims } from '../claims';
+import { identifierProblem } from '../identifiers';
+import { emptyPage, IN_LIST_LIMIT, nextCursor, type Pass } from '../types';
+import { backfillSignInFlags, createUsers, upsertUsers } from './user-writes';
+import { parseUserCursor, readClaims, readUserIds, readUsersById, readUsersOfPage } from '../../source/users';
+
+const looksLikeEmail = (v: string | null) => v !== null && /^[^@\s]+@[^@\s]+$/.test(v);
+
+/** AspNetUsers + AspNetUserClaims → users, ids verbatim, claims folded, hashes kept as they are. */
+export const usersPass: Pass = async ({ source, target, options }, cursor, until) => {
+  const after = parseUserCursor(cursor);
+  const ids = await readUserIds(source, { after, until }, options.pageSize);
+  const page = { ...emptyPage(), read: ids.length, next: nextCursor(ids, options.pageSize, (id) => id) };
+  if (ids.length === 0) return page;
+  const last = ids[ids.length - 1];
+
+  // CreateOnly never touches a user that exists, so a delta sweep skips them before reading their rows; the target
+  // answers with the missing ids only, which on a re-run is usually none.
+  let wanted = new Set(ids);
+  if (options.usersMode === 'CreateOnly' && !options.dryRun) {
+    wanted = new Set(await missingUserIds(target, ids));
+    page.skipped += ids.length - wanted.size;
+    await backfillSignInFlags(
+      { source, target, version: options.version },
+      ids.filter((id) => !wanted.has(id)),
+      { after, until: last },
+      options.pageSize,
+    );
+    if (wanted.size === 0) return page;
+  }
+  // A few users of the page (a delta sweep's new users, or the duplicates every sweep meets again) are read by id;
+  // most of it, by key range.
+  const byId = wanted.size * 4 <= ids.length && wanted.size <= IN_LIST_LIMIT;
+  const [read, claims] = byId
+    ? await Promise.all([readUsersById(source, [...wanted]), readClaims(source, { ids: [...wanted] }, DROPPED_CLAIMS)])
+    : await Promise.all([
+        readUsersOfPage(source, { after, until: last }, options.pageSize),
+        readClaims(source, { after, last }, DROPPED_CLAIMS),
+      ]);
+  const users = read.filter((u) => wanted.has(u.Id));
+
+  const claimsByUser = foldClaimsByUser(claims, (warning) => page.warnings.push(warning));
+  const rows: MigratedUser[] = [];
+  for (const user of users) {
+    const problem = identifierProblem('user', user.Id);
+    const email = looksLikeEmail(user.Email) ? user.Email! : looksLikeEmail(user.UserName) ? user.UserName! : null;
+    if (problem || !email) {
+      page.skipped++;
+      page.warnings.push(problem ?? `user ${user.Id} has no e-mail address and was skipped`);
+      continue;
+    }
+    const folded = claimsByUser.get(user.Id) ?? noClaims();
+    const userName = user.UserName ?? email;
+    // A null hash is an external-SSO-only user; any other hash is kept verbatim and verifies unchanged.
+    const passwordFormat = user.PasswordHash ? (detectPasswordFormat(user.PasswordHash) ?? 'unknown') : null;
+    if (passwordFormat === 'unknown')
+      page.warnings.push(`user ${user.Id} has a password hash of an unknown format; the user must reset the password`);
+    rows.push({
+      id: user.Id,
+      email,
+      normalized_email: normalize(email),
+      user_name: userName,
+      normalized_user_name: normalize(userName),
+      first_name: folded.firstName,
+      last_name: folded.lastName,
+      company_name: folded.companyName,
+      organization_id: folded.organizationId,
+      custom_attributes: folded.customAttributes,
+      password_hash: user.PasswordHash,
+      password_format: passwordFormat,
+      migration_version: options.version,
+      // ASP.NET Identity's sign-in state: an authenticator key alone does not mean two-factor sign-in is on.
+      two_factor_enabled: Boolean(user.TwoFactorEnabled),
+      email_confirmed: Boolean(user.EmailConfirmed),
+      lockout_end: user.LockoutEnd ? new Date(user.LockoutEnd) : null,
+      access_failed_count: user.AccessFailedCount ?? 0,
+    });
+  }
+  if (rows.length === 0 || options.dryRun) return page;
+  await (options.usersMode === 'Upsert' ? upsertUsers : createUsers)(
+    { source, target, version: options.version },
+    rows,
+    page,
+  );
+  return page;
+};

@@ -1,0 +1,105 @@
+import type { KeyRing } from '../../platform/security/data-protection';
+import type { Kysely, Selectable } from 'kysely';
+import type { SourceDatabase } from '../source/schema';
+import { idPage } from '../source/configuration';
+import type { Db } from '../../platform/store/database';
+
+/** Everything a run needs to know that may appear in workflow history: no connection string, no key. */
+export interface MigrationOptions {
+  version: string;
+  dryRun: boolean;
+  usersMode: 'CreateOnly' | 'Upsert';
+  migrateClients: boolean;
+  migrateRefreshTokens: boolean;
+  sourceGrantKeysAreUnhashed: boolean;
+  pageSize: number;
+  /** Key-range partitions of the user-keyed passes that run side by side. */
+  parallelism: number;
+}
+
+import type { Counts } from '../../platform/store/migration-counts';
+import type { PassName } from './plan';
+
+export type { PassName };
+
+/**
+ * Source pages are keyset pages written `.orderBy(key).offset(0).fetch(pageSize)`: OFFSET … FETCH NEXT is the one
+ * row-limit syntax SQL Server and PostgreSQL share (SQL Server has no LIMIT).
+ */
+export interface PageResult extends Counts {
+  warnings: string[];
+  /** Keyset cursor for the next page; null when the pass is done. */
+  next: string | null;
+}
+
+export interface PassContext {
+  source: Kysely<SourceDatabase>;
+  target: Db;
+  options: MigrationOptions;
+  /** Protects TOTP secrets at rest and keys the recovery-code hashes. */
+  dataProtection?: KeyRing;
+}
+
+/**
+ * One page of a pass. `until` is the inclusive upper key of the partition the page belongs to: only the user-keyed
+ * passes are partitioned (`keyedByUser` in the pass plan); the others run as one partition and ignore it.
+ */
+export type Pass = (ctx: PassContext, cursor: string | null, until: string | null) => Promise<PageResult>;
+
+/** A key range of source users, (after, until]; null ends are open. Boundaries are user ids, never secrets. */
+export interface UserPartition {
+  after: string | null;
+  until: string | null;
+}
+
+/**
+ * SQL Server takes at most 2,100 parameters in a statement: a pass that reads child rows through an IN list of a
+ * page's keys pages at most this many, whatever Migration:PageSize says.
+ */
+export const IN_LIST_LIMIT = 2000;
+
+/** The cursor of a user-keyed pass: the last user id of the previous page. */
+export const userCursor = (id: string | null): string | null => (id === null ? null : JSON.stringify(id));
+
+/** A write of `attempted` rows that created `written`: the rest existed already (unique keys) and count as skipped. */
+export function countWrites(page: PageResult, attempted: number, written: number): void {
+  page.created += written;
+  page.skipped += attempted - written;
+}
+
+export const emptyPage = (): PageResult => ({ read: 0, created: 0, updated: 0, skipped: 0, warnings: [], next: null });
+
+/** The next cursor for a keyset page: the last key when the page was full, else null. */
+export function nextCursor<T>(rows: T[], pageSize: number, key: (row: T) => unknown): string | null {
+  return rows.length === pageSize ? JSON.stringify(key(rows[rows.length - 1])) : null;
+}
+
+/**
+ * One keyset page of a pass that pages by one key of its own table (roles, providers, refresh tokens): `read` gets the
+ * last key of the previous page (undefined on the first) and returns up to `pageSize` rows ordered by that key.
+ */
+export async function keysetPage<Row>(
+  cursor: string | null,
+  pageSize: number,
+  read: (after: unknown) => Promise<Row[]>,
+  keyOf: (row: Row) => unknown,
+): Promise<{ rows: Row[]; page: PageResult }> {
+  const rows = await read(cursor ? JSON.parse(cursor) : undefined);
+  return { rows, page: { ...emptyPage(), read: rows.length, next: nextCursor(rows, pageSize, keyOf) } };
+}
+
+/** Source tables whose primary key is a string `Id`. */
+type StringKeyedTable = {
+  [T in keyof SourceDatabase]: SourceDatabase[T] extends { Id: string } ? T : never;
+}[keyof SourceDatabase];
+
+/** One keyset page of a whole source table keyed by a string `Id` (roles, SAML and OIDC providers). */
+export function pageById<T extends StringKeyedTable>(ctx: PassContext, table: T, cursor: string | null) {
+  type Row = Selectable<SourceDatabase[T]> & { Id: string };
+  return keysetPage(
+    cursor,
+    ctx.options.pageSize,
+    async (after) => (await idPage(ctx.source, table, after as string | undefined, ctx.options.pageSize)) as Row[],
+    (row) => row.Id,
+  );
+}

@@ -1,0 +1,93 @@
+import type { Request, RequestHandler } from 'express';
+import { findJsonProblem, forbiddenPathSegment, MAX_JSON_DEPTH } from '../security/object-keys';
+import { TEXT_PROBLEM_MESSAGES } from '../security/storable-text';
+import type { ScimType } from './scim-errors';
+import { isSignInPath } from './sign-in-paths';
+import { isScimRequest, sendError } from './problem';
+
+/** The body types each part of the service takes; a body of any other type is refused with 415 before a route sees it. */
+const BODY_TYPES = {
+  scim: ['application/scim+json', 'application/json'],
+  json: ['application/json'],
+  form: ['application/x-www-form-urlencoded'],
+};
+export const JSON_BODY_TYPES = [...new Set([...BODY_TYPES.scim, ...BODY_TYPES.json])];
+const bodyTypesOf = (req: Request) =>
+  isSignInPath(req.path) ? BODY_TYPES.form : isScimRequest(req) ? BODY_TYPES.scim : BODY_TYPES.json;
+
+/** A request carries a body when it says so; `content-length: 0` (fetch's POST without a body) does not. */
+const hasBody = (headers: Record<string, string | string[] | undefined>) =>
+  headers['transfer-encoding'] !== undefined ||
+  (headers['content-length'] !== undefined && headers['content-length'] !== '0');
+
+function decodedPath(path: string): string | undefined {
+  try {
+    return decodeURIComponent(path);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Input the service cannot hold or must not walk is refused here, before any route, library or workflow sees it:
+ * a body in a type the route does not take (415), a NUL character anywhere (PostgreSQL's text cannot store one),
+ * a JSON key, query attribute or SCIM filter that names `__proto__`, `constructor` or `prototype` (400).
+ */
+export function edgeGuard(): RequestHandler {
+  return (req, res, next) => {
+    const scim = isScimRequest(req);
+    const refuse = (detail: string, scimType: ScimType) =>
+      sendError(req, res, { status: 400, title: 'Invalid request', detail, scimType });
+    const path = decodedPath(req.path);
+    if (path === undefined) return refuse('path: not a valid percent-encoded URL path', 'invalidValue');
+    if (path.includes('\0')) return refuse('path: must not contain NUL characters', 'invalidValue');
+
+    for (const [name, value] of Object.entries(req.query)) {
+      for (const text of [value].flat()) {
+        if (typeof text !== 'string') continue;
+        if (text.includes('\0') || name.includes('\0')) {
+          return refuse(`${name.replace(/\0/g, '\\u0000')}: must not contain NUL characters`, 'invalidValue');
+        }
+        const forbidden = ['filter', 'attributes', 'excludedAttributes', 'sortBy'].includes(name)
+          ? forbiddenPathSegment(text)
+          : undefined;
+        if (forbidden)
+          return refuse(
+            `${name}: the attribute name "${forbidden}" is not allowed`,
+            scim && name === 'filter' ? 'invalidFilter' : 'invalidPath',
+          );
+      }
+    }
+
+    if (hasBody(req.headers)) {
+      const types = bodyTypesOf(req);
+      if (!req.is(types)) {
+        return sendError(req, res, {
+          status: 415,
+          title: 'Unsupported media type',
+          detail: `the body must be ${types.join(' or ')}; this request sent ${req.get('content-type') ?? 'no content type'}`,
+          scimType: 'invalidSyntax',
+        });
+      }
+    }
+    next();
+  };
+}
+
+/**
+ * After the JSON parser: a key that names a prototype, a key or string the store cannot hold (NUL, a lone surrogate)
+ * anywhere in the parsed body, or nesting deeper than MAX_JSON_DEPTH, is refused with 400 naming where.
+ */
+export function rejectJsonProblems(): RequestHandler {
+  return (req, res, next) => {
+    const problem = findJsonProblem(req.body);
+    const refuse = (detail: string, scimType: ScimType) =>
+      sendError(req, res, { status: 400, title: 'Invalid request', detail, scimType });
+    if (!problem) return next();
+    if (problem.problem === 'forbidden-key')
+      return refuse(`${problem.path}: this key name is not allowed`, 'invalidPath');
+    if (problem.problem === 'too-deep')
+      return refuse(`${problem.path}: nested deeper than ${MAX_JSON_DEPTH} levels`, 'invalidSyntax');
+    refuse(`${problem.path}: ${TEXT_PROBLEM_MESSAGES[problem.problem]}`, 'invalidValue');
+  };
+}

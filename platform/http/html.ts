@@ -1,0 +1,40 @@
+/**
+ * The layout of every page the service renders (sign-in, account, errors, the SCIM guide): server-rendered HTML, no
+ * script, one column that fits a phone. Every value that reaches a page is escaped.
+ */
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+export const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => ESCAPES[c]);
+
+const STYLE = `
+  * { box-sizing: border-box; }
+  body { margin: 0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; background: #f3f4f6; color: #111827; }
+  main { max-width: 400px; margin: 0 auto; padding: 48px 20px; }
+  .card { background: #fff; border-radius: 12px; padding: 28px 24px; box-shadow: 0 1px 3px rgba(0,0,0,.08); }
+  h1 { font-size: 22px; margin: 0 0 8px; }
+  p { margin: 0 0 16px; color: #4b5563; }
+  label { display: block; font-weight: 600; margin: 16px 0 6px; }
+  input { width: 100%; font-size: 16px; padding: 12px; border: 1px solid #d1d5db; border-radius: 8px; }
+  input:focus { outline: 2px solid #2563eb; border-color: #2563eb; }
+  button { width: 100%; margin-top: 20px; padding: 12px; font-size: 16px; font-weight: 600; color: #fff; background: #2563eb; border: 0; border-radius: 8px; }
+  .secondary { background: #fff; color: #2563eb; border: 1px solid #2563eb; margin-top: 12px; }
+  .error { background: #fef2f2; color: #991b1b; padding: 10px 12px; border-radius: 8px; margin: 0 0 12px; }
+  .who { font-weight: 600; color: #111827; word-break: break-all; }
+  .key { font-family: ui-monospace, monospace; word-break: break-all; background: #f3f4f6; padding: 8px; border-radius: 6px; }
+  img.qr { display: block; margin: 12px auto; width: 200px; height: 200px; }
+`;
+
+export function page(title: string, body: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)}</title>
+<style>${STYLE}</style>
+</head>
+<body><main><div class="card">
+<h1>${escapeHtml(title)}</h1>
+${body}
+</div></main></body>
+</html>`;
+}

@@ -1,0 +1,16 @@
+import type { Request, RequestHandler } from 'express';
+
+/**
+ * The handlers of a surface of the API, by the operationId its route has in the route table
+ * (api/openapi/routes.ts). The table mounts them: a handler is reachable only through a route of the table, which the
+ * OpenAPI document is built from, and a route without its handler (or a handler without a route) stops start-up.
+ */
+export type Operations = Record<string, RequestHandler | RequestHandler[]>;
+
+/** A named path parameter (`{name}` in the table): always one string for a named segment. */
+export function pathParam(req: Request, name: string): string {
+  const value = req.params[name];
+  if (typeof value !== 'string')
+    throw new Error(`route parameter ${name} is missing: the handler's route does not name it`);
+  return value;
+}

@@ -1,0 +1,103 @@
+import { Kysely, Migrator, PostgresDialect, sql, type Migration, type MigrationProvider } from 'kysely';
+import { Pool, type PoolClient } from 'pg';
+import * as usersAndProvisions from './schema-migrations/0001_users_and_provisions';
+import * as scimAndApps from './schema-migrations/0002_scim_and_apps';
+import * as migrationTargets from './schema-migrations/0003_migration_targets';
+import * as migrationBulkWrites from './schema-migrations/0004_migration_bulk_writes';
+import * as protectedAppKeys from './schema-migrations/0005_protected_app_keys';
+import * as creationGuards from './schema-migrations/0006_creation_guards';
+import * as signIn from './schema-migrations/0007_sign_in';
+import * as federation from './schema-migrations/0008_federation';
+import * as scimEmails from './schema-migrations/0009_scim_emails';
+import * as userRemovals from './schema-migrations/0010_user_removals';
+import * as revokedAccessTokens from './schema-migrations/0011_revoked_access_tokens';
+import type { Database } from './schema';
+import { logger } from '../observability/logger';
+import { shuttingDown } from '../observability/shutdown';
+
+export type Db = Kysely<Database>;
+
+const pools = new WeakMap<Db, Pool>();
+
+/**
+ * A lost connection fails the query it carried, never the process, and never the next query. pg's pool listens for
+ * errors of idle clients only; a client that loses its connection while checked out (the server restarted, an
+ * administrator terminated it) emits `error` with nobody listening, and Node exits: every client gets a listener of
+ * its own. The server's FATAL answer fails the query in flight before the socket closes, so the client would go back
+ * to the pool looking healthy and fail the next query too: a client whose query met a FATAL error or a dead socket is
+ * ended when it is released, and the pool opens a fresh connection instead.
+ */
+export function survivesLostConnections(pool: Pool, name: string): Pool {
+  const broken = new WeakMap<PoolClient, string>();
+  const lost = (message: string) => logger[shuttingDown() ? 'debug' : 'warn'](message);
+  pool.on('error', (error) => lost(`${name}: idle database connection lost: ${error.message}`));
+  pool.on('connect', (client) => {
+    client.on('error', (error) => lost(`${name}: database connection lost: ${error.message}`));
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    client.query = function (...args: unknown[]) {
+      const result = query(...args) as Promise<unknown> | undefined;
+      // Promises of another realm (jest's sandbox) fail instanceof; anything with catch() is one.
+      if (typeof result?.catch === 'function') {
+        result.catch((error: { severity?: string; message?: string }) => {
+          if (error?.severity === 'FATAL' || /Connection terminated|ECONNRESET|EPIPE/.test(error?.message ?? ''))
+            broken.set(client, error.message ?? 'unknown error');
+        });
+      }
+      return result;
+    } as typeof client.query;
+  });
+  pool.on('release', (_error, client) => {
+    const reason = broken.get(client);
+    if (reason === undefined) return;
+    lost(`${name}: database connection lost (${reason}); the next query opens a new one`);
+    client.end().catch(() => {});
+  });
+  return pool;
+}
+
+export function createDb(connectionString: string, poolSize = 10): Db {
+  const pool = survivesLostConnections(new Pool({ connectionString, max: poolSize }), 'store');
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  pools.set(db, pool);
+  return db;
+}
+
+/** The connection pool under a store, for what kysely does not speak: COPY (see copyUnlessAnyExists). */
+export function poolOf(db: Db): Pool {
+  const pool = pools.get(db);
+  if (!pool) throw new Error('store: this database handle was not made by createDb');
+  return pool;
+}
+
+/** Migrations are compiled in, so a bundled or containerised service needs no migration folder on disk. */
+const provider: MigrationProvider = {
+  getMigrations: (): Promise<Record<string, Migration>> =>
+    Promise.resolve({
+      '0001_users_and_provisions': usersAndProvisions,
+      '0002_scim_and_apps': scimAndApps,
+      '0003_migration_targets': migrationTargets,
+      '0004_migration_bulk_writes': migrationBulkWrites,
+      '0005_protected_app_keys': protectedAppKeys,
+      '0006_creation_guards': creationGuards,
+      '0007_sign_in': signIn,
+      '0008_federation': federation,
+      '0009_scim_emails': scimEmails,
+      '0010_user_removals': userRemovals,
+      '0011_revoked_access_tokens': revokedAccessTokens,
+    }),
+};
+
+export async function migrateToLatest(db: Db): Promise<void> {
+  const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
+  const failed = results?.find((r) => r.status === 'Error');
+  if (error || failed) {
+    throw new Error(
+      `store migration ${failed?.migrationName ?? ''} failed: ${(error as Error | undefined)?.message ?? 'unknown error'}`,
+    );
+  }
+}
+
+/** One round trip to the store: the health probe's question whether it answers. */
+export async function pingStore(db: Db): Promise<void> {
+  await sql`select 1`.execute(db);
+}

@@ -1,0 +1,158 @@
+import { randomUUID } from 'node:crypto';
+import { pathParam, type Operations } from '../../platform/http/operations';
+import { z } from 'zod';
+import type { TccClient } from '../activities/tcc-client';
+import { appIdSchema, provisioningAppSchema } from '../../platform/config/schema';
+import { callbackUrlProblem, type AllowList } from '../../platform/security/callback-address';
+import type { KeyRing } from '../../platform/security/data-protection';
+import type { Db } from '../../platform/store/database';
+import { clientsListingApp } from '../../platform/store/clients';
+import {
+  deleteStoredApp,
+  findStoredApp,
+  insertStoredApp,
+  listStoredApps,
+  replaceStoredApp,
+  type ProvisioningApp,
+} from '../../platform/store/provisioning-apps';
+import { sendProblem, validationProblem, type Problem } from '../../platform/http/problem';
+
+/** The configuration's field names (`CallbackUrl`), with camelCase (`callbackUrl`) accepted too. */
+export const appBodySchema = z.preprocess(
+  (body) =>
+    body && typeof body === 'object' && !Array.isArray(body)
+      ? Object.fromEntries(
+          Object.entries(body).map(([k, v]) => [k === 'appId' ? k : k.charAt(0).toUpperCase() + k.slice(1), v]),
+        )
+      : body,
+  provisioningAppSchema.extend({ appId: appIdSchema.optional(), CallbackUrl: z.url() }).strict(),
+);
+
+const refusedAddress = (reason: string): Problem => ({
+  status: 400,
+  title: 'Refused callback address',
+  detail: `CallbackUrl: refused: ${reason}`,
+});
+
+/** ApiKey is write-only: it is never part of an answer. */
+const view = (app: ProvisioningApp) => ({
+  appId: app.appId,
+  CallbackUrl: app.callbackUrl,
+  TryTimeoutSeconds: app.tryTimeoutSeconds,
+});
+
+export function provisioningAppsOperations({
+  db,
+  ring,
+  allow,
+  http,
+}: {
+  db: Db;
+  ring: KeyRing;
+  allow: AllowList;
+  http: TccClient;
+}): Operations {
+  function parseApp(body: unknown, pathAppId?: string): { app: ProvisioningApp } | { problem: Problem } {
+    const parsed = appBodySchema.safeParse(body);
+    if (!parsed.success) return { problem: validationProblem(parsed.error) };
+    const appId = pathAppId ?? parsed.data.appId;
+    if (!appId) return { problem: { status: 400, title: 'Invalid request', detail: 'appId: required' } };
+    if (pathAppId && parsed.data.appId && parsed.data.appId !== pathAppId) {
+      return {
+        problem: {
+          status: 400,
+          title: 'Invalid request',
+          detail: `appId: the body says ${parsed.data.appId}, the path ${pathAppId}`,
+        },
+      };
+    }
+    const refused = callbackUrlProblem(parsed.data.CallbackUrl, allow);
+    if (refused) return { problem: refusedAddress(refused) };
+    return {
+      app: {
+        appId,
+        callbackUrl: parsed.data.CallbackUrl,
+        apiKey: parsed.data.ApiKey,
+        tryTimeoutSeconds: parsed.data.TryTimeoutSeconds,
+      },
+    };
+  }
+
+  const notFound = (appId: string) => ({ status: 404, title: 'App not found', detail: `no provisioning app ${appId}` });
+
+  return {
+    listProvisioningApps: async (_req, res) => {
+      res.json((await listStoredApps(db, ring)).map(view));
+    },
+    getProvisioningApp: async (req, res) => {
+      const app = await findStoredApp(db, ring, pathParam(req, 'appId'));
+      if (!app) return sendProblem(res, notFound(pathParam(req, 'appId')));
+      res.json(view(app));
+    },
+    createProvisioningApp: async (req, res) => {
+      const parsed = parseApp(req.body);
+      if ('problem' in parsed) return sendProblem(res, parsed.problem);
+      if (!(await insertStoredApp(db, ring, parsed.app))) {
+        return sendProblem(res, {
+          status: 409,
+          title: 'App exists',
+          detail: `provisioning app ${parsed.app.appId} exists already; PUT replaces it`,
+        });
+      }
+      res.status(201).location(`${req.path}/${parsed.app.appId}`).json(view(parsed.app));
+    },
+    replaceProvisioningApp: async (req, res) => {
+      const appId = appIdSchema.parse(pathParam(req, 'appId'));
+      const parsed = parseApp(req.body, appId);
+      if ('problem' in parsed) return sendProblem(res, parsed.problem);
+      if (!(await replaceStoredApp(db, ring, parsed.app))) return sendProblem(res, notFound(appId));
+      res.json(view(parsed.app));
+    },
+    deleteProvisioningApp: async (req, res) => {
+      // A client that lists the app provisions into it at every first authorization: without the app, every sign-in
+      // through that client would be refused. The clients are changed first.
+      const listing = await clientsListingApp(db, pathParam(req, 'appId'));
+      if (listing.length > 0)
+        return sendProblem(res, {
+          status: 409,
+          title: 'App in use',
+          detail: `clients ${listing.join(', ')} list app ${pathParam(req, 'appId')} in ProvisioningApps; remove it from them (PUT /api/v1/clients/{clientId}) before deleting the app`,
+        });
+      if (!(await deleteStoredApp(db, pathParam(req, 'appId'))))
+        return sendProblem(res, notFound(pathParam(req, 'appId')));
+      res.status(204).end();
+    },
+    /** Probes Try with a clearly marked transaction and a synthetic user, then cancels it. */
+    probeProvisioningApp: async (req, res) => {
+      const app = await findStoredApp(db, ring, pathParam(req, 'appId'));
+      if (!app) return sendProblem(res, notFound(pathParam(req, 'appId')));
+      const refused = callbackUrlProblem(app.callbackUrl, allow);
+      if (refused) return sendProblem(res, refusedAddress(refused));
+      const id = randomUUID();
+      const transactionId = `probe:${id}`;
+      const probe = await http.probe(app, {
+        transactionId,
+        userId: `probe-${id}`,
+        email: `provisioning-probe-${id}@example.invalid`,
+        firstName: 'Provisioning',
+        lastName: 'Probe',
+      });
+      let cancelled = false;
+      if (probe.verdict.approved)
+        cancelled = await http.cancel(app, transactionId).then(
+          () => true,
+          () => false,
+        );
+      res.json({
+        appId: app.appId,
+        transactionId,
+        reachable: probe.status !== undefined,
+        status: probe.status ?? null,
+        latencyMs: probe.latencyMs,
+        approved: probe.verdict.approved,
+        reason: probe.verdict.approved ? null : probe.verdict.reason,
+        cancelled,
+      });
+    },
+  };
+}

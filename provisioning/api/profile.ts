@@ -1,0 +1,107 @@
+import { pathParam, type Operations } from '../../platform/http/operations';
+import { z } from 'zod';
+import { emailAddress, passwordText, personName } from '../../platform/http/fields';
+import { FIELD_BOUNDS } from '../../platform/security/field-bounds';
+import { isReservedClaim, reservedClaimMessage } from '../../platform/security/reserved-claims';
+import type { Db } from '../../platform/store/database';
+import { listProvisionedApps } from '../../platform/store/provisions';
+import { findUser, findUserIdByEmail } from '../../platform/store/users';
+import { deletionWorkflowId, provisioningWorkflowId } from '../workflows/ids';
+import { deleteUserAndDeprovision, provisionExistingUser } from '../workflows/provisioning';
+import { passwordPolicyProblem, sendProblem, userNotFound } from '../../platform/http/problem';
+import type { PasswordPolicy } from '../../platform/config/schema';
+import { passwordPolicyViolations } from '../../platform/security/password-policy';
+import { idempotentCreation } from '../../platform/http/idempotency';
+import { answer, toAnswer, toHttpOutcome } from '../outcome-answers';
+import { createUserThroughWorkflow, newUserFrom } from '../creation';
+import type { WorkflowRunner } from '../workflow-runner';
+
+export const createProfileSchema = z
+  .object({
+    email: emailAddress,
+    firstName: personName.optional(),
+    lastName: personName.optional(),
+    password: passwordText.optional(),
+    organizationId: z.string().trim().min(1).max(FIELD_BOUNDS.id).optional(),
+    customAttributes: z
+      .record(z.string().min(1).max(FIELD_BOUNDS.attributeName), z.string().max(FIELD_BOUNDS.attributeValue))
+      .superRefine((attributes, ctx) => {
+        for (const name of Object.keys(attributes))
+          if (isReservedClaim(name))
+            ctx.addIssue({ code: 'custom', path: [name], message: reservedClaimMessage(name) });
+      })
+      .optional(),
+  })
+  .strict();
+
+const userIdParam = z.string().min(1).max(FIELD_BOUNDS.id);
+const emailQuery = emailAddress;
+
+export function profileOperations({
+  db,
+  run,
+  passwordPolicy,
+}: {
+  db: Db;
+  run: WorkflowRunner;
+  passwordPolicy: PasswordPolicy;
+}): Operations {
+  return {
+    createUser: async (req, res) => {
+      const { password, ...profile } = createProfileSchema.parse(req.body);
+      // The same rules as registration and SCIM: Auth:PasswordPolicy, not a length of the admin API's own.
+      const violations = password === undefined ? [] : passwordPolicyViolations(password, passwordPolicy);
+      if (violations.length > 0) return sendProblem(res, passwordPolicyProblem(violations));
+      await idempotentCreation(db, 'POST /api/v1/profile', req, res, async (userId) => {
+        const outcome = await createUserThroughWorkflow(
+          { db, run },
+          { trigger: 'admin-api', password, userId, user: newUserFrom(profile) },
+        );
+        return toAnswer(toHttpOutcome(outcome, 201));
+      });
+    },
+
+    /** Finds a user by e-mail (case-insensitively): how a client whose answer was lost learns what happened. */
+    findUserByEmail: async (req, res) => {
+      const email = emailQuery.safeParse(req.query.email);
+      if (!email.success)
+        return sendProblem(res, {
+          status: 400,
+          title: 'Invalid request',
+          detail: 'email: the query parameter ?email= is required and must be an e-mail address',
+        });
+      const userId = await findUserIdByEmail(db, email.data);
+      const user = userId && (await findUser(db, userId));
+      if (!user) return sendProblem(res, userNotFound(`e-mail ${email.data}`));
+      res.json({ ...user, provisionedApps: await listProvisionedApps(db, user.userId) });
+    },
+
+    getUser: async (req, res) => {
+      const userId = userIdParam.parse(pathParam(req, 'userId'));
+      const user = await findUser(db, userId);
+      if (!user) return sendProblem(res, userNotFound(`id ${userId}`));
+      res.json({ ...user, provisionedApps: await listProvisionedApps(db, userId) });
+    },
+
+    deleteUser: async (req, res) => {
+      const userId = userIdParam.parse(pathParam(req, 'userId'));
+      const result = await run(deleteUserAndDeprovision, {
+        workflowId: deletionWorkflowId(userId),
+        args: [{ userId }],
+        search: { userId, trigger: 'admin-api' },
+      });
+      if (!result.deleted) return sendProblem(res, userNotFound(`id ${userId}`));
+      res.status(204).end();
+    },
+
+    retryProvisioning: async (req, res) => {
+      const userId = userIdParam.parse(pathParam(req, 'userId'));
+      const outcome = await run(provisionExistingUser, {
+        workflowId: provisioningWorkflowId(userId),
+        args: [{ trigger: 'retry', userId }],
+        search: { userId, trigger: 'retry' },
+      });
+      answer(res, toHttpOutcome(outcome, 200));
+    },
+  };
+}

@@ -1,0 +1,110 @@
+import { randomUUID } from 'node:crypto';
+import { hashPassword } from '../platform/security/password-hashing';
+import { releaseEmail, reserveEmail, takeOverReservation } from '../platform/store/creation-guards';
+import type { Db } from '../platform/store/database';
+import { ABANDONED_AFTER_HOURS, discardPasswordHash, stashPasswordHash } from '../platform/store/pending-credentials';
+import type { NewUser } from '../platform/store/users';
+import { provisioningWorkflowId, type Trigger } from './workflows/ids';
+import { createUserAndProvision, type CreationOutcome } from './workflows/provisioning';
+import { AttemptInProgressError, ResultDeadlineError } from '../platform/temporal/run-errors';
+import type { WorkflowRunner } from './workflow-runner';
+import { logger } from '../platform/observability/logger';
+
+export interface CreationRequest {
+  trigger: Trigger;
+  user: Omit<NewUser, 'userId'>;
+  password?: string;
+  /** The new user's id; an Idempotency-Key derives it, so a repeat lands on the same attempt. Random otherwise. */
+  userId?: string;
+}
+
+/** A profile as the API takes it, its optional fields absent, as the store's new user. */
+export function newUserFrom(profile: {
+  email: string;
+  firstName?: string | null;
+  lastName?: string | null;
+  organizationId?: string | null;
+  customAttributes?: Record<string, string>;
+}): Omit<NewUser, 'userId'> {
+  return {
+    email: profile.email,
+    firstName: profile.firstName ?? null,
+    lastName: profile.lastName ?? null,
+    organizationId: profile.organizationId ?? null,
+    customAttributes: profile.customAttributes ?? {},
+  };
+}
+
+/** A reservation whose workflow is not (yet) to be found is left alone this long: its API may be about to start it. */
+const RESERVATION_GRACE_MS = 30_000;
+
+/** One creation attempt per e-mail at a time: the reservation, or 409 naming the attempt that holds it. */
+async function reserve(db: Db, run: WorkflowRunner, email: string, workflowId: string): Promise<void> {
+  for (;;) {
+    const reservation = await reserveEmail(db, email, workflowId);
+    if (reservation.reserved || reservation.holder === workflowId) return;
+    const young = Date.now() - reservation.since.getTime() < RESERVATION_GRACE_MS;
+    if (young || (await run.isRunning(reservation.holder))) throw new AttemptInProgressError(reservation.holder);
+    if (await takeOverReservation(db, email, reservation.holder, workflowId)) return;
+  }
+}
+
+/**
+ * Every creation path goes through here: the e-mail is reserved for this attempt, the password is hashed in the API
+ * and handed over through the store (so neither it nor its hash enters workflow history), then the creation workflow
+ * runs and is waited for. A repeat with the same user id attaches to that attempt, or gets its result when it ended.
+ */
+export async function createUserThroughWorkflow(
+  { db, run }: { db: Db; run: WorkflowRunner },
+  request: CreationRequest,
+): Promise<CreationOutcome> {
+  const userId = request.userId ?? randomUUID();
+  const workflowId = provisioningWorkflowId(userId);
+  await reserve(db, run, request.user.email, workflowId);
+  let credentialRef: string | undefined;
+  let stillRunning = false;
+  let outcome: CreationOutcome | undefined;
+  try {
+    credentialRef =
+      request.password === undefined ? undefined : await stashPasswordHash(db, await hashPassword(request.password));
+    outcome = await run(createUserAndProvision, {
+      workflowId,
+      onEnded: 'result',
+      args: [{ trigger: request.trigger, credentialRef, user: { ...request.user, userId } }],
+      search: { userId, trigger: request.trigger },
+    });
+    return outcome;
+  } catch (error) {
+    stillRunning = error instanceof ResultDeadlineError;
+    throw error;
+  } finally {
+    // Past the deadline the workflow may still need both. Otherwise the attempt has ended: the stashed hash is no
+    // longer read (an attempt that kept no user leaves it here; one that attached to an earlier attempt never had it
+    // read), and the e-mail is free again. The answer is already decided, so a failed clean-up is a warning.
+    if (!stillRunning) {
+      const cleanUp = (async () => {
+        if (credentialRef) await discardPasswordHash(db, credentialRef);
+        await releaseEmail(db, request.user.email, workflowId);
+      })().catch((error: unknown) => cleanUpFailed(workflowId, error));
+      if (!(outcome && E_MAIL_TAKEN.has(outcome.status))) await cleanUp;
+    }
+  }
+}
+
+/**
+ * Outcomes after which a user holds the e-mail: the answer does not wait for the reservation's release, since a
+ * creation that meets the reservation before its release would meet the user after it (a 409 either way). The release
+ * is queued before the answer goes out, and the store hands out its connections first come first served, so a
+ * request that follows the answer finds it done.
+ * After a refusal the user is gone, and the answer waits, so that the same e-mail can be submitted again at once.
+ */
+const E_MAIL_TAKEN = new Set<CreationOutcome['status']>(['provisioned', 'partially-confirmed', 'duplicate']);
+
+/** What is left is cleared later: the reservation is taken over after its grace, the hash purged as abandoned. */
+function cleanUpFailed(workflowId: string, error: unknown): void {
+  logger.warn(
+    `creation: clearing the e-mail reservation and stashed password hash of ${workflowId} failed ` +
+      `(${(error as Error).message}); another attempt for that e-mail takes the reservation over after ` +
+      `${RESERVATION_GRACE_MS / 1000} s, and a stashed hash is purged after ${ABANDONED_AFTER_HOURS} h`,
+  );
+}

@@ -1,0 +1,13 @@
+import type { PasswordPolicy } from '../platform/config/schema';
+import type { WorkflowRunner } from '../provisioning/workflow-runner';
+import type { Db } from '../platform/store/database';
+
+/** What the SCIM routers are built from (the composition root hands it over once). */
+export interface ScimDependencies {
+  db: Db;
+  run: WorkflowRunner;
+  passwordPolicy: PasswordPolicy;
+  scimUrl: string;
+  /** The public page that documents the service's SCIM rules (the ServiceProviderConfig's documentationUri). */
+  documentationUrl: string;
+}

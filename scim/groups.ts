@@ -1,0 +1,96 @@
+import { pathParam, type Operations } from '../platform/http/operations';
+import { z } from 'zod';
+import type { Db } from '../platform/store/database';
+import {
+  deleteGroup,
+  DuplicateGroupError,
+  findGroup,
+  listGroups,
+  saveGroup,
+  UnknownMembersError,
+  type GroupFilter,
+  type GroupRow,
+} from '../platform/store/scim-groups';
+import type { Database } from '../platform/store/schema';
+import { normalize } from '../platform/store/users';
+import { describeIssues } from '../platform/http/problem';
+import { ScimError } from '../platform/http/scim-errors';
+import { scimFilterToSql, type AttributeMap } from './filter';
+import { resourceReads } from './resource-reads';
+import { applyPatch, checkIfMatch, GROUP_SCHEMA, meta } from './resources';
+
+const groupAttributes: AttributeMap<Database, 'scim_groups'> = {
+  id: (eb, v) => eb('id', '=', String(v)),
+  displayname: (eb, v) => eb('normalized_display_name', '=', normalize(String(v))),
+  externalid: (eb, v) => eb('external_id', '=', String(v)),
+};
+
+export const groupInputSchema = z.looseObject({
+  displayName: z.string().trim().min(1).max(256),
+  externalId: z.string().trim().max(256).nullish(),
+  members: z.array(z.looseObject({ value: z.string().min(1) })).nullish(),
+});
+
+function groupResource(row: GroupRow, groupsUrl: string, usersUrl: string) {
+  return {
+    schemas: [GROUP_SCHEMA],
+    id: row.id,
+    ...(row.external_id ? { externalId: row.external_id } : {}),
+    displayName: row.display_name,
+    members: row.members.map((m) => ({ value: m.id, display: m.userName, type: 'User', $ref: `${usersUrl}/${m.id}` })),
+    meta: meta('Group', `${groupsUrl}/${row.id}`, row.created_at, row.updated_at),
+  };
+}
+
+export function scimGroupsOperations({ db, scimUrl }: { db: Db; scimUrl: string }): Operations {
+  const groupsUrl = `${scimUrl}/Groups`;
+  const usersUrl = `${scimUrl}/Users`;
+
+  const { load, send, reads } = resourceReads<GroupRow, GroupFilter>({
+    noun: 'group',
+    find: (id) => findGroup(db, id),
+    list: (where, startIndex, count) => listGroups(db, where, startIndex, count),
+    filterToSql: (filter) => scimFilterToSql(filter, groupAttributes),
+    resource: (row) => groupResource(row, groupsUrl, usersUrl),
+  });
+
+  async function save(body: unknown, id?: string): Promise<GroupRow> {
+    const parsed = groupInputSchema.safeParse(body);
+    if (!parsed.success) throw new ScimError(400, describeIssues(parsed.error), 'invalidValue');
+    try {
+      const groupId = await saveGroup(
+        db,
+        {
+          displayName: parsed.data.displayName,
+          externalId: parsed.data.externalId ?? null,
+          memberIds: (parsed.data.members ?? []).map((m) => m.value),
+        },
+        id,
+      );
+      return load(groupId);
+    } catch (error) {
+      if (error instanceof DuplicateGroupError) throw new ScimError(409, error.message, 'uniqueness');
+      if (error instanceof UnknownMembersError) throw new ScimError(400, `members: ${error.message}`, 'invalidValue');
+      throw error;
+    }
+  }
+
+  return {
+    ...reads,
+    createScimGroup: async (req, res) => send(res, await save(req.body), 201),
+    replaceScimGroup: async (req, res) => {
+      checkIfMatch(req, (await load(pathParam(req, 'id'))).updated_at, 'group');
+      send(res, await save(req.body, pathParam(req, 'id')));
+    },
+    modifyScimGroup: async (req, res) => {
+      const row = await load(pathParam(req, 'id'));
+      checkIfMatch(req, row.updated_at, 'group');
+      send(res, await save(applyPatch(groupResource(row, groupsUrl, usersUrl), req.body), row.id));
+    },
+    deleteScimGroup: async (req, res) => {
+      checkIfMatch(req, (await load(pathParam(req, 'id'))).updated_at, 'group');
+      await deleteGroup(db, pathParam(req, 'id'));
+      res.status(204).end();
+    },
+  };
+}

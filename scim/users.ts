@@ -1,0 +1,220 @@
+import { pathParam, type Operations } from '../platform/http/operations';
+import type { ExpressionBuilder } from 'kysely';
+import type { PasswordPolicy } from '../platform/config/schema';
+import { hashPassword } from '../platform/security/password-hashing';
+import { passwordPolicyViolations } from '../platform/security/password-policy';
+import {
+  findScimUser,
+  listScimUsers,
+  scimUserConditions,
+  setScimEmails,
+  updateScimUser,
+  type ScimUserRow,
+  type UserFilter,
+} from '../platform/store/scim-users';
+import type { ScimEmail } from '../platform/store/schema';
+import { DuplicateUserError, normalize } from '../platform/store/users';
+import { deactivationWorkflowId, provisioningWorkflowId } from '../provisioning/workflows/ids';
+import {
+  deactivateAndDeprovision,
+  reactivateAndProvision,
+  type CreationOutcome,
+} from '../provisioning/workflows/provisioning';
+import { idempotentCreation } from '../platform/http/idempotency';
+import type { ScimDependencies } from './dependencies';
+import { outcomeProblem } from '../provisioning/outcome-answers';
+import { createUserThroughWorkflow } from '../provisioning/creation';
+import { describeIssues } from '../platform/http/problem';
+import { ScimError, scimErrorAnswer, SCIM_CONTENT_TYPE } from '../platform/http/scim-errors';
+import { scimFilterToSql, type AttributeMap } from './filter';
+import {
+  applyPatch,
+  checkIfMatch,
+  chooseEmail,
+  emailListOf,
+  ENTERPRISE_ATTRIBUTES,
+  ENTERPRISE_SCHEMA,
+  enterpriseAttributesOf,
+  withEnterpriseAttributes,
+  scimUserInputSchema,
+  userResource,
+  type ScimUserInput,
+} from './resources';
+import { resourceReads } from './resource-reads';
+import type { Database } from '../platform/store/schema';
+
+const { anyEmail, emailType, hasPrimaryEmail, customAttribute, nothing } = scimUserConditions;
+
+const userAttributes: AttributeMap<Database, 'users'> = {
+  id: (eb, v) => eb('id', '=', String(v)),
+  username: (eb, v) => eb('normalized_user_name', '=', normalize(String(v))),
+  externalid: (eb, v) => eb('external_id', '=', String(v)),
+  'emails.value': (eb, v) => anyEmail(eb, String(v)),
+  emails: (eb, v) => anyEmail(eb, String(v)),
+  // Each e-mail sub-attribute is matched on its own (a value path's conditions may meet in different e-mails).
+  'emails.type': (_eb, v) => emailType(String(v)),
+  'emails.primary': (_eb, v) => (v === true ? hasPrimaryEmail() : nothing()),
+  active: (eb, v) => eb('active', '=', v === true || String(v).toLowerCase() === 'true'),
+  'name.givenname': (eb, v) => eb('first_name', '=', String(v)),
+  'name.familyname': (eb, v) => eb('last_name', '=', String(v)),
+  ...Object.fromEntries(
+    [...ENTERPRISE_ATTRIBUTES, 'manager.value'].map((name) => [
+      `${ENTERPRISE_SCHEMA.toLowerCase()}:${name.toLowerCase()}`,
+      (eb: ExpressionBuilder<Database, 'users'>, v: string | number | boolean | null) =>
+        customAttribute(eb, name.replace('.value', ''), String(v)),
+    ]),
+  ),
+};
+
+/** A provisioning outcome in SCIM terms: the same answers as the admin API's (outcomeProblem), in SCIM's error schema. */
+function outcomeError(outcome: Exclude<CreationOutcome, { status: 'provisioned' }>): ScimError {
+  const { problem } = outcomeProblem(outcome);
+  const holder = outcome.status === 'duplicate' && typeof problem.userId === 'string' ? ` (id ${problem.userId})` : '';
+  return new ScimError(
+    problem.status,
+    `${problem.detail}${holder}`,
+    outcome.status === 'duplicate' ? 'uniqueness' : undefined,
+  );
+}
+
+function parseUser(body: unknown, policy: PasswordPolicy): ScimUserInput & { email: string; emailList: ScimEmail[] } {
+  const parsed = scimUserInputSchema.safeParse(body);
+  if (!parsed.success) {
+    throw new ScimError(400, describeIssues(parsed.error), 'invalidValue');
+  }
+  const email = chooseEmail(parsed.data);
+  if (!email)
+    throw new ScimError(
+      400,
+      "emails: send at least one e-mail address (emails[].value), or a userName that is one; every downstream app receives the user's e-mail",
+      'invalidValue',
+    );
+  if (parsed.data.password !== undefined) {
+    const violations = passwordPolicyViolations(parsed.data.password, policy);
+    if (violations.length > 0)
+      throw new ScimError(400, violations.map((v) => `password: ${v}`).join('; '), 'invalidValue');
+  }
+  return { ...parsed.data, email, emailList: emailListOf(parsed.data, email) };
+}
+
+export function scimUsersOperations({ db, run, passwordPolicy, scimUrl }: ScimDependencies): Operations {
+  const usersUrl = `${scimUrl}/Users`;
+
+  const { load, send, reads } = resourceReads<ScimUserRow, UserFilter>({
+    noun: 'user',
+    find: (id) => findScimUser(db, id),
+    list: (where, startIndex, count) => listScimUsers(db, where, startIndex, count),
+    filterToSql: (filter) => scimFilterToSql(filter, userAttributes),
+    resource: (row) => userResource(row, usersUrl),
+  });
+
+  async function setActive(row: ScimUserRow, active: boolean): Promise<void> {
+    if (active === row.active) return;
+    if (!active) {
+      await run(deactivateAndDeprovision, {
+        workflowId: deactivationWorkflowId(row.id),
+        args: [{ userId: row.id }],
+        search: { userId: row.id, trigger: 'scim' },
+      });
+      return;
+    }
+    const outcome = await run(reactivateAndProvision, {
+      workflowId: provisioningWorkflowId(row.id),
+      args: [{ userId: row.id }],
+      search: { userId: row.id, trigger: 'scim' },
+    });
+    if (outcome.status !== 'provisioned') throw outcomeError(outcome);
+  }
+
+  /** PUT and PATCH end here: attributes first, then the change of `active` (deactivate and deprovision, or provision and activate). */
+  async function replace(
+    row: ScimUserRow,
+    desired: ScimUserInput & { email: string; emailList: ScimEmail[] },
+  ): Promise<ScimUserRow> {
+    try {
+      await updateScimUser(db, row.id, {
+        userName: desired.userName,
+        email: desired.email,
+        firstName: desired.name?.givenName ?? null,
+        lastName: desired.name?.familyName ?? null,
+        externalId: desired.externalId ?? null,
+        customAttributes: withEnterpriseAttributes(row.custom_attributes, desired),
+        emails: desired.emailList,
+        passwordHash: desired.password === undefined ? undefined : await hashPassword(desired.password),
+      });
+    } catch (error) {
+      if (error instanceof DuplicateUserError) throw new ScimError(409, error.message, 'uniqueness');
+      throw error;
+    }
+    if (desired.active !== undefined) await setActive(row, desired.active);
+    return load(row.id);
+  }
+
+  return {
+    ...reads,
+    createScimUser: async (req, res) => {
+      const input = parseUser(req.body, passwordPolicy);
+      await idempotentCreation(db, 'POST /scim/v2/Users', req, res, async (userId) => {
+        const outcome = await createUserThroughWorkflow(
+          { db, run },
+          {
+            trigger: 'scim',
+            password: input.password,
+            userId,
+            user: {
+              email: input.email,
+              userName: input.userName,
+              externalId: input.externalId ?? null,
+              firstName: input.name?.givenName ?? null,
+              lastName: input.name?.familyName ?? null,
+              organizationId: null,
+              customAttributes: enterpriseAttributesOf(input),
+            },
+          },
+        );
+        if (outcome.status !== 'provisioned') return scimErrorAnswer(outcomeError(outcome));
+        await setScimEmails(db, outcome.user.userId, input.emailList);
+        const row = await load(outcome.user.userId);
+        if (input.active === false) await setActive(row, false);
+        const resource = userResource(await load(row.id), usersUrl);
+        return {
+          status: 201,
+          contentType: SCIM_CONTENT_TYPE,
+          headers: { Location: resource.meta.location, ETag: resource.meta.version },
+          body: resource,
+        };
+      });
+    },
+    replaceScimUser: async (req, res) => {
+      const row = await load(pathParam(req, 'id'));
+      checkIfMatch(req, row.updated_at, 'user');
+      send(res, await replace(row, parseUser(req.body, passwordPolicy)));
+    },
+    modifyScimUser: async (req, res) => {
+      const row = await load(pathParam(req, 'id'));
+      checkIfMatch(req, row.updated_at, 'user');
+      const patched = applyPatch(userResource(row, usersUrl), req.body) as Record<string, unknown>;
+      // Every user is active or not, and has an e-mail every app receives: those two cannot be removed.
+      if (!('active' in patched))
+        throw new ScimError(
+          400,
+          'active: cannot be removed; replace it with false to deactivate the user',
+          'invalidValue',
+        );
+      if (!Array.isArray(patched.emails) || patched.emails.length === 0)
+        throw new ScimError(
+          400,
+          "emails: cannot be removed; every downstream app receives the user's e-mail (replace it instead)",
+          'invalidValue',
+        );
+      send(res, await replace(row, parseUser(patched, passwordPolicy)));
+    },
+    /** The spec's soft-delete: deactivated and deprovisioned, still listed with active:false. */
+    deleteScimUser: async (req, res) => {
+      const row = await load(pathParam(req, 'id'));
+      checkIfMatch(req, row.updated_at, 'user');
+      await setActive(row, false);
+      res.status(204).end();
+    },
+  };
+}

@@ -1,0 +1,77 @@
+import type { RequestHandler } from 'express';
+import type { Operations } from '../../platform/http/operations';
+import { rateLimit } from 'express-rate-limit';
+import { z } from 'zod';
+import { emailAddress, passwordText, personName } from '../../platform/http/fields';
+import type { AppConfig } from '../../platform/config/schema';
+import { passwordPolicyViolations } from '../../platform/security/password-policy';
+import type { Db } from '../../platform/store/database';
+import { isSsoDomainEmail } from '../../platform/store/federation';
+import { domainOf } from '../../platform/store/users';
+import { passwordPolicyProblem, sendProblem } from '../../platform/http/problem';
+import { answer, toHttpOutcome } from '../../provisioning/outcome-answers';
+import { createUserThroughWorkflow, newUserFrom } from '../../provisioning/creation';
+import type { WorkflowRunner } from '../../provisioning/workflow-runner';
+
+export const registrationSchema = z
+  .object({
+    email: emailAddress,
+    password: passwordText,
+    firstName: personName.optional(),
+    lastName: personName.optional(),
+  })
+  .strict();
+
+/** Self-service registration: public, rate limited per client IP, provisions into every configured app. */
+export function registerOperations({
+  config,
+  db,
+  run,
+}: {
+  config: AppConfig;
+  db: Db;
+  run: WorkflowRunner;
+}): Operations {
+  const { PermitLimit, WindowSeconds } = config.Auth.RegistrationRateLimit;
+  const limit = rateLimit({
+    windowMs: WindowSeconds * 1000,
+    limit: PermitLimit,
+    standardHeaders: 'draft-8',
+    legacyHeaders: false,
+    // An X-Forwarded-For from a peer not in Api:TrustedProxies is expected and ignored, not a misconfiguration.
+    validate: { xForwardedForHeader: false },
+    handler: (_req, res, _next, options) => {
+      res.set('Retry-After', String(Math.ceil(options.windowMs / 1000)));
+      sendProblem(res, {
+        status: 429,
+        title: 'Too many registrations',
+        detail: `at most ${PermitLimit} registrations per ${WindowSeconds} s from one client; retry later`,
+      });
+    },
+  });
+
+  const register: RequestHandler = async (req, res) => {
+    const { password, ...profile } = registrationSchema.parse(req.body);
+    // An address of an SSO domain belongs to that organization: its account is made by the first sign-in through the
+    // organization's identity provider, never by a stranger registering it first with a password.
+    if (await isSsoDomainEmail(db, profile.email)) {
+      const domain = domainOf(profile.email);
+      return sendProblem(res, {
+        status: 400,
+        title: 'Registration not allowed for this domain',
+        detail: `email: addresses of ${domain} sign in through their organization's identity provider; sign in there instead of registering`,
+        errors: [
+          { field: 'email', message: `addresses of ${domain} sign in through their organization's identity provider` },
+        ],
+      });
+    }
+    const violations = passwordPolicyViolations(password, config.Auth.PasswordPolicy);
+    if (violations.length > 0) return sendProblem(res, passwordPolicyProblem(violations));
+    const outcome = await createUserThroughWorkflow(
+      { db, run },
+      { trigger: 'register', password, user: newUserFrom(profile) },
+    );
+    answer(res, toHttpOutcome(outcome, 201, { revealIds: false }));
+  };
+  return { register: [limit, register] };
+}

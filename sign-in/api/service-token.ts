@@ -1,0 +1,30 @@
+import type { ServiceTokenCheck } from '../../platform/http/identity-admin';
+import type { Db } from '../../platform/store/database';
+import { adminTokenStands } from '../../platform/store/admin-tokens';
+import { verifyIssuedAccessToken } from '../oidc/issued-tokens';
+import { ADMIN_RESOURCE } from '../oidc/resources';
+
+const listOf = (value: unknown): unknown[] => (Array.isArray(value) ? value : value === undefined ? [] : [value]);
+
+/**
+ * Whether a bearer token is an access token this service issued for its admin API: one of its own (see
+ * verifyIssuedAccessToken) with the IdentityAdmin audience and scope. The token only says whom it speaks for; the
+ * store decides, at every request, whether that one is an administrator now: a user's token needs an active user who
+ * holds the IdentityAdmin role through a role assignment (a `role` claim in the token counts for nothing), a client's
+ * own token (client credentials) an enabled client still allowed the scope, and neither may have been revoked.
+ */
+export function serviceTokenCheck(db: Db, issuer: string): ServiceTokenCheck {
+  return async (token) => {
+    const claims = await verifyIssuedAccessToken(db, issuer, token);
+    if (!claims) return false;
+    if (!listOf(claims.aud).includes(ADMIN_RESOURCE)) return false;
+    if (!(typeof claims.scope === 'string' && claims.scope.split(' ').includes(ADMIN_RESOURCE))) return false;
+    const forUser = claims.sub !== undefined && claims.sub !== claims.client_id;
+    if (forUser && typeof claims.sub !== 'string') return false;
+    return adminTokenStands(
+      db,
+      { jti: claims.jti, clientId: claims.client_id, userId: forUser ? (claims.sub as string) : undefined },
+      ADMIN_RESOURCE,
+    );
+  };
+}

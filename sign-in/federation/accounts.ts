@@ -1,0 +1,91 @@
+import { outcomeProblem } from '../../provisioning/outcome-answers';
+import { createUserThroughWorkflow, newUserFrom } from '../../provisioning/creation';
+import { AttemptInProgressError } from '../../platform/temporal/run-errors';
+import type { WorkflowRunner } from '../../provisioning/workflow-runner';
+import type { Db } from '../../platform/store/database';
+import { domainsOf, findUserByLogin, linkLogin } from '../../platform/store/federation';
+import { domainOf, findLinkCandidate, findUserIdByEmail } from '../../platform/store/users';
+import { logger } from '../../platform/observability/logger';
+
+/** Who an upstream identity provider says signed in. */
+export interface FederatedIdentity {
+  kind: 'saml' | 'oidc';
+  providerId: string;
+  providerName: string;
+  /** The source's LoginProvider scheme names that mean this provider (its id is always one). */
+  loginProviderNames: string[];
+  subject: string;
+  email?: string;
+  givenName?: string;
+  familyName?: string;
+}
+
+export type FederatedOutcome = { status: 'signed-in'; userId: string } | { status: 'refused'; reason: string };
+
+const DEACTIVATED = 'This account is deactivated.';
+
+/**
+ * The user a federated sign-in is for: the owner of the external login (migrated ones through the provider's scheme
+ * names); else the user with the same e-mail, linked only when the e-mail's domain is one of this provider's SSO
+ * domains (the provider speaks for that domain, not for others); else a new user, created and provisioned through
+ * the provisioning workflow (trigger `saml` or `oidc`), linked once every app confirmed.
+ */
+export async function federatedUser(
+  deps: { db: Db; run: WorkflowRunner },
+  identity: FederatedIdentity,
+): Promise<FederatedOutcome> {
+  const { db } = deps;
+  const names = [...new Set([identity.providerId, ...identity.loginProviderNames])];
+  const owner = await findUserByLogin(db, names, identity.subject);
+  if (owner)
+    return owner.active ? { status: 'signed-in', userId: owner.id } : { status: 'refused', reason: DEACTIVATED };
+  const { email } = identity;
+  if (!email) return { status: 'refused', reason: `${identity.providerName} did not say the e-mail address.` };
+  const link = (userId: string) =>
+    linkLogin(db, {
+      loginProvider: identity.providerId,
+      providerKey: identity.subject,
+      displayName: identity.providerName,
+      userId,
+    });
+
+  const existingId = await findUserIdByEmail(db, email);
+  if (existingId) {
+    const domain = domainOf(email);
+    if (!(await domainsOf(db, identity.kind, identity.providerId)).includes(domain))
+      return {
+        status: 'refused',
+        reason: `An account with ${email} exists, and ${identity.providerName} does not sign in users of ${domain}. Sign in the way you usually do.`,
+      };
+    const existing = await findLinkCandidate(db, existingId);
+    if (!existing?.active) return { status: 'refused', reason: DEACTIVATED };
+    // Whoever set that password may not be the address's owner (anyone could have registered it before the domain
+    // was an SSO domain): linking would let the password keep opening the owner's account.
+    if (existing.hasPassword && !existing.emailConfirmed) {
+      logger.warn(
+        `federation: ${identity.providerName} signed in a user whose e-mail matches account ${existingId}, which has a password and an unconfirmed e-mail; not linked`,
+      );
+      return {
+        status: 'refused',
+        reason: `An account with this e-mail address already exists here with its own password, and its address was never confirmed, so it cannot be joined to ${identity.providerName}. Ask your administrator to confirm or remove that account (account id ${existingId}), then sign in again.`,
+      };
+    }
+    await link(existingId);
+    return { status: 'signed-in', userId: existingId };
+  }
+
+  try {
+    const outcome = await createUserThroughWorkflow(deps, {
+      trigger: identity.kind,
+      user: newUserFrom({ email, firstName: identity.givenName, lastName: identity.familyName }),
+    });
+    if (outcome.status !== 'provisioned')
+      return { status: 'refused', reason: outcomeProblem(outcome, { revealIds: false }).problem.detail };
+    await link(outcome.user.userId);
+    return { status: 'signed-in', userId: outcome.user.userId };
+  } catch (error) {
+    if (error instanceof AttemptInProgressError)
+      return { status: 'refused', reason: 'Your account is being set up right now; try again in a moment.' };
+    throw error;
+  }
+}

@@ -1,0 +1,104 @@
+import { errors } from 'oidc-provider';
+import { textProblem } from '../../platform/security/storable-text';
+import type { Db } from '../../platform/store/database';
+import {
+  consumeOidcPayload,
+  deleteGrantWithTokens,
+  deleteOidcPayload,
+  deleteOidcPayloadsOfGrant,
+  findLiveOidcPayload,
+  upsertOidcPayload,
+} from '../../platform/store/oidc-payloads';
+
+/** What oidc-provider stores through an adapter: one JSON document per artefact. */
+export type AdapterPayload = Record<string, unknown> & {
+  grantId?: string;
+  userCode?: string;
+  uid?: string;
+  consumed?: number;
+};
+
+/** oidc-provider's adapter interface (https://github.com/panva/node-oidc-provider/blob/main/example/my_adapter.js). */
+export interface OidcAdapter {
+  upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void>;
+  find(id: string): Promise<AdapterPayload | undefined>;
+  findByUserCode(userCode: string): Promise<AdapterPayload | undefined>;
+  findByUid(uid: string): Promise<AdapterPayload | undefined>;
+  consume(id: string): Promise<void>;
+  destroy(id: string): Promise<void>;
+  revokeByGrantId(grantId: string): Promise<void>;
+}
+
+/**
+ * Whether a value presented as a key (a code, a token, a client id, an interaction uid) could be one the store holds:
+ * one with a NUL or a lone surrogate, or absurdly long, names nothing, so it is not found rather than sent to
+ * PostgreSQL (which would refuse it, a 500 for what is only a wrong token).
+ */
+export const isStorableKey = (key: unknown): key is string =>
+  typeof key === 'string' && key.length <= 1024 && textProblem(key) === undefined;
+
+/** The models oidc-provider's revocation of a grant removes (lib/helpers/revoke.js). */
+const GRANT_TOKEN_MODELS = [
+  'AccessToken',
+  'RefreshToken',
+  'AuthorizationCode',
+  'DeviceCode',
+  'BackchannelAuthenticationRequest',
+  'PreAuthorizedCode',
+];
+
+/** Models whose reads come from elsewhere than `oidc_payloads` (clients from the clients store). */
+export type ModelOverrides = Partial<Record<string, Partial<OidcAdapter>>>;
+
+/**
+ * Every provider artefact (sessions, interactions, codes, tokens, grants, replay records) in `oidc_payloads`, so API
+ * processes behind one URL share them and a restart signs nobody out. Expired rows are never returned and are purged.
+ */
+export function createPostgresAdapter(db: Db, overrides: ModelOverrides = {}) {
+  const withConsumed = (row: { payload: unknown; consumed_at: Date | null } | undefined): AdapterPayload | undefined =>
+    row && {
+      ...(row.payload as AdapterPayload),
+      ...(row.consumed_at ? { consumed: Math.floor(row.consumed_at.getTime() / 1000) } : {}),
+    };
+
+  return (model: string): OidcAdapter => {
+    const findBy = async (by: 'id' | 'user_code' | 'uid', value: string) =>
+      isStorableKey(value) ? withConsumed(await findLiveOidcPayload(db, model, by, value)) : undefined;
+    return {
+      async upsert(id, payload, expiresIn) {
+        await upsertOidcPayload(db, {
+          model,
+          id,
+          payload: JSON.stringify(payload),
+          grantId: payload.grantId ?? null,
+          userCode: payload.userCode ?? null,
+          uid: payload.uid ?? null,
+          expiresAt: typeof expiresIn === 'number' ? new Date(Date.now() + expiresIn * 1000) : null,
+        });
+      },
+      find: (id) => findBy('id', id),
+      findByUserCode: (userCode) => findBy('user_code', userCode),
+      findByUid: (uid) => findBy('uid', uid),
+      /**
+       * oidc-provider reads a code or refresh token, sees it unconsumed, then consumes it: two redemptions racing each
+       * other would both pass the read. The consumption is therefore the atomic step: only the one that flips it goes
+       * on; the other is a detected reuse, which revokes the whole grant (every token of it and the grant, as
+       * oidc-provider's revoke does for a reuse it sees itself) and fails with invalid_grant.
+       */
+      async consume(id) {
+        const consumed = await consumeOidcPayload(db, model, id);
+        if (consumed.status === 'consumed') return;
+        if (consumed.status === 'reused' && consumed.grantId)
+          await deleteGrantWithTokens(db, consumed.grantId, GRANT_TOKEN_MODELS);
+        throw new errors.InvalidGrant(
+          `${model === 'RefreshToken' ? 'refresh token' : 'authorization code'} already used`,
+        );
+      },
+      destroy: (id) => deleteOidcPayload(db, model, id),
+      // Only this model's rows: an interaction or a session also names its grant, and must outlive a revocation (the
+      // sign-out that precedes switching accounts revokes the grant while the interaction goes on).
+      revokeByGrantId: (grantId) => deleteOidcPayloadsOfGrant(db, model, grantId),
+      ...overrides[model],
+    };
+  };
+}

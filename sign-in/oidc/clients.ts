@@ -1,0 +1,147 @@
+import type { ClientConfig } from '../../platform/config/schema';
+import { clientSecretMatches, tagSecret } from '../../platform/security/client-secrets';
+import { liveClientSecrets, type ClientRow, type NewClientRow, type StoredSecret } from '../../platform/store/clients';
+import type { Db } from '../../platform/store/database';
+
+/** IdentityServer client settings the provider reads, under IdentityServer's names (as the migration stores them). */
+export interface ClientSettings {
+  RequireClientSecret?: boolean;
+  RequirePkce?: boolean;
+  RequireConsent?: boolean;
+  AllowOfflineAccess?: boolean;
+  AccessTokenLifetime?: number;
+  IdentityTokenLifetime?: number;
+  AuthorizationCodeLifetime?: number;
+  AbsoluteRefreshTokenLifetime?: number;
+  SlidingRefreshTokenLifetime?: number;
+  /** 0 ReUse, 1 OneTimeOnly. */
+  RefreshTokenUsage?: number;
+  /** Set by the migration on the clients it made of ApiResources: an audience, not a client. */
+  apiResource?: boolean;
+}
+
+export const settingsOf = (row: Pick<ClientRow, 'settings'>) => row.settings as ClientSettings;
+
+/**
+ * A stored client as oidc-provider's client metadata. The secret itself is never known: `client_secret` is a stand-in
+ * that nothing compares (compareClientSecret checks the stored hashes), and no HMAC algorithm is enabled that would
+ * use it as a key. `scope` holds the client's identity scopes (the provider refuses a client naming others); its API
+ * scopes travel in the allowed-scopes property, for the resource server to grant only those.
+ */
+export function clientMetadata(row: ClientRow, identityScopes: ReadonlySet<string>): Record<string, unknown> {
+  const settings = settingsOf(row);
+  const grants = row.grant_types;
+  const code = grants.includes('authorization_code');
+  const isPublic = settings.RequireClientSecret === false;
+  return {
+    client_id: row.client_id,
+    client_name: row.client_name ?? undefined,
+    ...(isPublic
+      ? { token_endpoint_auth_method: 'none' }
+      : { token_endpoint_auth_method: 'client_secret_post', client_secret: `hashed-secrets-of:${row.client_id}` }),
+    grant_types: [
+      ...(code ? ['authorization_code'] : []),
+      ...(code && settings.AllowOfflineAccess ? ['refresh_token'] : []),
+      // A client without a secret cannot prove who it is, so it never gets the client-credentials grant, even when a
+      // migrated or stored row says so (the admin API and the configuration refuse that shape).
+      ...(grants.includes('client_credentials') && !isPublic ? ['client_credentials'] : []),
+    ],
+    response_types: code ? ['code'] : [],
+    redirect_uris: code ? row.redirect_uris : [],
+    post_logout_redirect_uris: row.post_logout_redirect_uris,
+    // IdentityServer grants offline_access by the AllowOfflineAccess setting, not by a scope in AllowedScopes.
+    scope:
+      [
+        ...row.allowed_scopes.filter((s) => identityScopes.has(s)),
+        ...(code && settings.AllowOfflineAccess ? ['offline_access'] : []),
+      ].join(' ') || undefined,
+    id_token_signed_response_alg: 'RS256',
+    'urn:identity-service:settings': settings,
+    'urn:identity-service:cors-origins': row.cors_origins,
+    'urn:identity-service:allowed-scopes': row.allowed_scopes,
+  };
+}
+
+/** The extra client metadata properties clientMetadata sets, declared to the provider. */
+export const EXTRA_CLIENT_METADATA = [
+  'urn:identity-service:settings',
+  'urn:identity-service:cors-origins',
+  'urn:identity-service:allowed-scopes',
+];
+
+/** Every scope a client may ask for (IdentityServer's AllowedScopes), API scopes included. */
+export const allowedScopesOf = (client: { metadata(): Record<string, unknown> }) =>
+  (client.metadata()['urn:identity-service:allowed-scopes'] as string[] | undefined) ?? [];
+
+/** A presented secret authenticates the client when it matches any of its unexpired stored hashes. */
+export async function verifyClientSecret(db: Db, clientId: string, secret: string): Promise<boolean> {
+  const secrets = await liveClientSecrets(db, clientId);
+  // Every hash is checked, so the time taken does not tell which one matched.
+  return secrets.map((s) => clientSecretMatches(secret, s.value)).includes(true);
+}
+
+/**
+ * A client in IdentityServer's appsettings shape as a row of the clients store. Its secrets are not part of it: the
+ * configuration holds their digests (see configuredSecrets), the admin API their plaintext (hashed on the way in).
+ */
+export function clientRow(
+  client: ClientConfig,
+  origin: 'configuration' | 'api',
+  provisioningApps: string[] = [],
+): NewClientRow {
+  const {
+    ClientId,
+    ClientName,
+    Enabled,
+    ClientSecrets: _secrets,
+    AllowedGrantTypes,
+    RedirectUris,
+    PostLogoutRedirectUris,
+    AllowedScopes,
+    AllowedCorsOrigins,
+    ...settings
+  } = client;
+  return {
+    client_id: ClientId,
+    client_name: ClientName ?? null,
+    enabled: Enabled,
+    settings: JSON.stringify(settings),
+    allowed_scopes: JSON.stringify(AllowedScopes),
+    grant_types: JSON.stringify(AllowedGrantTypes),
+    redirect_uris: JSON.stringify(RedirectUris),
+    post_logout_redirect_uris: JSON.stringify(PostLogoutRedirectUris),
+    cors_origins: JSON.stringify(AllowedCorsOrigins),
+    claims: JSON.stringify([]),
+    provisioning_apps: JSON.stringify(provisioningApps),
+    origin,
+  };
+}
+
+/** The configured secrets: IdentityServer's configuration holds each as its SHA-256 or SHA-512 digest in base64. */
+export function configuredSecrets(client: ClientConfig): StoredSecret[] {
+  return client.ClientSecrets.map((secret, index) => {
+    const value = tagSecret(secret.Value);
+    if (!value)
+      throw new Error(
+        `Clients: ${client.ClientId}: ClientSecrets ${index}: Value must be the secret's SHA-256 or SHA-512 hash in base64, as IdentityServer's configuration holds it ("secret".Sha256())`,
+      );
+    return { value, description: secret.Description ?? null, expiration: secret.Expiration ?? null };
+  });
+}
+
+/** A stored client in the admin API's shape (IdentityServer's names); secrets are write-only and never shown. */
+export function clientView(row: ClientRow) {
+  return {
+    ClientId: row.client_id,
+    ClientName: row.client_name,
+    Enabled: row.enabled,
+    ...settingsOf(row),
+    AllowedGrantTypes: row.grant_types,
+    RedirectUris: row.redirect_uris,
+    PostLogoutRedirectUris: row.post_logout_redirect_uris,
+    AllowedScopes: row.allowed_scopes,
+    AllowedCorsOrigins: row.cors_origins,
+    ProvisioningApps: row.provisioning_apps,
+    origin: row.origin,
+  };
+}

@@ -1,0 +1,115 @@
+import type { AppConfig } from '../../platform/config/schema';
+import { unprotectSecret, type KeyRing } from '../../platform/security/data-protection';
+import { equalDuration } from '../../platform/security/equal-duration';
+import { hashPassword, verifyPassword } from '../../platform/security/password-hashing';
+import { cheaperThanNative, verifyAnyPassword } from '../../platform/security/password-formats';
+import { matchTotp, recoveryCodeHash } from '../../platform/security/totp';
+import type { Db } from '../../platform/store/database';
+import { consumeRecoveryCode, findTotpCredential, useTotpStep } from '../../platform/store/mfa';
+import {
+  findLockoutEnd,
+  findSignInUser,
+  releaseSignInAttempt,
+  reserveSignInAttempt,
+  settleSignInSuccess,
+  upgradePasswordHash,
+} from '../../platform/store/sign-in';
+
+/**
+ * A password check answers `invalid` for an unknown e-mail, a deactivated user, a user without a password, a locked
+ * account and a wrong password alike: none of them may tell an attacker that an account exists.
+ */
+export type PasswordCheck = { status: 'valid'; userId: string; needsSecondFactor: boolean } | { status: 'invalid' };
+
+export type SecondFactorCheck = { status: 'valid' } | { status: 'invalid' } | { status: 'locked'; message: string };
+
+/** A native hash of nothing anyone knows: an unknown e-mail costs one verification, like a known one. */
+let dummyHash: Promise<string> | undefined;
+const dummy = () => (dummyHash ??= hashPassword(`no user ${Math.random()}`));
+
+/**
+ * Every password check takes as long as the slowest recent one, whatever the account and its hash format: a migrated
+ * ASP.NET V2 hash verifies in a few milliseconds, BCrypt in tens, the native hash in between, and without this a
+ * single request would tell migrated users apart. The ceiling keeps a pathological hash from slowing every sign-in.
+ */
+const atPasswordFloor = equalDuration({ halfLifeMs: 60_000, ceilingMs: 2_000 });
+
+function lockedMessage(until: Date): string {
+  const minutes = Math.max(1, Math.ceil((until.getTime() - Date.now()) / 60_000));
+  return `Too many failed attempts: this account is locked. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`;
+}
+
+/**
+ * The password step. Every migrated format verifies; after a success with one, the stored hash becomes the native
+ * one. The attempt is counted before the hash is checked (reserveSignInAttempt), so parallel guesses cannot outrun
+ * the lockout, and a locked account's password is not checked at all.
+ */
+export function checkPassword(db: Db, config: AppConfig, email: string, password: string): Promise<PasswordCheck> {
+  return atPasswordFloor(async () => {
+    const { MaxFailedAttempts, Minutes } = config.Auth.Lockout;
+    const user = await findSignInUser(db, email);
+    const reservation =
+      user?.active && user.password_hash
+        ? await reserveSignInAttempt(db, user.id, MaxFailedAttempts, Minutes)
+        : undefined;
+    if (!user?.password_hash || !reservation) {
+      await verifyPassword(password, await dummy());
+      return { status: 'invalid' };
+    }
+    const [{ valid, needsUpgrade }] = await Promise.all([
+      verifyAnyPassword(password, user.password_hash),
+      cheaperThanNative(user.password_hash) ? verifyPassword(password, await dummy()) : undefined,
+    ]);
+    if (!valid) return { status: 'invalid' };
+    if (needsUpgrade) await upgradePasswordHash(db, user.id, user.password_hash, await hashPassword(password));
+    // ASP.NET Identity keeps an authenticator key from before enrolment was finished: the switch decides, with a key.
+    const needsSecondFactor = user.two_factor_enabled && (await findTotpCredential(db, user.id)) !== undefined;
+    if (needsSecondFactor) await releaseSignInAttempt(db, user.id, reservation, MaxFailedAttempts);
+    else await settleSignInSuccess(db, user.id, reservation);
+    return { status: 'valid', userId: user.id, needsSecondFactor };
+  });
+}
+
+/**
+ * The second step: a TOTP code (each accepted once) or a recovery code (consumed). The attempt is counted first, as a
+ * password is, so wrong codes count toward the lockout and a locked account's codes are not checked at all.
+ */
+export async function checkSecondFactor(
+  db: Db,
+  config: AppConfig,
+  ring: KeyRing,
+  userId: string,
+  code: string,
+): Promise<SecondFactorCheck> {
+  const { MaxFailedAttempts, Minutes } = config.Auth.Lockout;
+  const reservation = await reserveSignInAttempt(db, userId, MaxFailedAttempts, Minutes);
+  if (!reservation) return { status: 'locked', message: await lockedMessageOf(db, userId) };
+  if (await secondFactorMatches(db, ring, userId, code)) {
+    await settleSignInSuccess(db, userId, reservation);
+    return { status: 'valid' };
+  }
+  return reservation.locked
+    ? { status: 'locked', message: lockedMessage(new Date(Date.now() + Minutes * 60_000)) }
+    : { status: 'invalid' };
+}
+
+async function lockedMessageOf(db: Db, userId: string): Promise<string> {
+  return lockedMessage((await findLockoutEnd(db, userId)) ?? new Date());
+}
+
+async function secondFactorMatches(db: Db, ring: KeyRing, userId: string, code: string): Promise<boolean> {
+  const totp = await findTotpCredential(db, userId);
+  if (totp) {
+    const step = await matchTotp(
+      unprotectSecret(totp.secret, ring),
+      code,
+      totp.last_used_step === null ? null : Number(totp.last_used_step),
+    );
+    if (step !== undefined && (await useTotpStep(db, totp.id, step))) return true;
+  }
+  if (code.length >= 6 && !/^\d{6}$/.test(code)) {
+    const hashes = [...ring.keys.values()].map((key) => recoveryCodeHash(code, key));
+    return consumeRecoveryCode(db, userId, hashes);
+  }
+  return false;
+}

@@ -1,0 +1,146 @@
+import { Router, type Request, type Response } from 'express';
+import type { AppConfig } from '../../platform/config/schema';
+import { putClient } from '../../platform/store/clients';
+import type { Db } from '../../platform/store/database';
+import { loadSigningKeys, sealStoredSigningKeys } from '../../platform/store/signing-keys';
+import { loadScopeClaims } from './claims';
+import { clientRow, configuredSecrets } from './clients';
+import { cookieKeys } from './cookie-keys';
+import { createFederation, type Federation, type FederationDependencies } from '../federation';
+import {
+  ACCOUNT_PREFIX,
+  INTERACTION_PREFIX,
+  isFederationPath,
+  isProviderPath,
+} from '../../platform/http/sign-in-paths';
+import { parseAllowList } from '../../platform/security/callback-address';
+import { accountRouter } from './account';
+import { interactionRouter } from './interactions';
+import { createOidcProvider, withOfflineConsent } from './provider';
+import { providerSettingsVersion } from '../../platform/store/sign-in';
+import { storedApiResources } from './resources';
+import { logger } from '../../platform/observability/logger';
+
+/** Federation's dependencies (the issuer is Api:PublicUrl), with the configuration in place of the allow-list. */
+export type SignInDependencies = Omit<FederationDependencies, 'allow'> & { config: AppConfig };
+
+/**
+ * oidc-provider builds every URL it hands out (discovery, the JWKS, form actions) from the request's Host and scheme,
+ * and (Koa, `proxy` on behind a TLS terminator) would believe any X-Forwarded-* header. It is handed the facts as the
+ * service established them instead: the host and scheme of Api:PublicUrl, its path as the mount path (oidc-provider
+ * reads that from `originalUrl`), and the client address Express derived under Api:TrustedProxies. The Host header a
+ * client sent is never used.
+ */
+function forwardedAsExpressSees(req: Request, issuer: string): void {
+  const base = new URL(issuer);
+  req.headers.host = base.host;
+  delete req.headers['x-forwarded-host'];
+  req.headers['x-forwarded-for'] = req.ip ?? req.socket.remoteAddress ?? '';
+  req.headers['x-forwarded-proto'] = base.protocol.replace(':', '');
+  const mountPath = base.pathname.replace(/\/+$/, '');
+  req.originalUrl = `${mountPath}${req.url}`;
+}
+
+/**
+ * Headers of every sign-in answer: no page may be framed (clickjacking a sign-in or consent form), nothing a person
+ * saw may come back from a cache (a shared computer's Back button), and no sign-in URL leaks to another site in a
+ * Referer. Discovery and the JWKS stay cacheable: they are public and clients fetch them often.
+ */
+function setSignInHeaders(res: Response, path: string): void {
+  res.set({
+    'X-Frame-Options': 'DENY',
+    'Content-Security-Policy': "frame-ancestors 'none'",
+    'Referrer-Policy': 'no-referrer',
+    'X-Content-Type-Options': 'nosniff',
+  });
+  if (!path.startsWith('/.well-known/')) res.set('Cache-Control', 'no-store');
+}
+
+/** Configured clients are written to the store at start; they win over migrated clients of the same id. */
+async function applyConfiguredClients(db: Db, config: AppConfig): Promise<void> {
+  for (const client of config.Clients) {
+    await putClient(db, clientRow(client, 'configuration'), configuredSecrets(client), { keepProvisioningApps: true });
+  }
+}
+
+/** One provider and its sign-in pages, built from the store's scopes and signing keys as they are now. */
+async function buildSignIn(
+  deps: SignInDependencies,
+  cookieKeyList: string[],
+  federation: Federation,
+  log: (line: string) => void,
+) {
+  const { db, ring, issuer } = deps;
+  const sealed = await sealStoredSigningKeys(db, ring);
+  if (sealed > 0) log(`sign-in: sealed ${sealed} signing keys stored before private keys were protected at rest`);
+  const provider = createOidcProvider({
+    db,
+    issuer,
+    signingKeys: await loadSigningKeys(db, ring),
+    cookieKeys: cookieKeyList,
+    scopes: await loadScopeClaims(db),
+    apiResources: storedApiResources(db),
+  });
+  return {
+    callback: provider.callback(),
+    interactions: interactionRouter({ provider, db, config: deps.config, ring, run: deps.run, federation }),
+    account: accountRouter({ provider, db, ring, issuer, config: deps.config }),
+  };
+}
+
+/**
+ * Sign-in: the OpenID Connect provider at IdentityServer's paths and its sign-in pages, as one Express router for the
+ * composition root to mount before the JSON API's body parser (both take form posts). oidc-provider reads scopes and
+ * keys once, when it is built; a new one replaces it when they change (every other artefact lives in the store, so the
+ * swap signs nobody out).
+ */
+export async function createSignIn(deps: SignInDependencies): Promise<Router> {
+  const { config, db, log = (line: string) => logger.info(line) } = deps;
+  await applyConfiguredClients(db, config);
+  const cookieKeyList = await cookieKeys(db, config.Oidc.CookieKeys, (line) => logger.warn(line));
+  let version = await providerSettingsVersion(db);
+  const federation = await createFederation({
+    db,
+    ring: deps.ring,
+    run: deps.run,
+    issuer: deps.issuer,
+    allow: parseAllowList(config.Auth.AllowedInternalTargets),
+  });
+  let current = await buildSignIn(deps, cookieKeyList, federation, log);
+  let checkedAt = Date.now();
+  let checking: Promise<void> | undefined;
+
+  async function rebuildIfChanged(): Promise<void> {
+    const now = await providerSettingsVersion(db);
+    if (now === version) return;
+    current = await buildSignIn(deps, cookieKeyList, federation, log);
+    version = now;
+    log('sign-in: scopes or signing keys changed; the provider now uses them');
+  }
+
+  /** Looks for changed scopes and keys at most once every ReloadSeconds, one look at a time. */
+  async function fresh(): Promise<void> {
+    if (Date.now() - checkedAt < config.Oidc.ReloadSeconds * 1000) return;
+    checkedAt = Date.now();
+    checking ??= rebuildIfChanged().finally(() => (checking = undefined));
+    await checking;
+  }
+
+  const router = Router();
+  router.use(async (req, res, next) => {
+    const forProvider = isProviderPath(req.path);
+    const forAccount = req.path.startsWith(ACCOUNT_PREFIX);
+    const forFederation = isFederationPath(req.path);
+    if (!forProvider && !forAccount && !forFederation && !req.path.startsWith(INTERACTION_PREFIX)) return next();
+    setSignInHeaders(res, req.path);
+    if (forFederation) return federation.router(req, res, next);
+    await fresh();
+    if (forProvider) {
+      if (req.method === 'GET') req.url = withOfflineConsent(req.url);
+      forwardedAsExpressSees(req, deps.issuer);
+      return current.callback(req, res);
+    }
+    (forAccount ? current.account : current.interactions)(req, res, next);
+  });
+  return router;
+}

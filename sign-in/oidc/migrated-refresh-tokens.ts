@@ -1,0 +1,95 @@
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import type { Db } from '../../platform/store/database';
+import { takeMigratedRefreshToken } from '../../platform/store/grants';
+import type { AdapterPayload, OidcAdapter } from './adapter';
+import { RESOURCE_PREFIX } from './resources';
+import { logger } from '../../platform/observability/logger';
+
+/**
+ * The service's refresh-token data shape: what `grants.data` holds for a migrated refresh token (the spec leaves
+ * translating the source's own shape to a source fork that keeps handles verbatim). The subject, client, creation
+ * and expiry come from the row itself.
+ */
+export const migratedRefreshTokenData = z.object({
+  /** Every scope the token was granted, space-separated, offline_access included. */
+  scope: z.string().min(1),
+  /** The API resource (its name) the access tokens it buys are for; by default the one of its scopes. */
+  resource: z.string().optional(),
+  /** When the user signed in, in seconds since the epoch. */
+  authTime: z.number().int().optional(),
+  amr: z.array(z.string()).optional(),
+});
+
+export interface AdoptionDependencies {
+  db: Db;
+  /** The adapters of the two models an adopted token becomes. */
+  refreshTokens: OidcAdapter;
+  grants: OidcAdapter;
+  identityScopes: ReadonlySet<string>;
+  /** The API resource whose scopes a token names, when its data does not say. */
+  resourceOf: (scopes: string[]) => Promise<string | undefined>;
+}
+
+const epoch = (date: Date) => Math.floor(date.getTime() / 1000);
+
+/**
+ * A refresh token the migration copied (`grants`, with its handle verbatim), adopted at its first use: written as
+ * oidc-provider's RefreshToken and Grant, and marked consumed in `grants` so it is adopted once. From then on it
+ * lives like any other refresh token (rotated or reused as its client says). Undefined when no live migrated token
+ * has this handle or its data is not in the service's shape.
+ */
+export async function adoptMigratedRefreshToken(
+  deps: AdoptionDependencies,
+  handle: string,
+): Promise<AdapterPayload | undefined> {
+  const { db } = deps;
+  const row = await takeMigratedRefreshToken(db, handle);
+  if (!row) return undefined;
+  let data: z.infer<typeof migratedRefreshTokenData>;
+  try {
+    data = migratedRefreshTokenData.parse(JSON.parse(row.data));
+  } catch {
+    logger.warn(`sign-in: migrated refresh token of client ${row.client_id} has data not in the service's shape`);
+    return undefined;
+  }
+  const scopes = data.scope.split(' ').filter(Boolean);
+  const apiScopes = scopes.filter((s) => !deps.identityScopes.has(s));
+  const resource = data.resource ?? (apiScopes.length > 0 ? await deps.resourceOf(apiScopes) : undefined);
+  const indicator = resource ? `${RESOURCE_PREFIX}${resource}` : undefined;
+  const iat = epoch(row.creation_time);
+  const exp = row.expiration ? epoch(row.expiration) : undefined;
+  const expiresIn = exp === undefined ? undefined : exp - epoch(new Date());
+  const grantId = `migrated-${createHash('sha256').update(handle).digest('base64url').slice(0, 32)}`;
+  await deps.grants.upsert(
+    grantId,
+    {
+      kind: 'Grant',
+      jti: grantId,
+      accountId: row.subject_id!,
+      clientId: row.client_id,
+      openid: { scope: scopes.filter((s) => deps.identityScopes.has(s)).join(' ') },
+      ...(indicator ? { resources: { [indicator]: apiScopes.join(' ') } } : {}),
+      iat,
+      ...(exp === undefined ? {} : { exp }),
+    },
+    expiresIn,
+  );
+  const token: AdapterPayload = {
+    kind: 'RefreshToken',
+    jti: handle,
+    accountId: row.subject_id!,
+    clientId: row.client_id,
+    grantId,
+    gty: 'authorization_code',
+    scope: scopes.join(' '),
+    rotations: 0,
+    iat,
+    ...(exp === undefined ? {} : { exp }),
+    ...(indicator ? { resource: indicator } : {}),
+    ...(data.authTime === undefined ? {} : { authTime: data.authTime }),
+    ...(data.amr ? { amr: data.amr } : {}),
+  };
+  await deps.refreshTokens.upsert(handle, token, expiresIn);
+  return token;
+}

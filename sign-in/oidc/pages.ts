@@ -1,0 +1,139 @@
+/** The sign-in pages, in the layout every page shares (platform/http/html.ts). */
+import { escapeHtml, page } from '../../platform/http/html';
+
+const errorLine = (error?: string) => (error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : '');
+
+export function emailPage(action: string, clientName: string, error?: string, email = ''): string {
+  return page(
+    'Sign in',
+    `<p>to continue to ${escapeHtml(clientName)}</p>
+${errorLine(error)}
+<form method="post" action="${escapeHtml(action)}">
+<label for="email">E-mail</label>
+<input id="email" name="email" type="email" autocomplete="username" required autofocus value="${escapeHtml(email)}">
+<button type="submit">Next</button>
+</form>`,
+  );
+}
+
+export function passwordPage(action: string, email: string, error?: string): string {
+  return page(
+    'Enter your password',
+    `<p>Signing in as <span class="who">${escapeHtml(email)}</span></p>
+${errorLine(error)}
+<form method="post" action="${escapeHtml(action)}">
+<input type="hidden" name="email" value="${escapeHtml(email)}">
+<label for="password">Password</label>
+<input id="password" name="password" type="password" autocomplete="current-password" required autofocus>
+<button type="submit">Sign in</button>
+</form>`,
+  );
+}
+
+export function codePage(action: string, error?: string): string {
+  return page(
+    'Two-step verification',
+    `<p>Enter the 6-digit code from your authenticator app, or one of your recovery codes.</p>
+${errorLine(error)}
+<form method="post" action="${escapeHtml(action)}">
+<label for="code">Code</label>
+<input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" required autofocus maxlength="64">
+<button type="submit">Verify</button>
+</form>`,
+  );
+}
+
+export function consentPage(allow: string, deny: string, clientName: string, scopes: string[]): string {
+  return page(
+    'Allow access?',
+    `<p>${escapeHtml(clientName)} asks for:</p>
+<ul>${scopes.map((s) => `<li>${escapeHtml(s)}</li>`).join('')}</ul>
+<form method="post" action="${escapeHtml(allow)}"><button type="submit">Allow</button></form>
+<form method="post" action="${escapeHtml(deny)}"><button class="secondary" type="submit">Deny</button></form>`,
+  );
+}
+
+export function renderErrorPage(message: string): string {
+  return page('Sign-in error', `${errorLine(message)}<p>Go back to the application and try again.</p>`);
+}
+
+/** Enrolment of an authenticator app: the QR code, the key as text for typing in, and one code to confirm. */
+export function mfaEnrolPage(action: string, qrDataUrl: string, key: string, pending: string, error?: string): string {
+  return page(
+    'Set up two-step verification',
+    `<p>Scan this code with your authenticator app, or type the key into it. Then enter the 6-digit code it shows.</p>
+${errorLine(error)}
+<img class="qr" src="${escapeHtml(qrDataUrl)}" alt="QR code of the authenticator key">
+<p class="key">${escapeHtml(key.replace(/(.{4})/g, '$1 ').trim())}</p>
+<form method="post" action="${escapeHtml(action)}">
+<input type="hidden" name="pending" value="${escapeHtml(pending)}">
+<label for="code">Code</label>
+<input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" required autofocus maxlength="6">
+<button type="submit">Turn on</button>
+</form>`,
+  );
+}
+
+/** Before a change to how the user signs in, after a sign-in that is not recent: the password again. */
+export function reauthPage(action: string, email: string, error?: string): string {
+  return page(
+    'Confirm it is you',
+    `<p>Enter the password of <span class="who">${escapeHtml(email)}</span> to change how you sign in.</p>
+${errorLine(error)}
+<form method="post" action="${escapeHtml(action)}">
+<label for="password">Password</label>
+<input id="password" name="password" type="password" autocomplete="current-password" required autofocus>
+<button type="submit">Continue</button>
+</form>`,
+  );
+}
+
+/** The same for a user without a password here (signed in through an organization's provider): sign in again. */
+export function signInAgainPage(minutes: number): string {
+  return page(
+    'Sign in again first',
+    `<p>To change how you sign in, your sign-in must be recent. Sign out, sign in again through one of your
+applications, and come back to this page within ${minutes} minutes.</p>`,
+  );
+}
+
+export function mfaOnPage(): string {
+  return page(
+    'Two-step verification is on',
+    '<p>From your next sign-in on, you will be asked for a code from your authenticator app after your password.</p>',
+  );
+}
+
+export function notSignedInPage(): string {
+  return page(
+    'Sign in first',
+    '<p>This page is for signed-in users. Sign in through one of your applications, then come back to this page.</p>',
+  );
+}
+
+/**
+ * The sign-out confirmation. `form` is oidc-provider's own form (id `op.logoutForm`, with its CSRF token); the buttons
+ * submit it, "yes" with `logout=yes`.
+ */
+export function signOutPage(form: string): string {
+  return page(
+    'Sign out?',
+    `<p>Do you want to sign out of every application that uses this sign-in?</p>
+${form}
+<button autofocus type="submit" form="op.logoutForm" value="yes" name="logout">Yes, sign me out</button>
+<button class="secondary" type="submit" form="op.logoutForm">No, stay signed in</button>`,
+  );
+}
+
+export function signedOutPage(): string {
+  return page('Signed out', '<p>You are signed out. You can close this window.</p>');
+}
+
+/** After an IdP-initiated sign-in, which has no application to return to. */
+export function accountReadyPage(providerName: string): string {
+  return page(
+    'Your account is ready',
+    `<p>You signed in through ${escapeHtml(providerName)}. Open the application you want to use and sign in with your
+work e-mail address: you will go through ${escapeHtml(providerName)} again, without a password here.</p>`,
+  );
+}

@@ -1,0 +1,253 @@
+import Provider, { type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
+import type { Db } from '../../platform/store/database';
+import { findClient } from '../../platform/store/clients';
+import type { SigningJwk } from '../../platform/store/signing-keys';
+import { createPostgresAdapter, isStorableKey } from './adapter';
+import { OIDC_ROUTES } from '../../platform/http/sign-in-paths';
+import { claimsOf, tokenClaimsOf, type ScopeClaims } from './claims';
+import {
+  allowedScopesOf,
+  clientMetadata,
+  EXTRA_CLIENT_METADATA,
+  settingsOf,
+  verifyClientSecret,
+  type ClientSettings,
+} from './clients';
+import { adoptMigratedRefreshToken } from './migrated-refresh-tokens';
+import { verifyIssuedAccessToken } from './issued-tokens';
+import { revokeAccessToken } from '../../platform/store/admin-tokens';
+import { renderErrorPage, signedOutPage, signOutPage } from './pages';
+import { RESOURCE_PREFIX, resourceOfScopes, resourceServer, type ApiResources } from './resources';
+
+/**
+ * IdentityServer issues a refresh token for `offline_access` whatever the prompt; oidc-provider, following OpenID
+ * Connect Core §11, drops that scope unless the request says `prompt=consent`. An authorization request asking for
+ * offline_access is read as asking for consent too, which the sign-in pages grant without a page unless the client
+ * RequireConsent. Returns the request URL to use.
+ */
+export function withOfflineConsent(url: string): string {
+  const query = url.indexOf('?');
+  if (query === -1 || !url.startsWith(`${OIDC_ROUTES.authorization}?`)) return url;
+  const params = new URLSearchParams(url.slice(query + 1));
+  const scope = params.get('scope')?.split(' ') ?? [];
+  const prompts = params.get('prompt')?.split(' ').filter(Boolean) ?? [];
+  if (!scope.includes('offline_access') || prompts.includes('consent') || prompts.includes('none')) return url;
+  params.set('prompt', [...prompts, 'consent'].join(' '));
+  return `${OIDC_ROUTES.authorization}?${params.toString()}`;
+}
+
+/**
+ * Clears who signed in to a session (oidc-provider's Session.loginAccount, undone). oidc-provider's session proxy
+ * refuses to set accountId to nothing, so the fields are deleted; setting `authorizations` marks the session changed,
+ * for it to be saved so.
+ */
+function endSignIn(session: {
+  accountId?: string;
+  loginTs?: number;
+  amr?: string[];
+  acr?: string;
+  authorizations?: unknown;
+}) {
+  delete session.accountId;
+  delete session.loginTs;
+  delete session.amr;
+  delete session.acr;
+  session.authorizations = {};
+}
+
+/**
+ * A JWT access token is not stored when issued, and oidc-provider's revocation endpoint refuses one as
+ * `unsupported_token_type` (RFC 7009 §2.2.1). IdentityServer revokes its JWTs' use at its own APIs, so here a JWT this
+ * service issued to the authenticated client is listed as revoked until it expires (the admin API refuses it), and
+ * the answer is the endpoint's 200. Another client's token keeps oidc-provider's refusal.
+ */
+function revokeJwtAccessTokens(db: Db, issuer: string) {
+  return async (ctx: KoaContextWithOIDC, next: () => Promise<void>) => {
+    await next();
+    if (ctx.path !== OIDC_ROUTES.revocation || ctx.method !== 'POST') return;
+    if (ctx.status !== 400 || (ctx.body as { error?: string } | undefined)?.error !== 'unsupported_token_type') return;
+    const token = ctx.oidc?.params?.token;
+    const clientId = ctx.oidc?.client?.clientId;
+    if (typeof token !== 'string' || !clientId) return;
+    const claims = await verifyIssuedAccessToken(db, issuer, token);
+    if (!claims || claims.client_id !== clientId) return;
+    await revokeAccessToken(db, claims.jti, new Date(claims.exp * 1000));
+    ctx.status = 200;
+    ctx.body = '';
+  };
+}
+
+/**
+ * What a person (or the developer of the application) reads when the provider cannot go on: oidc-provider's words,
+ * and for the mistakes an integrator makes, what to check.
+ */
+function errorPageText(out: { error: string; error_description?: string }, clientId: unknown): string {
+  const said = out.error_description ?? out.error;
+  const client = typeof clientId === 'string' && clientId.length <= 200 ? `"${clientId}"` : 'it names';
+  if (out.error === 'invalid_client')
+    return `${said}. This sign-in service does not know the application's client_id ${client}, or the client is disabled: check the client_id the application sends, and that the client exists and is enabled (GET /api/v1/clients/{clientId}).`;
+  if (out.error === 'invalid_redirect_uri')
+    return `${said}. The application asked to return to an address its client does not list: check its redirect_uri against the client's RedirectUris (exact match, scheme, port and path included).`;
+  return said;
+}
+
+export interface ProviderDependencies {
+  db: Db;
+  issuer: string;
+  signingKeys: SigningJwk[];
+  cookieKeys: string[];
+  scopes: ScopeClaims;
+  apiResources: ApiResources;
+}
+
+const settingsOfClient = (client: { metadata(): Record<string, unknown> } | undefined): ClientSettings =>
+  (client?.metadata()['urn:identity-service:settings'] as ClientSettings | undefined) ?? {};
+
+/**
+ * The OpenID Connect provider (oidc-provider): every artefact in PostgreSQL, clients from the clients store, claims
+ * from the scopes store, access tokens as JWTs for the API resource of the requested scopes.
+ */
+export function createOidcProvider(deps: ProviderDependencies): Provider {
+  const { db, issuer, scopes, apiResources } = deps;
+  const stored = createPostgresAdapter(db);
+  const adapter = createPostgresAdapter(db, {
+    Client: {
+      async find(id: string) {
+        if (!isStorableKey(id)) return undefined;
+        const row = await findClient(db, id);
+        return row && row.enabled && !settingsOf(row).apiResource ? clientMetadata(row, scopes.names) : undefined;
+      },
+    },
+    RefreshToken: {
+      async find(id: string) {
+        if (!isStorableKey(id)) return undefined;
+        return (
+          (await stored('RefreshToken').find(id)) ??
+          (await adoptMigratedRefreshToken(
+            {
+              db,
+              refreshTokens: stored('RefreshToken'),
+              grants: stored('Grant'),
+              identityScopes: scopes.names,
+              resourceOf: (requested) => resourceOfScopes(apiResources, requested),
+            },
+            id,
+          ))
+        );
+      },
+    },
+  });
+
+  const configuration: Configuration = {
+    adapter,
+    findAccount: async (ctx, sub) => {
+      const account = await claimsOf(db, sub);
+      if (!account) {
+        // A session left by a user since deactivated or deleted signs nobody in: it is ended here, so the
+        // authorization asks who is signing in (the e-mail page) instead of failing on an account that is gone.
+        const session = ctx.oidc?.session;
+        if (session?.accountId === sub) endSignIn(session);
+        return undefined;
+      }
+      return {
+        accountId: sub,
+        claims: () => account.claims(),
+      };
+    },
+    jwks: { keys: deps.signingKeys },
+    cookies: { keys: deps.cookieKeys },
+    routes: OIDC_ROUTES,
+    scopes: [...scopes.names],
+    claims: scopes.claimsByScope,
+    conformIdTokenClaims: false,
+    responseTypes: ['code'],
+    clientAuthMethods: ['none', 'client_secret_basic', 'client_secret_post'],
+    enabledJWA: {
+      idTokenSigningAlgValues: ['RS256'],
+      userinfoSigningAlgValues: ['RS256'],
+      introspectionSigningAlgValues: ['RS256'],
+      authorizationSigningAlgValues: ['RS256'],
+      clientAuthSigningAlgValues: ['RS256', 'PS256', 'ES256'],
+    },
+    extraClientMetadata: { properties: EXTRA_CLIENT_METADATA },
+    pkce: {
+      required: (_ctx, client) => client.clientAuthMethod === 'none' || settingsOfClient(client).RequirePkce !== false,
+    },
+    features: {
+      devInteractions: { enabled: false },
+      clientCredentials: { enabled: true },
+      // Only the client a token was issued to may introspect it (oidc-provider's default lets any confidential
+      // client read any token's claims).
+      introspection: { enabled: true, allowedPolicy: (_ctx, client, token) => token.clientId === client.clientId },
+      // Not served: IdentityServer's clients do not use it, and discovery must not advertise what answers 404.
+      pushedAuthorizationRequests: { enabled: false },
+      revocation: { enabled: true },
+      // Only registered post-logout redirect URIs are honoured (oidc-provider refuses others).
+      rpInitiatedLogout: {
+        enabled: true,
+        logoutSource: (ctx, form) => {
+          ctx.type = 'html';
+          ctx.body = signOutPage(form);
+        },
+        postLogoutSuccessSource: (ctx) => {
+          ctx.type = 'html';
+          ctx.body = signedOutPage();
+        },
+      },
+      resourceIndicators: {
+        enabled: true,
+        defaultResource: async (ctx: KoaContextWithOIDC) => {
+          const scope = ctx.oidc.params?.scope;
+          const resource = await resourceOfScopes(apiResources, typeof scope === 'string' ? scope.split(' ') : []);
+          return resource ? `${RESOURCE_PREFIX}${resource}` : undefined;
+        },
+        useGrantedResource: () => true,
+        getResourceServerInfo: (_ctx, indicator, client) =>
+          resourceServer(apiResources, indicator, allowedScopesOf(client)),
+      },
+    },
+    interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
+    ttl: {
+      AccessToken: (_ctx, token, client) =>
+        token.resourceServer?.accessTokenTTL ?? settingsOfClient(client).AccessTokenLifetime ?? 3600,
+      ClientCredentials: (_ctx, token, client) =>
+        token.resourceServer?.accessTokenTTL ?? settingsOfClient(client).AccessTokenLifetime ?? 3600,
+      AuthorizationCode: (ctx) => settingsOfClient(ctx.oidc.client).AuthorizationCodeLifetime ?? 300,
+      IdToken: (ctx) => settingsOfClient(ctx.oidc.client).IdentityTokenLifetime ?? 300,
+      RefreshToken: (_ctx, token, client) => {
+        const settings = settingsOfClient(client);
+        const absolute = settings.AbsoluteRefreshTokenLifetime || 2592000;
+        // Sliding lifetime: each use extends the token, never past its absolute end.
+        const sliding = settings.SlidingRefreshTokenLifetime || absolute;
+        const left = absolute - (Math.floor(Date.now() / 1000) - (token.iat ?? Math.floor(Date.now() / 1000)));
+        return Math.max(1, Math.min(sliding, left));
+      },
+      Interaction: 3600,
+      Session: 14 * 24 * 3600,
+      Grant: 365 * 24 * 3600,
+    },
+    issueRefreshToken: (_ctx, client, code) =>
+      client.grantTypeAllowed('refresh_token') && code.scopes.has('offline_access'),
+    // IdentityServer's RefreshTokenUsage: OneTimeOnly (1, its default) rotates at every use, ReUse (0) keeps it.
+    rotateRefreshToken: (ctx) => settingsOfClient(ctx.oidc.client).RefreshTokenUsage !== 0,
+    // Only a JWT access token (one for an API) shows its claims; an opaque one for userinfo needs none.
+    extraTokenClaims: (_ctx, token) =>
+      'resourceServer' in token && token.resourceServer ? tokenClaimsOf(db, token, scopes) : undefined,
+    clientBasedCORS: (_ctx, origin, client) =>
+      ((client.metadata()['urn:identity-service:cors-origins'] as string[] | undefined) ?? []).includes(origin),
+    renderError: (ctx, out) => {
+      ctx.type = 'html';
+      ctx.body = renderErrorPage(errorPageText(out, ctx.oidc?.params?.client_id));
+    },
+  };
+
+  const provider = new Provider(issuer, configuration);
+  provider.use(revokeJwtAccessTokens(db, issuer));
+  // Behind a TLS-terminating proxy the public URL is https while this process speaks http.
+  if (issuer.startsWith('https:')) provider.proxy = true;
+  // Stored secrets are IdentityServer hashes: a presented secret is hashed and compared with each unexpired one.
+  provider.Client.prototype.compareClientSecret = function (this: { clientId: string }, actual: string) {
+    return verifyClientSecret(db, this.clientId, actual);
+  };
+  return provider;
+}

@@ -1,0 +1,9 @@
+export {
+  createUserAndProvision,
+  deactivateAndDeprovision,
+  deleteUserAndDeprovision,
+  provisionExistingUser,
+  reactivateAndProvision,
+} from '../provisioning/workflows/provisioning';
+export { cancelInBackground, deprovisionApps } from '../provisioning/workflows/background';
+export { migrationPass, migrationRun, migrationSweep } from '../migration/workflows/migration';

@@ -1,9 +1,0 @@
-export {
-  createUserAndProvision,
-  deactivateAndDeprovision,
-  deleteUserAndDeprovision,
-  provisionExistingUser,
-  reactivateAndProvision,
-} from './provisioning';
-export { cancelInBackground, deprovisionApps } from './background';
-export { migrationPass, migrationRun, migrationSweep } from './migration';

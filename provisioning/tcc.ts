@@ -142,12 +142,17 @@ export function failedAsAWhole(apps: AppRef[], reason: string): TccRounds {
   };
 }
 
+/** How a step makes the calls: a Try of one app for the user, a Confirm of one app. */
+export interface TccCalls {
+  tryOne: (appId: string, user: UserProfile) => Promise<TryVerdict>;
+  confirmOne: (appId: string) => Promise<void>;
+}
+
 /** Trying, then Confirming the apps that approved (all of them, or the phase ends before). */
 export async function tryThenConfirmInTurn(
   apps: AppRef[],
   user: UserProfile,
-  tryOne: (appId: string, user: UserProfile) => Promise<TryVerdict>,
-  confirmOne: (appId: string) => Promise<void>,
+  { tryOne, confirmOne }: TccCalls,
 ): Promise<TccRounds> {
   const { approvals, rejection } = await tryInTurn(apps, user, tryOne);
   if (rejection) return { tried: { approvals, rejection } };
@@ -158,6 +163,28 @@ export async function tryThenConfirmInTurn(
       confirmOne,
     ),
   };
+}
+
+/**
+ * The calls, then the records of the apps that confirmed, in the step that made the calls. Once a call is sent
+ * nothing fails this: calls that end unexpectedly count as failed as a whole, and records that cannot be written now
+ * (`record` answers undefined) are left to the workflow's step retried until it lands, so the calls are never made
+ * again for a fault of the records.
+ */
+export async function tryConfirmThenRecord(
+  apps: AppRef[],
+  user: UserProfile,
+  calls: TccCalls,
+  record: (confirmedApps: string[], assigned: Assigned | undefined) => Promise<FinishResult | undefined>,
+): Promise<{ rounds: TccRounds; finished?: FinishResult }> {
+  const rounds = await tryThenConfirmInTurn(apps, user, calls).catch((error: unknown) =>
+    failedAsAWhole(apps, `failed: ${(error as Error).message}`),
+  );
+  const confirmedApps = rounds.confirmed?.confirmed ?? [];
+  if (confirmedApps.length === 0) return { rounds };
+  const confirmed = rounds.tried.approvals.slice(0, confirmedApps.length);
+  const finished = await record(confirmedApps, assignedBy(user, confirmed));
+  return finished ? { rounds, finished } : { rounds };
 }
 
 /** What the apps that confirmed assigned, as the store records it with their provisions. */

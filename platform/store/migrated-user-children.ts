@@ -2,6 +2,7 @@ import { sql, type RawBuilder } from 'kysely';
 import type { Db } from './database';
 import { insertSkippingExisting } from './insert-new';
 import { JSON_ROWS, jsonRows } from './json-rows';
+import type { MfaCredentialsTable } from './schema';
 import { userExists } from './users';
 
 /**
@@ -46,13 +47,7 @@ export function insertUserChildren<C extends string>(
   );
 }
 
-export interface MigratedMfaCredential {
-  id: string;
-  user_id: string;
-  kind: 'totp' | 'recovery-code';
-  label: string;
-  secret: string;
-}
+export type MigratedMfaCredential = Pick<MfaCredentialsTable, 'id' | 'user_id' | 'kind' | 'label' | 'secret'>;
 
 /**
  * Inserts MFA credentials of writable users; a user who holds any MFA already, enrolled in the service or migrated

@@ -17,13 +17,14 @@ import {
 import type { AppRef } from '../../platform/store/provisioning-apps';
 import type { AppProvider, ProvisioningApp } from './apps';
 import type { TccClient, TryRequestBody } from './tcc-client';
-import { tryConfirmThenRecord } from './rounds';
 import {
   tccRoundsSeconds,
+  tryConfirmThenRecord,
   tryThenConfirmInTurn,
   type Assigned,
   type FinishResult,
   type TccRounds,
+  type TccCalls,
   type TryVerdict,
 } from '../tcc';
 import { within } from '../../platform/net/within';
@@ -159,25 +160,23 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
    * An attempt's Try and Confirm call to each app; each app is looked up once for both (the store-backed provider
    * reads and unseals it).
    */
-  function callsOf(transactionId: string) {
+  function callsOf(transactionId: string): TccCalls {
     const found = new Map<string, ProvisioningApp>();
     const lookUp = async (appId: string) => found.get(appId) ?? found.set(appId, await app(appId)).get(appId)!;
     return {
-      tryApp: async (appId: string, seen: UserProfile) => tryOne(await lookUp(appId), transactionId, seen),
-      confirmApp: async (appId: string) => http.confirm(await lookUp(appId), transactionId),
+      tryOne: async (appId, seen) => tryOne(await lookUp(appId), transactionId, seen),
+      confirmOne: async (appId) => http.confirm(await lookUp(appId), transactionId),
     };
   }
+
+  /** What the records of an attempt are made of: the apps that confirmed and what they assigned. */
+  type RecordInput = { user: UserProfile; transactionId: string; confirmedApps: string[]; assigned?: Assigned };
 
   /**
    * A provision record for every app that confirmed (first, so an app that confirmed is always recorded), then what
    * they assigned. Idempotent, like each write in it; `recorded: false` when the user is gone.
    */
-  async function record(input: {
-    user: UserProfile;
-    transactionId: string;
-    confirmedApps: string[];
-    assigned?: Assigned;
-  }): Promise<FinishResult> {
+  async function record(input: RecordInput): Promise<FinishResult> {
     const { user, transactionId, confirmedApps, assigned } = input;
     const provisionedApps = await recordProvisions(db, { userId: user.userId, transactionId, appIds: confirmedApps });
     if (!provisionedApps) return { recorded: false };
@@ -199,7 +198,6 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
     if (found.unknownAppIds.length > 0 || needed.length === 0) return found;
     const deadline = started + Context.current().info.startToCloseTimeoutMs;
     if (Date.now() + tccRoundsSeconds(needed) * 1000 > deadline) return found;
-    const { tryApp, confirmApp } = callsOf(transactionId);
     // The records get what is left of the step's limit but a second: a write held up longer (a lock) is left to the
     // workflow's retried step too, so the step never ends by its own backstop once the calls are made.
     const recordNow = (confirmedApps: string[], assigned?: Assigned) => {
@@ -216,7 +214,7 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
         return undefined;
       });
     };
-    const made = await tryConfirmThenRecord(needed, user, tryApp, confirmApp, recordNow);
+    const made = await tryConfirmThenRecord(needed, user, callsOf(transactionId), recordNow);
     return { ...found, ...made };
   }
 
@@ -259,17 +257,11 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
 
     /** The Try and Confirm calls as a step of their own: when they did not fit in the first step. */
     async tryThenConfirmApps(input: { apps: AppRef[]; transactionId: string; user: UserProfile }): Promise<TccRounds> {
-      const { tryApp, confirmApp } = callsOf(input.transactionId);
-      return tryThenConfirmInTurn(input.apps, input.user, tryApp, confirmApp);
+      return tryThenConfirmInTurn(input.apps, input.user, callsOf(input.transactionId));
     },
 
     /** The records as a step of their own, retried until it lands: when the first step did not write them. */
-    async recordAndFinish(input: {
-      user: UserProfile;
-      transactionId: string;
-      confirmedApps: string[];
-      assigned?: Assigned;
-    }): Promise<FinishResult> {
+    async recordAndFinish(input: RecordInput): Promise<FinishResult> {
       return record(input);
     },
 

@@ -68,7 +68,7 @@ export async function cancel(appIds: string[], transactionId: string): Promise<v
 export async function runTransaction(first: FirstStep, transactionId: string): Promise<TransactionResult> {
   const { apps, user, provisionedApps: provisionedBefore } = first;
   // Trying, one app after another so that a later app sees what an earlier one assigned; then Confirming in the same
-  // order, each call once with its own timeout (activities/provisioning/rounds.ts). The first step made them when
+  // order, each call once with its own timeout (tryThenConfirmInTurn in provisioning/tcc.ts). The first step made them when
   // their timeouts fit in it; otherwise they are a step of their own, which, if it fails as a whole (its backstop on
   // a stalled worker), leaves unknown which apps approved or confirmed: a rejection, and every app is cancelled.
   const { tryThenConfirmApps } = proxyLocalActivities<ProvisioningActivities>(tccRounds(apps));

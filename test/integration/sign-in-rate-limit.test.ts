@@ -10,6 +10,13 @@ const h = useHarness({
   config: { Auth: { SignInRateLimit: { PermitLimit: 3, WindowSeconds: 60 } } },
 });
 const CALLBACK = 'https://limited.example.com/callback';
+/** A public code-flow client of the callback above, as the admin API takes one. */
+const PUBLIC_CLIENT = {
+  RequireClientSecret: false,
+  AllowedGrantTypes: ['authorization_code'],
+  RedirectUris: [CALLBACK],
+  AllowedScopes: ['openid'],
+};
 
 /** An authorization request of a public client with PKCE, as its browser opens it. */
 function authorizeUrl(base: string, clientId: string): string {
@@ -28,16 +35,7 @@ function authorizeUrl(base: string, clientId: string): string {
 test('password posts from one address past Auth:SignInRateLimit answer 429 and say when to come back', async () => {
   const email = uniqueEmail('limited');
   expect((await h.request('POST', '/api/auth/register', { email, password: 'a long passphrase 7' })).status).toBe(201);
-  expect(
-    (
-      await h.admin('PUT', '/api/v1/clients/limited', {
-        RequireClientSecret: false,
-        AllowedGrantTypes: ['authorization_code'],
-        RedirectUris: [CALLBACK],
-        AllowedScopes: ['openid'],
-      })
-    ).status,
-  ).toBe(201);
+  expect((await h.admin('PUT', '/api/v1/clients/limited', PUBLIC_CLIENT)).status).toBe(201);
   const statuses: number[] = [];
   let last: Visit | URL | undefined;
   for (let i = 0; i < 4; i++) {
@@ -85,12 +83,7 @@ describe('behind an https public URL with no trusted proxy', () => {
 
   test('a rotating X-Forwarded-For does not buy more password guesses', async () => {
     const email = uniqueEmail('rotating-guesses');
-    const client = await proxied.admin('PUT', '/api/v1/clients/rotating', {
-      RequireClientSecret: false,
-      AllowedGrantTypes: ['authorization_code'],
-      RedirectUris: [CALLBACK],
-      AllowedScopes: ['openid'],
-    });
+    const client = await proxied.admin('PUT', '/api/v1/clients/rotating', PUBLIC_CLIENT);
     expect(client.status).toBe(201);
     const statuses: number[] = [];
     for (let i = 0; i < 4; i++) {

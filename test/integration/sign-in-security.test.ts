@@ -11,7 +11,15 @@ import { counterValue } from '../support/metrics';
 import { reserveSignInAttempt } from '../../platform/store/sign-in';
 import { uniqueEmail, useHarness } from '../support/harness';
 import { authorizationRequest, relyingParty as relyingPartyOf } from '../support/relying-party';
-import { browser, textOf, type Browser, type Visit } from '../support/sign-in-flow';
+import {
+  browser,
+  GRANT_NOT_ALLOWED,
+  postForm,
+  secretlessClientCredentials,
+  textOf,
+  type Browser,
+  type Visit,
+} from '../support/sign-in-flow';
 
 // The attacks of the sign-in pentest (issue "Sign-in security"), each reproduced against a service of this file's own:
 // real HTTP, the real provider, openid-client as the relying party. A database of its own: the lockout and the
@@ -200,16 +208,9 @@ describe('a public client never gets client credentials (item 2)', () => {
         origin: 'migration',
       })
       .execute();
-    const answer = await fetch(`${h.api.url}/connect/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: 'grant_type=client_credentials&client_id=pubcc-migrated&scope=IdentityAdmin',
-    });
-    expect(answer.status).toBe(400);
-    // oidc-provider's words for a grant type the client's metadata does not list.
-    expect(await answer.json()).toEqual({
-      error: 'invalid_request',
-      error_description: 'requested grant type is not allowed for this client',
+    expect(await secretlessClientCredentials(h.api.url, 'pubcc-migrated', 'IdentityAdmin')).toEqual({
+      status: 400,
+      body: { error: 'invalid_request', error_description: GRANT_NOT_ALLOWED },
     });
   });
 });
@@ -611,11 +612,10 @@ describe('every page a browser can reach is a page that says what to do', () => 
     const back = await fetch(`${h.api.url}/interaction/${started.uid}`, {
       headers: { cookie: started.page.jar.header(h.api.url) },
     });
-    const oldLink = await fetch(`${h.api.url}/interaction/${started.uid}/password`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: 'email=x%40example.test&password=x',
-    });
+    const oldLink = await postForm(
+      `${h.api.url}/interaction/${started.uid}/password`,
+      'email=x%40example.test&password=x',
+    );
     for (const page of [back, oldLink]) {
       expect(page.status).toBe(400);
       expect(page.headers.get('content-type')).toContain('text/html');

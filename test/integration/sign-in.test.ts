@@ -13,7 +13,15 @@ import { startApi } from '../../api/server';
 import { useHarness } from '../support/harness';
 import { authorizationRequest, relyingParty as relyingPartyOf } from '../support/relying-party';
 import { useGeneratedSource } from '../support/scratch-store';
-import { browser, textOf, type Browser, type Visit } from '../support/sign-in-flow';
+import {
+  browser,
+  GRANT_NOT_ALLOWED,
+  postForm,
+  secretlessClientCredentials,
+  textOf,
+  type Browser,
+  type Visit,
+} from '../support/sign-in-flow';
 
 // The generated source: userN@example.com with FIXTURE_PASSWORD hashed by format N % 6 (0 ASP.NET v3 SHA-512, 1 v3
 // SHA-256, 2 v3 SHA-1, 3 v2, 4 bcrypt, 5 no password); every fifth user has two-factor sign-in with the authenticator
@@ -718,16 +726,12 @@ describe('grant types the service does not offer', () => {
     );
     expect(warnings.filter((w) => w.includes('does not offer'))).toHaveLength(1);
 
-    const password = await fetch(`${h.api.url}/connect/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({
-        grant_type: 'password',
-        client_id: 'mobile',
-        client_secret: 'mobile-secret',
-        username: emailOf(1),
-        password: FIXTURE_PASSWORD,
-      }).toString(),
+    const password = await postForm(`${h.api.url}/connect/token`, {
+      grant_type: 'password',
+      client_id: 'mobile',
+      client_secret: 'mobile-secret',
+      username: emailOf(1),
+      password: FIXTURE_PASSWORD,
     });
     expect(password.status).toBe(400);
     expect(await password.json()).toMatchObject({ error: 'unsupported_grant_type' });
@@ -756,14 +760,9 @@ describe('grant types the service does not offer', () => {
     expect(report.passes.flatMap((p) => p.warnings)).toContain(
       'client kiosk: client_credentials needs a client secret: a client with RequireClientSecret false cannot use it; it is migrated without that grant (its token requests for it are refused)',
     );
-    const token = await fetch(`${h.api.url}/connect/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: 'grant_type=client_credentials&client_id=kiosk&scope=orders.read',
-    });
-    expect(token.status).toBe(400);
-    expect(await token.json()).toMatchObject({
-      error_description: 'requested grant type is not allowed for this client',
+    expect(await secretlessClientCredentials(h.api.url, 'kiosk', 'orders.read')).toMatchObject({
+      status: 400,
+      body: { error_description: GRANT_NOT_ALLOWED },
     });
   });
 });

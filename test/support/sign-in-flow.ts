@@ -2,6 +2,28 @@
  * A person signing in, without a browser: follows the provider's redirects with a cookie jar and posts the sign-in
  * forms as a browser would (application/x-www-form-urlencoded to each form's action).
  */
+/** A form POST as a browser sends one (no redirect followed); `headers` adds to the form's content type. */
+export const postForm = (url: string, fields: Record<string, string> | string, headers: Record<string, string> = {}) =>
+  fetch(url, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded' },
+    body: typeof fields === 'string' ? fields : new URLSearchParams(fields).toString(),
+  });
+
+/** A client_credentials token request of a client without a secret: its status and its body. */
+export async function secretlessClientCredentials(issuer: string, clientId: string, scope: string) {
+  const answer = await postForm(`${issuer}/connect/token`, {
+    grant_type: 'client_credentials',
+    client_id: clientId,
+    scope,
+  });
+  return { status: answer.status, body: (await answer.json()) as Record<string, unknown> };
+}
+
+/** oidc-provider's words for a grant type the client's metadata does not list. */
+export const GRANT_NOT_ALLOWED = 'requested grant type is not allowed for this client';
+
 export class CookieJar {
   /** Cookies by host: a browser keeps those of two identity providers apart (ports do not separate them). */
   private hosts = new Map<string, Map<string, string>>();
@@ -73,12 +95,7 @@ export function browser(stopAt: string, jar = new CookieJar()): Browser {
           ]),
         );
         url = new URL(autoPost[1], url).href;
-        response = await fetch(url, {
-          method: 'POST',
-          redirect: 'manual',
-          headers: { cookie: jar.header(url), 'content-type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams(fields).toString(),
-        });
+        response = await postForm(url, fields, { cookie: jar.header(url) });
         continue;
       }
       pages.push(visit);
@@ -88,12 +105,7 @@ export function browser(stopAt: string, jar = new CookieJar()): Browser {
   }
 
   async function post(url: string, fields: Record<string, string>): Promise<Visit | URL> {
-    const response = await fetch(url, {
-      method: 'POST',
-      redirect: 'manual',
-      headers: { cookie: jar.header(url), 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams(fields).toString(),
-    });
+    const response = await postForm(url, fields, { cookie: jar.header(url) });
     return follow(response, url);
   }
 

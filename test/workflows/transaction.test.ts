@@ -4,8 +4,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import type { ProvisioningActivities } from '../../provisioning/activities';
 import type { TryVerdict } from '../../provisioning/activities/tcc-client';
-import { tryConfirmThenRecord } from '../../provisioning/activities/rounds';
-import { tryThenConfirmInTurn } from '../../provisioning/tcc';
+import { tryConfirmThenRecord, tryThenConfirmInTurn } from '../../provisioning/tcc';
 import { findTemporalTestServer } from '../../dev/temporal-cli';
 import type { UserProfile } from '../../platform/store/users';
 import { createUserAndProvision } from '../../provisioning/workflows/provisioning';
@@ -79,17 +78,22 @@ function stubs(apps: Record<string, AppBehaviour>, faults: StepFaults) {
       };
       if (faults.callsApart) return found;
       const created = user;
-      const made = await tryConfirmThenRecord(appRefs, created, tryOne, confirmOne, (confirmedApps, assignedNow) => {
-        if (!faults.firstRecordFails) return writeRecords({ confirmedApps, user: created, assigned: assignedNow });
-        calls.push('record fails');
-        return Promise.resolve(undefined);
-      });
+      const made = await tryConfirmThenRecord(
+        appRefs,
+        created,
+        { tryOne, confirmOne },
+        (confirmedApps, assignedNow) => {
+          if (!faults.firstRecordFails) return writeRecords({ confirmedApps, user: created, assigned: assignedNow });
+          calls.push('record fails');
+          return Promise.resolve(undefined);
+        },
+      );
       return { ...found, ...made };
     },
     tryThenConfirmApps: (input) =>
       faults.tccStepFails
         ? Promise.reject(ApplicationFailure.nonRetryable('the worker stalled'))
-        : tryThenConfirmInTurn(input.apps, input.user, tryOne, confirmOne),
+        : tryThenConfirmInTurn(input.apps, input.user, { tryOne, confirmOne }),
     recordAndFinish: (input) => writeRecords(input),
     cancelApp: (input) => {
       calls.push(`cancel ${input.appId}`);

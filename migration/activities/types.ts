@@ -1,7 +1,6 @@
 import type { KeyRing } from '../../platform/security/data-protection';
-import type { Kysely, Selectable } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { SourceDatabase } from '../source/schema';
-import { idPage } from '../source/configuration';
 import type { Db } from '../../platform/store/database';
 
 /** Everything a run needs to know that may appear in workflow history: no connection string, no key. */
@@ -72,34 +71,4 @@ export const emptyPage = (): PageResult => ({ read: 0, created: 0, updated: 0, s
 /** The next cursor for a keyset page: the last key when the page was full, else null. */
 export function nextCursor<T>(rows: T[], pageSize: number, key: (row: T) => unknown): string | null {
   return rows.length === pageSize ? JSON.stringify(key(rows[rows.length - 1])) : null;
-}
-
-/**
- * One keyset page of a pass that pages by one key of its own table (roles, providers, refresh tokens): `read` gets the
- * last key of the previous page (undefined on the first) and returns up to `pageSize` rows ordered by that key.
- */
-export async function keysetPage<Row>(
-  cursor: string | null,
-  pageSize: number,
-  read: (after: unknown) => Promise<Row[]>,
-  keyOf: (row: Row) => unknown,
-): Promise<{ rows: Row[]; page: PageResult }> {
-  const rows = await read(cursor ? JSON.parse(cursor) : undefined);
-  return { rows, page: { ...emptyPage(), read: rows.length, next: nextCursor(rows, pageSize, keyOf) } };
-}
-
-/** Source tables whose primary key is a string `Id`. */
-type StringKeyedTable = {
-  [T in keyof SourceDatabase]: SourceDatabase[T] extends { Id: string } ? T : never;
-}[keyof SourceDatabase];
-
-/** One keyset page of a whole source table keyed by a string `Id` (roles, SAML and OIDC providers). */
-export function pageById<T extends StringKeyedTable>(ctx: PassContext, table: T, cursor: string | null) {
-  type Row = Selectable<SourceDatabase[T]> & { Id: string };
-  return keysetPage(
-    cursor,
-    ctx.options.pageSize,
-    async (after) => (await idPage(ctx.source, table, after as string | undefined, ctx.options.pageSize)) as Row[],
-    (row) => row.Id,
-  );
 }

@@ -8,7 +8,8 @@ import {
   insertSamlProviders,
   insertSsoDomains,
 } from '../../../platform/store/migrated-configuration';
-import { countWrites, keysetPage, pageById, type Pass, type PassContext, type PageResult } from '../types';
+import { keysetPage, pageById } from '../pages';
+import { countWrites, type Pass, type PassContext, type PageResult } from '../types';
 
 /** `AllowedDomains` is a comma-separated list: one SSO domain record per domain. */
 export function splitDomains(value: string | null): string[] {

@@ -1,6 +1,7 @@
 import { insertRoles } from '../../../platform/store/migrated-configuration';
 import { normalize } from '../../../platform/store/users';
-import { countWrites, pageById, type Pass } from '../types';
+import { pageById } from '../pages';
+import { countWrites, type Pass } from '../types';
 
 /** AspNetRoles → roles, ids verbatim; a role whose name exists already is skipped (assignments resolve by name). */
 export const rolesPass: Pass = async (ctx, cursor) => {

@@ -14,6 +14,7 @@ const PLATFORM = [
   'platform/config',
   'platform/net',
   'platform/observability',
+  'platform/email',
   'platform/store',
   'platform/temporal',
   'platform/http',

@@ -29,6 +29,8 @@ import { scimTokensOperations } from '../scim/tokens';
 import { scimDocumentationPage } from '../scim/documentation';
 import { requireScimToken, scimFallback, scimOperations } from '../scim/router';
 import { mountRoutes } from './mount-routes';
+import { accountAdminOperations } from '../sign-in/api/account-admin';
+import type { RecoveryMails } from '../sign-in/recovery/router';
 import { ROUTES } from './openapi/routes';
 import { createWorkflowRunner } from '../provisioning/workflow-runner';
 import { requestObservability } from '../platform/observability/http';
@@ -49,6 +51,8 @@ export interface ApiDependencies {
   dataProtection?: KeyRing;
   /** The OpenID Connect provider and its sign-in pages, when the service has a data-protection key ring. */
   signIn?: express.Router;
+  /** The mails of account recovery; the admin's reset mail exists with sign-in only (its links lead there). */
+  mails?: RecoveryMails;
   /** The logger every request's lines go to (each with its request id); the process's logger by default. */
   log?: Logger;
 }
@@ -76,6 +80,7 @@ export function createApiApp({
   publicUrl,
   dataProtection,
   signIn,
+  mails,
   log = logger,
 }: ApiDependencies): express.Express {
   const app = express();
@@ -115,8 +120,9 @@ export function createApiApp({
     ...healthOperations({ db, temporal }),
     ...apiDocumentOperations(publicUrl),
     ...profileOperations({ db, run, passwordPolicy: config.Auth.PasswordPolicy }),
-    ...registerOperations({ config, db, run }),
+    ...registerOperations({ config, db, run, mails: signIn && mails }),
     ...scimTokensOperations({ db }),
+    ...accountAdminOperations({ db, mails: signIn && mails }),
     ...clientsOperations({ db, apps }),
     // Upstream providers' client secrets are sealed at rest: the routes exist where the key ring does.
     ...(dataProtection && oidcProvidersOperations({ db, ring: dataProtection, allow })),

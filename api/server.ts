@@ -21,6 +21,11 @@ import { MISSING_KEY_MESSAGE } from '../platform/config/key-ring';
 import { logger } from '../platform/observability/logger';
 import { startMetricsServer } from '../platform/observability/metrics-server';
 import { describeApps } from '../provisioning/activities/apps';
+import { purgeAccountTokens } from '../platform/store/account-tokens';
+import { purgeAuditEvents } from '../platform/store/audit-events';
+import { createMailer } from '../platform/email/mailer';
+import { configureBranding } from '../platform/http/html';
+import { recoveryMails } from '../sign-in/recovery/router';
 
 /** What the API clears out every hour: rows kept only for a while, each table with its own retention. */
 const purges = (config: AppConfig): Array<[string, (db: Db) => Promise<unknown>]> => [
@@ -30,6 +35,8 @@ const purges = (config: AppConfig): Array<[string, (db: Db) => Promise<unknown>]
   ['counted sign-in attempts', (db) => purgeSignInAttempts(db, config.Auth.SignInRateLimit.WindowSeconds)],
   ['old removal answers', purgeOldRemovals],
   ['revocations of expired access tokens', purgeRevokedAccessTokens],
+  ['old account links', purgeAccountTokens],
+  ['audit events past Audit:RetentionDays', (db) => purgeAuditEvents(db, config.Audit.RetentionDays)],
 ];
 
 export interface RunningApi {
@@ -71,6 +78,9 @@ export async function startApi(
   await listen(server, config.Api.Port, config.Api.Host, 'api', 'PORT (or Api:Port)');
   const url = listeningUrl(server, config.Api.Host);
   const publicUrl = config.Api.PublicUrl ?? url;
+  configureBranding(config.SignIn);
+  const mailer = createMailer(config);
+  const mails = recoveryMails({ db, config, mailer, publicUrl });
   const signIn = dataProtection
     ? await createSignIn({
         config,
@@ -78,6 +88,8 @@ export async function startApi(
         ring: dataProtection,
         run: apiWorkflowRunner(temporal, config),
         issuer: publicUrl,
+        mailer,
+        mails,
       })
     : undefined;
   if (!signIn) logger.warn(`api: sign-in is off: ${MISSING_KEY_MESSAGE}`);
@@ -85,7 +97,7 @@ export async function startApi(
     logger.warn(
       'api: Api:PublicUrl is https but Api:TrustedProxies is empty: X-Forwarded-For is not believed, so behind a proxy every caller counts as the proxy toward the sign-in and registration limits; list the proxy addresses',
     );
-  const app = createApiApp({ config, db, temporal, http, apps, publicUrl, dataProtection, signIn });
+  const app = createApiApp({ config, db, temporal, http, apps, publicUrl, dataProtection, signIn, mails });
   handle = app;
   logger.info(`api: listening on ${url} (health: ${url}/healthz)`);
   logger.info(
@@ -93,6 +105,7 @@ export async function startApi(
   );
   if (signIn) logger.info(`api: sign-in issuer ${publicUrl} (${publicUrl}/.well-known/openid-configuration)`);
   logger.info(`api: provisioning apps: ${await describeApps(apps)}`);
+  logger.info(`api: mail goes to ${mailer.destination}`);
   const purge = setInterval(() => {
     for (const [what, run] of purges(config))
       run(db).catch((error: Error) => logger.warn(`api: purging ${what} failed: ${error.message}`));
@@ -104,6 +117,7 @@ export async function startApi(
     publicUrl,
     close: () => {
       clearInterval(purge);
+      mailer.close();
       return closeServer(server);
     },
   };

@@ -97,7 +97,16 @@ async function startBareProvider(db: Db) {
   const fields = (req: express.Request) => req.body as Record<string, string | undefined>;
   app.post('/interaction/:uid/email', form, async (req, res) => {
     const details = await provider.interactionDetails(req, res);
-    res.type('html').send(passwordPage(`/interaction/${details.uid}/password`, String(fields(req).email)));
+    res
+      .type('html')
+      .send(
+        passwordPage(
+          `/interaction/${details.uid}/password`,
+          String(fields(req).email),
+          `/interaction/${details.uid}/restart`,
+          '/account/forgot-password',
+        ),
+      );
   });
   app.post('/interaction/:uid/password', form, async (req, res) => {
     await provider.interactionDetails(req, res);

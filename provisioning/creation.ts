@@ -25,9 +25,11 @@ export function newUserFrom(profile: {
   lastName?: string | null;
   organizationId?: string | null;
   customAttributes?: Record<string, string>;
+  emailConfirmed?: boolean;
 }): Omit<NewUser, 'userId'> {
   return {
     email: profile.email,
+    ...(profile.emailConfirmed && { emailConfirmed: true }),
     firstName: profile.firstName ?? null,
     lastName: profile.lastName ?? null,
     organizationId: profile.organizationId ?? null,

@@ -169,6 +169,8 @@ export function scimUsersOperations({ db, run, passwordPolicy, scimUrl }: ScimDe
               lastName: input.name?.familyName ?? null,
               organizationId: null,
               customAttributes: enterpriseAttributesOf(input),
+              // The identity provider that provisions the user manages the address: it counts as confirmed.
+              emailConfirmed: true,
             },
           },
         );

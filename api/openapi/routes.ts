@@ -7,10 +7,12 @@ import { registrationSchema } from '../../sign-in/api/register';
 import { scimTokenCreateSchema } from '../../scim/tokens';
 import { oidcProviderSchema, samlProviderSchema } from '../../sign-in/api/sso-providers';
 import { groupInputSchema } from '../../scim/groups';
+import { auditQuerySchema } from '../../sign-in/api/account-admin';
 import { scimUserInputSchema, searchRequestSchema } from '../../scim/resources';
 import {
   appProbeSchema,
   appViewSchema,
+  auditEventsSchema,
   clientViewSchema,
   healthSchema,
   migrationStatusSchema,
@@ -49,6 +51,12 @@ export interface RouteSpec {
 }
 
 const APPS_ABSENT = 'The management routes exist only with Provisioning:AppProvider = Store; otherwise 404';
+const RESET_REFUSALS: Record<number, Answer> = {
+  409: 'The user is deactivated',
+  429: 'The user was sent the most reset mails Auth:PasswordReset allows in its window',
+};
+const SIGN_IN_ABSENT =
+  'The route exists only where sign-in does (a data-protection key): the mail links to the sign-in pages; otherwise 404';
 const OIDC_PROVIDERS_ABSENT =
   "The routes exist only where the service has a data-protection key (an upstream provider's client secret is sealed at rest); otherwise 404";
 const list = <T extends z.ZodType>(item: T) => z.array(item);
@@ -306,6 +314,54 @@ export const ROUTES: RouteSpec[] = [
     auth: 'admin',
     workflow: true,
     answers: { 200: { description: 'Provisioned', body: userViewSchema }, 404: 'No such user', ...USER_ANSWERS },
+  },
+  ...(
+    [
+      ['unlockUser', 'post', 'unlock', 'Clear the lockout and the failed-attempt count', 204, 'Unlocked'],
+      [
+        'removeUserMfa',
+        'delete',
+        'mfa',
+        'Remove the authenticator and recovery codes; two-step sign-in off',
+        204,
+        'Removed',
+      ],
+      [
+        'endUserSessions',
+        'delete',
+        'sessions',
+        "End every session, refresh token and grant of the user (the service's admin tokens of the user too)",
+        204,
+        'Ended',
+      ],
+      [
+        'sendPasswordReset',
+        'post',
+        'password-reset',
+        'Send the password-reset mail (for a user without a password: how to sign in)',
+        202,
+        'Sent (or queued with the mail server)',
+      ],
+    ] as const
+  ).map(([operationId, method, action, summary, status, done]): RouteSpec => ({
+    operationId,
+    method,
+    path: `/api/v1/profile/{userId}/${action}`,
+    summary,
+    tag: 'Users',
+    auth: 'admin',
+    ...(operationId === 'sendPasswordReset' && { absent: SIGN_IN_ABSENT }),
+    answers: { [status]: done, 404: 'No such user', ...(operationId === 'sendPasswordReset' ? RESET_REFUSALS : {}) },
+  })),
+  {
+    operationId: 'listAuditEvents',
+    method: 'get',
+    path: '/api/v1/audit-events',
+    summary: 'Account events (sign-ins, lockouts, MFA, resets, admin actions), newest first, a page at a time',
+    tag: 'Users',
+    auth: 'admin',
+    query: auditQuerySchema,
+    answers: { 200: { description: 'A page of events', body: auditEventsSchema } },
   },
   {
     operationId: 'register',

@@ -81,3 +81,21 @@ export const scimListSchema = z
     Resources: z.array(scimResourceSchema),
   })
   .meta({ id: 'ScimListResponse' });
+
+export const auditEventsSchema = z
+  .object({
+    events: z.array(
+      z.object({
+        id: text,
+        at: text,
+        type: text,
+        userId: text.nullable(),
+        clientId: text.nullable(),
+        clientAddress: text.nullable(),
+        actor: text.nullable().meta({ description: 'who acted when not the user: admin-key, user:{id}, client:{id}' }),
+        detail: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+      }),
+    ),
+    next: text.nullable().meta({ description: 'pass as `before` for the next (older) page; null on the last page' }),
+  })
+  .meta({ id: 'AuditEvents', description: 'Account events, newest first' });

@@ -142,6 +142,25 @@ export const configSchema = z
             WindowSeconds: z.coerce.number().int().positive().default(60),
           })
           .prefault({}),
+        /**
+         * Password reset by e-mail: a link's token lives TokenMinutes; an account gets at most PermitLimit links per
+         * WindowMinutes (further requests answer the same and send nothing), a client IP at most PermitLimit requests
+         * per WindowMinutes across accounts.
+         */
+        PasswordReset: z
+          .object({
+            TokenMinutes: z.coerce.number().int().positive().max(10_080).default(60),
+            PermitLimit: z.coerce.number().int().positive().default(3),
+            WindowMinutes: z.coerce.number().int().positive().default(15),
+          })
+          .prefault({}),
+        /**
+         * ASP.NET Identity's RequireConfirmedEmail (false by default): when true, registration mails a confirmation
+         * link, and a user whose address is not confirmed cannot sign in until it is.
+         */
+        RequireConfirmedEmail: flag.default(false),
+        /** How long a confirmation link lives (ASP.NET Identity's default token lifespan: one day). */
+        EmailConfirmationTokenMinutes: z.coerce.number().int().positive().max(43_200).default(1440),
         /** Self-registration budget per client IP: PermitLimit requests per WindowSeconds. */
         RegistrationRateLimit: z
           .object({
@@ -151,6 +170,40 @@ export const configSchema = z
           .prefault({}),
       })
       .prefault({}),
+    /**
+     * Outgoing mail (password reset, e-mail confirmation). With Smtp:Host set, through that SMTP server; without it,
+     * each mail is written to OutboxPath (one .eml file a mail) and the log says where.
+     */
+    Email: z
+      .object({
+        Smtp: z
+          .object({
+            Host: z.string().min(1).optional(),
+            Port: z.coerce.number().int().min(1).max(65535).default(587),
+            /** TLS from the first byte (port 465); false: STARTTLS when the server offers it. */
+            Secure: flag.default(false),
+            User: z.string().min(1).optional(),
+            Password: z.string().min(1).optional(),
+          })
+          .prefault({}),
+        From: z.string().min(3).default('Identity <no-reply@localhost>'),
+        OutboxPath: z.string().min(1).default('.data/outbox'),
+      })
+      .prefault({}),
+    /** What every page a person sees is branded with. */
+    SignIn: z
+      .object({
+        ProductName: z.string().trim().min(1).max(100).default('Identity'),
+        /** An absolute https URL (or a path of this service) of a logo shown above each page's title. */
+        LogoUrl: z
+          .string()
+          .max(2000)
+          .refine((v) => v.startsWith('/') || /^https:\/\//.test(v), 'must be an https URL or a path starting with /')
+          .optional(),
+      })
+      .prefault({}),
+    /** The audit trail of account events: kept RetentionDays, then deleted. */
+    Audit: z.object({ RetentionDays: z.coerce.number().int().positive().max(3650).default(90) }).prefault({}),
     Api: z
       .object({
         Port: z.coerce.number().int().min(0).max(65535).default(5000),

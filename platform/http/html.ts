@@ -18,21 +18,41 @@ const STYLE = `
   button { width: 100%; margin-top: 20px; padding: 12px; font-size: 16px; font-weight: 600; color: #fff; background: #2563eb; border: 0; border-radius: 8px; }
   .secondary { background: #fff; color: #2563eb; border: 1px solid #2563eb; margin-top: 12px; }
   .error { background: #fef2f2; color: #991b1b; padding: 10px 12px; border-radius: 8px; margin: 0 0 12px; }
-  .who { font-weight: 600; color: #111827; word-break: break-all; }
+  .who { font-weight: 600; color: #111827; overflow-wrap: anywhere; }
+  .brand { display: flex; align-items: center; gap: 10px; margin: 0 0 16px; color: #4b5563; font-weight: 600; }
+  .brand img { max-height: 32px; max-width: 160px; }
+  .codes { font-family: ui-monospace, monospace; font-size: 17px; columns: 2; padding: 12px 16px; background: #f3f4f6; border-radius: 8px; list-style: none; margin: 0 0 16px; }
+  .codes li { padding: 4px 0; }
+  a { color: #2563eb; }
+  .links { margin: 16px 0 0; font-size: 15px; }
+  .links a { display: inline-block; margin: 4px 12px 4px 0; }
+  table.sessions { width: 100%; border-collapse: collapse; font-size: 15px; margin: 0 0 8px; }
+  table.sessions td { padding: 6px 0; border-bottom: 1px solid #e5e7eb; vertical-align: top; overflow-wrap: anywhere; }
   .key { font-family: ui-monospace, monospace; word-break: break-all; background: #f3f4f6; padding: 8px; border-radius: 6px; }
   img.qr { display: block; margin: 12px auto; width: 200px; height: 200px; }
 `;
 
+/** What every page is branded with (SignIn:ProductName, SignIn:LogoUrl); set once at start-up. */
+let brand: { productName: string; logoUrl?: string } = { productName: 'Identity' };
+
+export function configureBranding(settings: { ProductName: string; LogoUrl?: string }): void {
+  brand = { productName: settings.ProductName, logoUrl: settings.LogoUrl };
+}
+
+export const productName = () => brand.productName;
+
 export function page(title: string, body: string): string {
+  const logo = brand.logoUrl ? `<img src="${escapeHtml(brand.logoUrl)}" alt="">` : '';
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(title)}</title>
+<title>${escapeHtml(title)} · ${escapeHtml(brand.productName)}</title>
 <style>${STYLE}</style>
 </head>
 <body><main><div class="card">
+<div class="brand">${logo}<span>${escapeHtml(brand.productName)}</span></div>
 <h1>${escapeHtml(title)}</h1>
 ${body}
 </div></main></body>

@@ -5,8 +5,15 @@ import { bearerToken } from './bearer';
 
 const digest = (value: string) => createHash('sha256').update(value).digest();
 
-/** Whether a bearer token is an access token the service issued for its admin API and that still stands. */
-export type ServiceTokenCheck = (token: string) => Promise<boolean>;
+/**
+ * Whether a bearer token is an access token the service issued for its admin API and that still stands: who it
+ * speaks for (`user:{id}` or `client:{id}`, for the audit trail), or undefined.
+ */
+export type ServiceTokenCheck = (token: string) => Promise<string | undefined>;
+
+/** Who an admin request acted as, for the audit trail: `admin-key`, `user:{id}` or `client:{id}`. */
+const actors = new WeakMap<Request, string>();
+export const adminActorOf = (req: Request): string => actors.get(req) ?? 'admin';
 
 export type AdminCheck = (req: Request) => Promise<'missing' | 'refused' | 'admin'>;
 
@@ -20,8 +27,14 @@ export function identityAdminCheck(adminKeys: readonly string[], serviceToken?: 
     const token = bearerToken(req);
     if (token === undefined) return 'missing';
     const presented = digest(token);
-    if (accepted.some((key) => timingSafeEqual(key, presented))) return 'admin';
-    return serviceToken && (await serviceToken(token)) ? 'admin' : 'refused';
+    if (accepted.some((key) => timingSafeEqual(key, presented))) {
+      actors.set(req, 'admin-key');
+      return 'admin';
+    }
+    const actor = serviceToken && (await serviceToken(token));
+    if (!actor) return 'refused';
+    actors.set(req, actor);
+    return 'admin';
   };
 }
 

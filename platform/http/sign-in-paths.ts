@@ -16,6 +16,8 @@ export const OIDC_ROUTES = {
 export const DISCOVERY_PATH = '/.well-known/openid-configuration';
 export const INTERACTION_PREFIX = '/interaction/';
 export const ACCOUNT_PREFIX = '/account/';
+/** The account page itself, and everything under it. */
+export const isAccountPath = (path: string) => path === '/account' || path.startsWith(ACCOUNT_PREFIX);
 export const FEDERATION_CALLBACK_PATH = '/oidc/callback';
 export const SAML_PREFIX = '/saml/';
 
@@ -31,5 +33,5 @@ export const isSignInPath = (path: string) =>
   isProviderPath(path) ||
   path.startsWith(DISCOVERY_PATH) ||
   path.startsWith(INTERACTION_PREFIX) ||
-  path.startsWith(ACCOUNT_PREFIX) ||
+  isAccountPath(path) ||
   isFederationPath(path);

@@ -56,4 +56,16 @@ export const migrationRows = new Counter({
   labelNames: ['pass', 'direction'] as const,
 });
 
+export const auditEvents = new Counter({
+  name: 'audit_events_total',
+  help: 'Account events recorded in the audit trail, by type (sign-in-failed, locked-out, password-reset-completed, ...)',
+  labelNames: ['type'] as const,
+});
+
+export const mailsSent = new Counter({
+  name: 'mails_sent_total',
+  help: 'Mails the service sent or wrote to its outbox, by kind (password-reset, email-confirmation, ...) and outcome',
+  labelNames: ['kind', 'outcome'] as const,
+});
+
 export const metricsRegistry = register;

@@ -27,11 +27,12 @@ export async function purgeRevokedAccessTokens(db: Db): Promise<void> {
 
 /**
  * Whether the store still stands behind an admin-API token now: not revoked, and either an active user who holds the
- * role through a role assignment, or an enabled client that is still allowed the scope. One query, at every request.
+ * role through a role assignment and has not been signed out everywhere since, or an enabled client that is still
+ * allowed the scope. One query, at every request.
  */
 export async function adminTokenStands(
   db: Db,
-  token: { jti: string; userId?: string; clientId: string },
+  token: { jti: string; userId?: string; clientId: string; issuedAt: number },
   role: string,
 ): Promise<boolean> {
   const revoked = db.selectFrom('revoked_access_tokens').select('jti').where('jti', '=', token.jti);
@@ -45,6 +46,14 @@ export async function adminTokenStands(
           .where('users.id', '=', token.userId)
           .where('users.active', '=', true)
           .where('roles.name', '=', role)
+          // "Sign out everywhere" ends the tokens issued until then (iat counts whole seconds: one issued in the same
+          // second counts as issued before).
+          .where((eb) =>
+            eb.or([
+              eb('users.sessions_revoked_at', 'is', null),
+              eb('users.sessions_revoked_at', '<', sql<Date>`to_timestamp(${token.issuedAt})`),
+            ]),
+          )
       : db
           .selectFrom('clients')
           .select('client_id')

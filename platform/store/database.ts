@@ -11,6 +11,7 @@ import * as federation from './schema-migrations/0008_federation';
 import * as scimEmails from './schema-migrations/0009_scim_emails';
 import * as userRemovals from './schema-migrations/0010_user_removals';
 import * as revokedAccessTokens from './schema-migrations/0011_revoked_access_tokens';
+import * as accountRecovery from './schema-migrations/0012_account_recovery';
 import type { Database } from './schema';
 import { logger } from '../observability/logger';
 import { shuttingDown } from '../observability/shutdown';
@@ -84,6 +85,7 @@ const provider: MigrationProvider = {
       '0009_scim_emails': scimEmails,
       '0010_user_removals': userRemovals,
       '0011_revoked_access_tokens': revokedAccessTokens,
+      '0012_account_recovery': accountRecovery,
     }),
 };
 

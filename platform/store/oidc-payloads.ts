@@ -124,3 +124,60 @@ export async function purgeExpiredOidcPayloads(db: Db): Promise<number> {
     .executeTakeFirst();
   return Number(result.numDeletedRows);
 }
+
+/** The provider's artefacts that sign a user in or stand for a sign-in: ended together by "sign out everywhere". */
+const SIGN_IN_MODELS = [
+  'Session',
+  'Grant',
+  'RefreshToken',
+  'AuthorizationCode',
+  'AccessToken',
+  'DeviceCode',
+  'BackchannelAuthenticationRequest',
+];
+
+/**
+ * Ends every sign-in of the user: sessions, grants, refresh tokens, codes and opaque access tokens of the provider,
+ * refresh tokens carried over by the migration, and (by `users.sessions_revoked_at`) the service's own admin-API
+ * tokens issued until now. Answers how many sessions there were.
+ */
+export async function endEverySignInOf(db: Db, userId: string): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    const ended = await trx
+      .deleteFrom('oidc_payloads')
+      .where(sql<boolean>`payload ? 'accountId'`)
+      .where(sql<string>`payload->>'accountId'`, '=', userId)
+      .where('model', 'in', SIGN_IN_MODELS)
+      .returning('model')
+      .execute();
+    await trx.deleteFrom('grants').where('subject_id', '=', userId).execute();
+    await trx
+      .updateTable('users')
+      .set({ sessions_revoked_at: sql<Date>`now()` })
+      .where('id', '=', userId)
+      .execute();
+    return ended.filter((row) => row.model === 'Session').length;
+  });
+}
+
+/** The user's live sessions: when each signed in, and the clients it authorized. */
+export async function listSessionsOf(db: Db, userId: string) {
+  const rows = await db
+    .selectFrom('oidc_payloads')
+    .select(['id', 'payload'])
+    .where(sql<boolean>`payload ? 'accountId'`)
+    .where(sql<string>`payload->>'accountId'`, '=', userId)
+    .where('model', '=', 'Session')
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', sql<Date>`now()`)]))
+    .execute();
+  return rows
+    .map((row) => {
+      const payload = row.payload as { loginTs?: number; authorizations?: Record<string, unknown> };
+      return {
+        id: row.id,
+        signedInAt: payload.loginTs ? new Date(payload.loginTs * 1000) : undefined,
+        clientIds: Object.keys(payload.authorizations ?? {}),
+      };
+    })
+    .sort((a, b) => (b.signedInAt?.getTime() ?? 0) - (a.signedInAt?.getTime() ?? 0));
+}

@@ -33,6 +33,8 @@ export interface UsersTable {
   lockout_end: Date | null;
   /** Every e-mail a SCIM client sent, with type and primary; null: only `email`. */
   scim_emails: ColumnType<ScimEmail[] | null, string | null | undefined, string | null>;
+  /** When the user was last signed out everywhere: the service's own tokens issued before it no longer count. */
+  sessions_revoked_at: Date | null;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
 }
@@ -275,6 +277,31 @@ export interface SignInAttemptsTable {
   at: Generated<Date>;
 }
 
+/** A link the service mailed (password reset, e-mail confirmation): only the token's digest is kept. */
+export interface AccountTokensTable {
+  token_hash: string;
+  purpose: 'password-reset' | 'email-confirmation';
+  user_id: string;
+  /** A digest of the password hash the token was made for: a password changed since makes the token dead. */
+  password_stamp: string;
+  created_at: Generated<Date>;
+  expires_at: Date;
+  used_at: Date | null;
+}
+
+/** What happened to an account and who did it; never a password, code, token or secret. */
+export interface AuditEventsTable {
+  id: Generated<string>;
+  at: Generated<Date>;
+  type: string;
+  user_id: string | null;
+  client_id: string | null;
+  client_address: string | null;
+  /** Who acted when not the user: `admin` (an admin API key), `admin:{userId}` or `client:{clientId}`. */
+  actor: string | null;
+  detail: ColumnType<Record<string, string | number | boolean>, string | undefined, string>;
+}
+
 export interface MigrationMarkersTable {
   version: string;
   state: 'Started' | 'Completed' | 'Failed';
@@ -286,6 +313,8 @@ export interface MigrationMarkersTable {
 }
 
 export interface Database {
+  account_tokens: AccountTokensTable;
+  audit_events: AuditEventsTable;
   user_logins: UserLoginsTable;
   roles: RolesTable;
   user_roles: UserRolesTable;

@@ -6,7 +6,16 @@ import { normalize, PROFILE_COLUMNS } from './users';
 export function findSignInUser(db: Db, email: string) {
   return db
     .selectFrom('users')
-    .select(['id', 'email', 'active', 'password_hash', 'two_factor_enabled', 'access_failed_count', 'lockout_end'])
+    .select([
+      'id',
+      'email',
+      'active',
+      'password_hash',
+      'two_factor_enabled',
+      'email_confirmed',
+      'access_failed_count',
+      'lockout_end',
+    ])
     .where('normalized_email', '=', normalize(email))
     .executeTakeFirst();
 }
@@ -156,4 +165,10 @@ export async function providerSettingsVersion(db: Db): Promise<string> {
 export async function findLockoutEnd(db: Db, userId: string): Promise<Date | null | undefined> {
   const row = await db.selectFrom('users').select('lockout_end').where('id', '=', userId).executeTakeFirst();
   return row?.lockout_end;
+}
+
+/** How the consent page names these scopes: DisplayName and Description, as configured or migrated. */
+export function findScopeTexts(db: Db, names: string[]) {
+  if (names.length === 0) return Promise.resolve([]);
+  return db.selectFrom('scopes').select(['name', 'display_name', 'description']).where('name', 'in', names).execute();
 }

@@ -22,6 +22,8 @@ export type NewUser = Omit<UserProfile, 'active'> & {
   /** Defaults to the e-mail; SCIM clients choose their own. */
   userName?: string;
   externalId?: string | null;
+  /** Whether the address is known to be the user's (ASP.NET Identity's EmailConfirmed); false when absent. */
+  emailConfirmed?: boolean;
 };
 
 export class DuplicateUserError extends Error {
@@ -89,6 +91,7 @@ export async function insertUser(
         organization_id: user.organizationId,
         custom_attributes: JSON.stringify(user.customAttributes),
         password_hash: passwordHash,
+        email_confirmed: user.emailConfirmed ?? false,
       })
       .returning(PROFILE_COLUMNS)
       .executeTakeFirstOrThrow();

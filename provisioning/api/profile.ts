@@ -23,6 +23,8 @@ export const createProfileSchema = z
     lastName: personName.optional(),
     password: passwordText.optional(),
     organizationId: z.string().trim().min(1).max(FIELD_BOUNDS.id).optional(),
+    /** The address is known to be the user's: no confirmation mail, and sign-in under Auth:RequireConfirmedEmail. */
+    emailConfirmed: z.boolean().optional(),
     customAttributes: z
       .record(z.string().min(1).max(FIELD_BOUNDS.attributeName), z.string().max(FIELD_BOUNDS.attributeValue))
       .superRefine((attributes, ctx) => {

@@ -12,6 +12,8 @@ import { passwordPolicyProblem, sendProblem } from '../../platform/http/problem'
 import { answer, toHttpOutcome } from '../../provisioning/outcome-answers';
 import { createUserThroughWorkflow, newUserFrom } from '../../provisioning/creation';
 import type { WorkflowRunner } from '../../provisioning/workflow-runner';
+import { findRecoveryUserById } from '../../platform/store/accounts';
+import type { RecoveryMails } from '../recovery/router';
 
 export const registrationSchema = z
   .object({
@@ -27,10 +29,13 @@ export function registerOperations({
   config,
   db,
   run,
+  mails,
 }: {
   config: AppConfig;
   db: Db;
   run: WorkflowRunner;
+  /** The confirmation mail; absent without sign-in (there is no page its link could open). */
+  mails?: RecoveryMails;
 }): Operations {
   const { PermitLimit, WindowSeconds } = config.Auth.RegistrationRateLimit;
   const limit = rateLimit({
@@ -71,6 +76,11 @@ export function registerOperations({
       { db, run },
       { trigger: 'register', password, user: newUserFrom(profile) },
     );
+    // Auth:RequireConfirmedEmail: the new account signs in once the link in this mail has confirmed the address.
+    if (outcome.status === 'provisioned' && config.Auth.RequireConfirmedEmail && mails) {
+      const user = await findRecoveryUserById(db, outcome.user.userId);
+      if (user) await mails.confirmation(user);
+    }
     answer(res, toHttpOutcome(outcome, 201, { revealIds: false }));
   };
   return { register: [limit, register] };

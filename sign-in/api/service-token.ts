@@ -16,15 +16,22 @@ const listOf = (value: unknown): unknown[] => (Array.isArray(value) ? value : va
 export function serviceTokenCheck(db: Db, issuer: string): ServiceTokenCheck {
   return async (token) => {
     const claims = await verifyIssuedAccessToken(db, issuer, token);
-    if (!claims) return false;
-    if (!listOf(claims.aud).includes(ADMIN_RESOURCE)) return false;
-    if (!(typeof claims.scope === 'string' && claims.scope.split(' ').includes(ADMIN_RESOURCE))) return false;
+    if (!claims) return undefined;
+    if (!listOf(claims.aud).includes(ADMIN_RESOURCE)) return undefined;
+    if (!(typeof claims.scope === 'string' && claims.scope.split(' ').includes(ADMIN_RESOURCE))) return undefined;
     const forUser = claims.sub !== undefined && claims.sub !== claims.client_id;
-    if (forUser && typeof claims.sub !== 'string') return false;
-    return adminTokenStands(
+    if (forUser && typeof claims.sub !== 'string') return undefined;
+    const stands = await adminTokenStands(
       db,
-      { jti: claims.jti, clientId: claims.client_id, userId: forUser ? (claims.sub as string) : undefined },
+      {
+        jti: claims.jti,
+        clientId: claims.client_id,
+        userId: forUser ? (claims.sub as string) : undefined,
+        issuedAt: claims.iat,
+      },
       ADMIN_RESOURCE,
     );
+    if (!stands) return undefined;
+    return forUser ? `user:${claims.sub as string}` : `client:${claims.client_id}`;
   };
 }

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomInt, randomUUID } from 'node:crypto';
 import express, { Router, type Request, type Response } from 'express';
 import type Provider from 'oidc-provider';
 import { toDataURL } from 'qrcode';
@@ -8,7 +8,15 @@ import { protectSecret, protectText, unprotectText, type KeyRing } from '../../p
 import { authenticatorUri, matchTotp, newAuthenticatorKey } from '../../platform/security/totp';
 import type { Db } from '../../platform/store/database';
 import { enrolTotp, findTotpCredential } from '../../platform/store/mfa';
-import { mfaEnrolPage, mfaOnPage, notSignedInPage, reauthPage, signInAgainPage } from './pages';
+import { mfaEnrolPage, notSignedInPage, reauthPage, signInAgainPage } from './pages';
+import { accountPage, mfaOffPage, mfaSettingsPage, recoveryCodesPage, signedOutEverywherePage } from './account-pages';
+import { countRecoveryCodes, removeMfa, replaceRecoveryCodes, setPasswordHash } from '../../platform/store/accounts';
+import { recordAuditEvent } from '../../platform/store/audit-events';
+import { endEverySignInOf, listSessionsOf } from '../../platform/store/oidc-payloads';
+import { hashPassword } from '../../platform/security/password-hashing';
+import { passwordPolicyViolations } from '../../platform/security/password-policy';
+import { recoveryCodeHash } from '../../platform/security/totp';
+import { policyInWords } from '../recovery/router';
 import { checkPassword } from './credentials';
 import { signInErrorPage } from './interactions';
 import type { AppConfig } from '../../platform/config/schema';
@@ -30,6 +38,21 @@ type Pending = z.infer<typeof pendingSchema>;
 
 const codeForm = z.object({ pending: z.string().max(2048), code: z.string().max(16) });
 const passwordForm = z.object({ password: formField(FIELD_BOUNDS.password) });
+const changeForm = z.object({
+  current: formField(FIELD_BOUNDS.password),
+  password: formField(FIELD_BOUNDS.password),
+  confirm: formField(FIELD_BOUNDS.password),
+});
+
+const ACCOUNT_PAGE = '/account';
+const RECOVERY_CODE_COUNT = 10;
+/** ASP.NET Core Identity's recovery-code alphabet: no 0/O, 1/I/L or vowels that spell words. */
+const CODE_ALPHABET = '23456789BCDFGHJKMNPQRTVWXY';
+/** A recovery code as ASP.NET Core Identity makes them: two groups of five, `XXXXX-XXXXX`. */
+function newRecoveryCode(): string {
+  const chars = Array.from({ length: 10 }, () => CODE_ALPHABET[randomInt(CODE_ALPHABET.length)]).join('');
+  return `${chars.slice(0, 5)}-${chars.slice(5)}`;
+}
 
 /**
  * How recent a sign-in must be to change how the user signs in (ASP.NET Identity's UI and most providers ask for the
@@ -61,8 +84,9 @@ export function accountRouter({ provider, db, ring, issuer, config }: AccountDep
     if (!session.accountId) return undefined;
     const user = await findAccountUser(db, session.accountId);
     const ageSeconds = Date.now() / 1000 - (session.loginTs ?? 0);
-    return user && { ...user, recent: ageSeconds <= RECENT_SIGN_IN_MINUTES * 60 };
+    return user && { ...user, recent: ageSeconds <= RECENT_SIGN_IN_MINUTES * 60, sessionId: session.jti };
   }
+  type SignedInUser = NonNullable<Awaited<ReturnType<typeof signedInUser>>>;
 
   /** A sign-in that is not recent: the password again (or, without one, a new sign-in) before anything changes. */
   function reauthentication(res: Response, user: { email: string; hasPassword: boolean }, error?: string) {
@@ -96,7 +120,8 @@ export function accountRouter({ provider, db, ring, issuer, config }: AccountDep
   router.get(ACTION, async (req, res) => {
     const user = await signedInUser(req, res);
     if (!user) return html(res, 401, notSignedInPage());
-    if (await findTotpCredential(db, user.id)) return html(res, 200, mfaOnPage());
+    if (await findTotpCredential(db, user.id))
+      return html(res, 200, mfaSettingsPage(await countRecoveryCodes(db, user.id), user.hasPassword));
     if (!user.recent) return reauthentication(res, user);
     await enrolment(res, user.email, fresh(user.id));
   });
@@ -104,7 +129,8 @@ export function accountRouter({ provider, db, ring, issuer, config }: AccountDep
   router.post(ACTION, form, async (req, res) => {
     const user = await signedInUser(req, res);
     if (!user) return html(res, 401, notSignedInPage());
-    if (await findTotpCredential(db, user.id)) return html(res, 200, mfaOnPage());
+    if (await findTotpCredential(db, user.id))
+      return html(res, 200, mfaSettingsPage(await countRecoveryCodes(db, user.id), user.hasPassword));
     // The password form: checked as at sign-in (counted toward the lockout, the same time whatever the outcome).
     if (req.body && typeof req.body === 'object' && 'password' in req.body) {
       const entered = passwordForm.safeParse(req.body);
@@ -123,7 +149,114 @@ export function accountRouter({ provider, db, ring, issuer, config }: AccountDep
     if (step === undefined)
       return enrolment(res, user.email, pending, 'That code is not right; check the time on your phone and try again.');
     await enrolTotp(db, randomUUID(), user.id, protectSecret(secret, ring), step);
-    html(res, 200, mfaOnPage());
+    await recordAuditEvent(db, { type: 'mfa-enrolled', userId: user.id, clientAddress: req.ip });
+    html(res, 200, recoveryCodesPage(await newRecoveryCodes(user.id), true));
+  });
+
+  /** Ten new recovery codes (the earlier ones stop working): stored as keyed hashes, shown once. */
+  async function newRecoveryCodes(userId: string): Promise<string[]> {
+    const codes = Array.from({ length: RECOVERY_CODE_COUNT }, newRecoveryCode);
+    await replaceRecoveryCodes(
+      db,
+      userId,
+      codes.map((code, i) => ({
+        id: randomUUID(),
+        label: `rc-${i + 1}`,
+        hash: recoveryCodeHash(code, ring.primary.key),
+      })),
+    );
+    return codes;
+  }
+
+  /**
+   * A change to how the user signs in: the password again when there is one (checked as at sign-in), else a recent
+   * sign-in. Answers the page to show instead when it is not given.
+   */
+  async function confirmedByPassword(req: Request, user: SignedInUser): Promise<string | undefined> {
+    if (!user.hasPassword) return user.recent ? undefined : signInAgainPage(RECENT_SIGN_IN_MINUTES);
+    const entered = passwordForm.safeParse(req.body);
+    const check = entered.success ? await checkPassword(db, config, user.email, entered.data.password) : undefined;
+    if (check?.status === 'valid' && check.userId === user.id) return undefined;
+    return mfaSettingsPage(await countRecoveryCodes(db, user.id), true, 'That password is not right.');
+  }
+
+  router.post(`${ACTION}/recovery-codes`, form, async (req, res) => {
+    const user = await signedInUser(req, res);
+    if (!user) return html(res, 401, notSignedInPage());
+    if (!(await findTotpCredential(db, user.id))) return res.redirect(303, ACTION);
+    const refused = await confirmedByPassword(req, user);
+    if (refused) return html(res, 400, refused);
+    const codes = await newRecoveryCodes(user.id);
+    await recordAuditEvent(db, { type: 'recovery-codes-regenerated', userId: user.id, clientAddress: req.ip });
+    html(res, 200, recoveryCodesPage(codes, false));
+  });
+
+  router.post(`${ACTION}/off`, form, async (req, res) => {
+    const user = await signedInUser(req, res);
+    if (!user) return html(res, 401, notSignedInPage());
+    const refused = await confirmedByPassword(req, user);
+    if (refused) return html(res, 400, refused);
+    await removeMfa(db, user.id);
+    await recordAuditEvent(db, { type: 'mfa-removed', userId: user.id, clientAddress: req.ip });
+    html(res, 200, mfaOffPage());
+  });
+
+  /** The account page: the password, two-step sign-in, where the user is signed in. */
+  async function overview(res: Response, user: SignedInUser, notice?: string, error?: string, status = 200) {
+    const sessions = await listSessionsOf(db, user.id);
+    html(
+      res,
+      status,
+      accountPage(
+        {
+          email: user.email,
+          hasPassword: user.hasPassword,
+          mfaOn: (await findTotpCredential(db, user.id)) !== undefined,
+          sessions: sessions.map((s) => ({ ...s, current: s.id === user.sessionId })),
+          passwordRules: policyInWords(config.Auth.PasswordPolicy),
+        },
+        notice,
+        error,
+      ),
+    );
+  }
+
+  router.get(ACCOUNT_PAGE, async (req, res) => {
+    const user = await signedInUser(req, res);
+    if (!user) return html(res, 401, notSignedInPage());
+    await overview(res, user);
+  });
+
+  /** A new password, with the current one (checked as at sign-in: it counts toward the lockout). */
+  router.post(`${ACCOUNT_PAGE}/password`, form, async (req, res) => {
+    const user = await signedInUser(req, res);
+    if (!user) return html(res, 401, notSignedInPage());
+    const parsed = changeForm.safeParse(req.body);
+    if (!parsed.success || !user.hasPassword) return overview(res, user, undefined, 'Fill in all three fields.', 400);
+    const { current, password, confirm } = parsed.data;
+    const check = await checkPassword(db, config, user.email, current);
+    if (check.status !== 'valid' || check.userId !== user.id)
+      return overview(res, user, undefined, 'Your current password is not right.', 400);
+    if (password !== confirm) return overview(res, user, undefined, 'The two new passwords are not the same.', 400);
+    const violations = passwordPolicyViolations(password, config.Auth.PasswordPolicy);
+    if (violations.length > 0) return overview(res, user, undefined, `The new password ${violations.join('; ')}.`, 400);
+    await setPasswordHash(db, user.id, await hashPassword(password));
+    await recordAuditEvent(db, { type: 'password-changed', userId: user.id, clientAddress: req.ip });
+    await overview(res, user, 'Your password is changed.');
+  });
+
+  /** "Sign out everywhere": every session, refresh token and grant, this browser's session too. */
+  router.post(`${ACCOUNT_PAGE}/sessions/end`, form, async (req, res) => {
+    const user = await signedInUser(req, res);
+    if (!user) return html(res, 401, notSignedInPage());
+    const sessions = await endEverySignInOf(db, user.id);
+    await recordAuditEvent(db, {
+      type: 'sessions-revoked',
+      userId: user.id,
+      clientAddress: req.ip,
+      detail: { sessions },
+    });
+    html(res, 200, signedOutEverywherePage(sessions));
   });
 
   router.use(signInErrorPage);

@@ -19,9 +19,21 @@ import {
  * A password check answers `invalid` for an unknown e-mail, a deactivated user, a user without a password, a locked
  * account and a wrong password alike: none of them may tell an attacker that an account exists.
  */
-export type PasswordCheck = { status: 'valid'; userId: string; needsSecondFactor: boolean } | { status: 'invalid' };
+export type PasswordCheck =
+  | { status: 'valid'; userId: string; needsSecondFactor: boolean; emailConfirmed: boolean }
+  | {
+      status: 'invalid';
+      /** For the audit trail only: the page shows one answer for all of them. */
+      reason: 'unknown-account' | 'no-password' | 'deactivated' | 'locked' | 'wrong-password';
+      userId?: string;
+      /** This attempt was the last one allowed: the account is locked now. */
+      lockedNow?: boolean;
+    };
 
-export type SecondFactorCheck = { status: 'valid' } | { status: 'invalid' } | { status: 'locked'; message: string };
+export type SecondFactorCheck =
+  | { status: 'valid'; method: 'mfa' | 'recovery-code' }
+  | { status: 'invalid'; lockedNow?: boolean }
+  | { status: 'locked'; message: string; lockedNow: boolean };
 
 /** A native hash of nothing anyone knows: an unknown e-mail costs one verification, like a known one. */
 let dummyHash: Promise<string> | undefined;
@@ -54,19 +66,26 @@ export function checkPassword(db: Db, config: AppConfig, email: string, password
         : undefined;
     if (!user?.password_hash || !reservation) {
       await verifyPassword(password, await dummy());
-      return { status: 'invalid' };
+      const reason = !user
+        ? 'unknown-account'
+        : !user.active
+          ? 'deactivated'
+          : !user.password_hash
+            ? 'no-password'
+            : 'locked';
+      return { status: 'invalid', reason, userId: user?.id };
     }
     const [{ valid, needsUpgrade }] = await Promise.all([
       verifyAnyPassword(password, user.password_hash),
       cheaperThanNative(user.password_hash) ? verifyPassword(password, await dummy()) : undefined,
     ]);
-    if (!valid) return { status: 'invalid' };
+    if (!valid) return { status: 'invalid', reason: 'wrong-password', userId: user.id, lockedNow: reservation.locked };
     if (needsUpgrade) await upgradePasswordHash(db, user.id, user.password_hash, await hashPassword(password));
     // ASP.NET Identity keeps an authenticator key from before enrolment was finished: the switch decides, with a key.
     const needsSecondFactor = user.two_factor_enabled && (await findTotpCredential(db, user.id)) !== undefined;
     if (needsSecondFactor) await releaseSignInAttempt(db, user.id, reservation, MaxFailedAttempts);
     else await settleSignInSuccess(db, user.id, reservation);
-    return { status: 'valid', userId: user.id, needsSecondFactor };
+    return { status: 'valid', userId: user.id, needsSecondFactor, emailConfirmed: user.email_confirmed };
   });
 }
 
@@ -83,13 +102,14 @@ export async function checkSecondFactor(
 ): Promise<SecondFactorCheck> {
   const { MaxFailedAttempts, Minutes } = config.Auth.Lockout;
   const reservation = await reserveSignInAttempt(db, userId, MaxFailedAttempts, Minutes);
-  if (!reservation) return { status: 'locked', message: await lockedMessageOf(db, userId) };
-  if (await secondFactorMatches(db, ring, userId, code)) {
+  if (!reservation) return { status: 'locked', message: await lockedMessageOf(db, userId), lockedNow: false };
+  const method = await secondFactorMatches(db, ring, userId, code);
+  if (method) {
     await settleSignInSuccess(db, userId, reservation);
-    return { status: 'valid' };
+    return { status: 'valid', method };
   }
   return reservation.locked
-    ? { status: 'locked', message: lockedMessage(new Date(Date.now() + Minutes * 60_000)) }
+    ? { status: 'locked', message: lockedMessage(new Date(Date.now() + Minutes * 60_000)), lockedNow: true }
     : { status: 'invalid' };
 }
 
@@ -97,7 +117,12 @@ async function lockedMessageOf(db: Db, userId: string): Promise<string> {
   return lockedMessage((await findLockoutEnd(db, userId)) ?? new Date());
 }
 
-async function secondFactorMatches(db: Db, ring: KeyRing, userId: string, code: string): Promise<boolean> {
+async function secondFactorMatches(
+  db: Db,
+  ring: KeyRing,
+  userId: string,
+  code: string,
+): Promise<'mfa' | 'recovery-code' | undefined> {
   const totp = await findTotpCredential(db, userId);
   if (totp) {
     const step = await matchTotp(
@@ -105,11 +130,14 @@ async function secondFactorMatches(db: Db, ring: KeyRing, userId: string, code: 
       code,
       totp.last_used_step === null ? null : Number(totp.last_used_step),
     );
-    if (step !== undefined && (await useTotpStep(db, totp.id, step))) return true;
+    if (step !== undefined && (await useTotpStep(db, totp.id, step))) return 'mfa';
   }
   if (code.length >= 6 && !/^\d{6}$/.test(code)) {
-    const hashes = [...ring.keys.values()].map((key) => recoveryCodeHash(code, key));
-    return consumeRecoveryCode(db, userId, hashes);
+    // As typed, and in capitals: the service's codes are ASP.NET Core Identity's XXXXX-XXXXX, and a phone may type
+    // them in lower case; codes migrated from older releases (lower-case hex) match as typed.
+    const variants = [...new Set([code, code.toUpperCase()])];
+    const hashes = [...ring.keys.values()].flatMap((key) => variants.map((v) => recoveryCodeHash(v, key)));
+    if (await consumeRecoveryCode(db, userId, hashes)) return 'recovery-code';
   }
-  return false;
+  return undefined;
 }

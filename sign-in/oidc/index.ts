@@ -7,12 +7,7 @@ import { loadScopeClaims } from './claims';
 import { clientRow, configuredSecrets } from './clients';
 import { cookieKeys } from './cookie-keys';
 import { createFederation, type Federation, type FederationDependencies } from '../federation';
-import {
-  ACCOUNT_PREFIX,
-  INTERACTION_PREFIX,
-  isFederationPath,
-  isProviderPath,
-} from '../../platform/http/sign-in-paths';
+import { isAccountPath, INTERACTION_PREFIX, isFederationPath, isProviderPath } from '../../platform/http/sign-in-paths';
 import { parseAllowList } from '../../platform/security/callback-address';
 import { accountRouter } from './account';
 import { interactionRouter } from './interactions';
@@ -20,9 +15,18 @@ import { createOidcProvider, withOfflineConsent } from './provider';
 import { providerSettingsVersion } from '../../platform/store/sign-in';
 import { storedApiResources } from './resources';
 import { logger } from '../../platform/observability/logger';
+import type { Mailer } from '../../platform/email/mailer';
+import { recoveryRouter, type RecoveryMails } from '../recovery/router';
 
-/** Federation's dependencies (the issuer is Api:PublicUrl), with the configuration in place of the allow-list. */
-export type SignInDependencies = Omit<FederationDependencies, 'allow'> & { config: AppConfig };
+/**
+ * Federation's dependencies (the issuer is Api:PublicUrl), with the configuration in place of the allow-list, and
+ * the mail account recovery sends.
+ */
+export type SignInDependencies = Omit<FederationDependencies, 'allow'> & {
+  config: AppConfig;
+  mailer: Mailer;
+  mails: RecoveryMails;
+};
 
 /**
  * oidc-provider builds every URL it hands out (discovery, the JWKS, form actions) from the request's Host and scheme,
@@ -83,7 +87,15 @@ async function buildSignIn(
   });
   return {
     callback: provider.callback(),
-    interactions: interactionRouter({ provider, db, config: deps.config, ring, run: deps.run, federation }),
+    interactions: interactionRouter({
+      provider,
+      db,
+      config: deps.config,
+      ring,
+      run: deps.run,
+      federation,
+      mails: deps.mails,
+    }),
     account: accountRouter({ provider, db, ring, issuer, config: deps.config }),
   };
 }
@@ -107,6 +119,8 @@ export async function createSignIn(deps: SignInDependencies): Promise<Router> {
     allow: parseAllowList(config.Auth.AllowedInternalTargets),
   });
   let current = await buildSignIn(deps, cookieKeyList, federation, log);
+  // Recovery needs no provider: its pages stay the same when the provider is rebuilt.
+  const recovery = recoveryRouter({ db, config, mailer: deps.mailer, publicUrl: deps.issuer, mails: deps.mails });
   let checkedAt = Date.now();
   let checking: Promise<void> | undefined;
 
@@ -129,7 +143,7 @@ export async function createSignIn(deps: SignInDependencies): Promise<Router> {
   const router = Router();
   router.use(async (req, res, next) => {
     const forProvider = isProviderPath(req.path);
-    const forAccount = req.path.startsWith(ACCOUNT_PREFIX);
+    const forAccount = isAccountPath(req.path);
     const forFederation = isFederationPath(req.path);
     if (!forProvider && !forAccount && !forFederation && !req.path.startsWith(INTERACTION_PREFIX)) return next();
     setSignInHeaders(res, req.path);
@@ -140,7 +154,8 @@ export async function createSignIn(deps: SignInDependencies): Promise<Router> {
       forwardedAsExpressSees(req, deps.issuer);
       return current.callback(req, res);
     }
-    (forAccount ? current.account : current.interactions)(req, res, next);
+    if (forAccount) return recovery(req, res, () => current.account(req, res, next));
+    current.interactions(req, res, next);
   });
   return router;
 }

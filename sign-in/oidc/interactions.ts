@@ -16,8 +16,13 @@ import { countSignInAttempt } from '../../platform/store/sign-in';
 import { provisioningWorkflowId } from '../../provisioning/workflows/ids';
 import { provisionExistingUser } from '../../provisioning/workflows/provisioning';
 import { settingsOf } from './clients';
-import { checkPassword, checkSecondFactor, type PasswordCheck } from './credentials';
+import { checkPassword, checkSecondFactor, type PasswordCheck, type SecondFactorCheck } from './credentials';
 import { codePage, consentPage, emailPage, passwordPage, renderErrorPage } from './pages';
+import { recordAuditEvent, type AuditEvent } from '../../platform/store/audit-events';
+import { countRecoveryCodes, findRecoveryUserById } from '../../platform/store/accounts';
+import { findScopeTexts } from '../../platform/store/sign-in';
+import { RECOVERY_PATHS, type RecoveryMails } from '../recovery/router';
+import { unconfirmedEmailPage } from '../recovery/pages';
 import type { Federation } from '../federation';
 import { FederationCheckError } from '../federation/errors';
 import { logger } from '../../platform/observability/logger';
@@ -32,6 +37,8 @@ export interface InteractionDependencies {
   run: WorkflowRunner;
   /** Home-realm discovery and the way back from an upstream provider. */
   federation: Federation;
+  /** The confirmation mail, sent again from the page that says an address is not confirmed yet. */
+  mails: RecoveryMails;
 }
 
 const emailForm = z.object({ email: formField(FIELD_BOUNDS.email).pipe(z.email()) });
@@ -44,6 +51,11 @@ const codeForm = z.object({ code: formField(64) });
 /** What a password check leaves in the interaction while the second factor is asked for. */
 interface PendingSecondFactor {
   secondFactor: { accountId: string };
+}
+
+/** What a password check leaves while the address waits for its confirmation (Auth:RequireConfirmedEmail). */
+interface PendingConfirmation {
+  unconfirmed: { accountId: string; email: string };
 }
 
 type InteractionDetails = Awaited<ReturnType<Provider['interactionDetails']>>;
@@ -73,6 +85,15 @@ export function interactionRouter(deps: InteractionDependencies): Router {
   const form = express.urlencoded({ extended: false, limit: '16kb', parameterLimit: 20 });
   const action = (uid: string, step: string) => `/interaction/${encodeURIComponent(uid)}/${step}`;
   const html = (res: Response, status: number, body: string) => res.status(status).type('html').send(body);
+
+  /** An event of the audit trail, with the client and the client address of the sign-in. */
+  const audit = (req: Request, details: InteractionDetails, event: Omit<AuditEvent, 'clientId' | 'clientAddress'>) =>
+    recordAuditEvent(db, { ...event, clientId: String(details.params.client_id), clientAddress: req.ip });
+  const restart = (uid: string) => action(uid, 'restart');
+  const forgot = (email: string) => `${RECOVERY_PATHS.forgot}?email=${encodeURIComponent(email)}`;
+  const passwordStep = (uid: string, email: string, error?: string) =>
+    passwordPage(action(uid, 'password'), email, restart(uid), forgot(email), error);
+  const codeStep = (uid: string, error?: string) => codePage(action(uid, 'code'), restart(uid), error);
 
   async function clientNameOf(clientId: string): Promise<string> {
     return (await findClient(db, clientId))?.client_name ?? clientId;
@@ -107,19 +128,27 @@ export function interactionRouter(deps: InteractionDependencies): Router {
     const uid = details.uid;
     if (details.prompt.name === 'login') {
       if ((details.result as Partial<PendingSecondFactor> | undefined)?.secondFactor)
-        return html(res, 200, codePage(action(uid, 'code')));
+        return html(res, 200, codeStep(uid));
       return emailStep(res, 200, details);
     }
     const client = await findClient(db, String(details.params.client_id));
-    if (client && settingsOf(client).RequireConsent)
+    if (client && settingsOf(client).RequireConsent) {
+      const names = [
+        ...((details.prompt.details.missingOIDCScope as string[] | undefined) ?? []),
+        ...Object.values((details.prompt.details.missingResourceScopes as Record<string, string[]>) ?? {}).flat(),
+      ];
+      const texts = new Map((await findScopeTexts(db, names)).map((t) => [t.name, t]));
+      const scopes = names.map((name) => ({
+        name,
+        displayName: texts.get(name)?.display_name ?? null,
+        description: texts.get(name)?.description ?? null,
+      }));
       return html(
         res,
         200,
-        consentPage(action(uid, 'consent'), action(uid, 'abort'), client.client_name ?? client.client_id, [
-          ...((details.prompt.details.missingOIDCScope as string[] | undefined) ?? []),
-          ...Object.values((details.prompt.details.missingResourceScopes as Record<string, string[]>) ?? {}).flat(),
-        ]),
+        consentPage(action(uid, 'consent'), action(uid, 'abort'), client.client_name ?? client.client_id, scopes),
       );
+    }
     await grantConsent(req, res, details, client);
   });
 
@@ -137,7 +166,24 @@ export function interactionRouter(deps: InteractionDependencies): Router {
       return emailStep(res, 502, details, unreachable, parsed.data.email);
     }
     if (upstream) return res.redirect(303, upstream);
-    html(res, 200, passwordPage(action(details.uid, 'password'), parsed.data.email));
+    html(res, 200, passwordStep(details.uid, parsed.data.email));
+  });
+
+  /** "Use another e-mail": the first step again, forgetting any pending second factor or confirmation. */
+  router.post('/interaction/:uid/restart', form, async (req, res) => {
+    const details = await provider.interactionDetails(req, res);
+    await provider.interactionResult(req, res, {}, { mergeWithLastSubmission: false });
+    return emailStep(res, 200, details);
+  });
+
+  /** The confirmation mail again, for the account whose unconfirmed address stopped this sign-in. */
+  router.post('/interaction/:uid/confirmation', form, async (req, res) => {
+    const details = await provider.interactionDetails(req, res);
+    const pending = (details.result as Partial<PendingConfirmation> | undefined)?.unconfirmed;
+    if (!pending) return res.redirect(303, `/interaction/${encodeURIComponent(details.uid)}`);
+    const user = await findRecoveryUserById(db, pending.accountId);
+    if (user && !user.email_confirmed) await deps.mails.confirmation(user);
+    html(res, 200, unconfirmedEmailPage(action(details.uid, 'confirmation'), pending.email, true));
   });
 
   /** Back from an upstream provider: the callback left a ticket naming the user for this interaction. */
@@ -151,6 +197,7 @@ export function interactionRouter(deps: InteractionDependencies): Router {
         400,
         renderErrorPage('This sign-in has expired or was used already; start again from the application.'),
       );
+    await audit(req, details, { type: 'sign-in-succeeded', userId, detail: { method: 'external' } });
     await provider.interactionFinished(
       req,
       res,
@@ -167,19 +214,38 @@ export function interactionRouter(deps: InteractionDependencies): Router {
     // The SSO-domain rule holds at this step too, not only on the e-mail page: a password posted here directly for
     // an address of an SSO domain is not checked, and the browser goes to the domain's identity provider.
     if (await isSsoDomainEmail(db, email)) {
+      await audit(req, details, {
+        type: 'sign-in-failed',
+        detail: { reason: 'sso-required', domain: domainOf(email) },
+      });
       const upstream = await deps.federation.startFor(email, details.uid).catch(() => undefined);
       if (upstream) return res.redirect(303, upstream);
       return emailStep(res, 400, details, ssoRequired(domainOf(email)), email);
     }
-    if (await overBudget(req)) return html(res, 429, passwordPage(action(details.uid, 'password'), email, tooMany()));
+    if (await overBudget(req)) return html(res, 429, passwordStep(details.uid, email, tooMany()));
     const check: PasswordCheck = await checkPassword(db, config, email, password);
-    if (check.status !== 'valid')
-      return html(res, 200, passwordPage(action(details.uid, 'password'), email, wrongCredentials()));
+    if (check.status !== 'valid') {
+      await audit(req, details, { type: 'sign-in-failed', userId: check.userId, detail: { reason: check.reason } });
+      if (check.lockedNow) await audit(req, details, { type: 'locked-out', userId: check.userId });
+      return html(res, 200, passwordStep(details.uid, email, wrongCredentials()));
+    }
+    // ASP.NET Identity's RequireConfirmedEmail: the password was right, and the address still has to be confirmed.
+    if (config.Auth.RequireConfirmedEmail && !check.emailConfirmed) {
+      await audit(req, details, {
+        type: 'sign-in-failed',
+        userId: check.userId,
+        detail: { reason: 'email-unconfirmed' },
+      });
+      const pending: PendingConfirmation = { unconfirmed: { accountId: check.userId, email } };
+      await provider.interactionResult(req, res, pending as never, { mergeWithLastSubmission: false });
+      return html(res, 200, unconfirmedEmailPage(action(details.uid, 'confirmation'), email));
+    }
     if (check.needsSecondFactor) {
       const pending: PendingSecondFactor = { secondFactor: { accountId: check.userId } };
       await provider.interactionResult(req, res, pending as never, { mergeWithLastSubmission: false });
-      return html(res, 200, codePage(action(details.uid, 'code')));
+      return html(res, 200, codeStep(details.uid));
     }
+    await audit(req, details, { type: 'sign-in-succeeded', userId: check.userId, detail: { method: 'password' } });
     await provider.interactionFinished(
       req,
       res,
@@ -196,13 +262,32 @@ export function interactionRouter(deps: InteractionDependencies): Router {
     const email = await findUserEmail(db, pending.accountId);
     if (!email || (await isSsoDomainEmail(db, email)))
       return emailStep(res, 400, details, email ? ssoRequired(domainOf(email)) : wrongCredentials());
-    if (await overBudget(req)) return html(res, 429, codePage(action(details.uid, 'code'), tooMany()));
-    const check = parsed.success
+    if (await overBudget(req)) return html(res, 429, codeStep(details.uid, tooMany()));
+    const check: SecondFactorCheck = parsed.success
       ? await checkSecondFactor(db, config, deps.ring, pending.accountId, parsed.data.code.replace(/\s/g, ''))
-      : { status: 'invalid' as const };
-    if (check.status === 'locked') return html(res, 200, codePage(action(details.uid, 'code'), check.message));
-    if (check.status !== 'valid')
-      return html(res, 200, codePage(action(details.uid, 'code'), 'That code is not right, or it was used already.'));
+      : { status: 'invalid' };
+    if (check.status !== 'valid') {
+      const userId = pending.accountId;
+      await audit(req, details, {
+        type: 'sign-in-failed',
+        userId,
+        detail: { reason: check.status === 'locked' && !check.lockedNow ? 'locked' : 'wrong-code' },
+      });
+      if (check.status === 'locked' && check.lockedNow) await audit(req, details, { type: 'locked-out', userId });
+      if (check.status === 'locked') return html(res, 200, codeStep(details.uid, check.message));
+      return html(res, 200, codeStep(details.uid, 'That code is not right, or it was used already.'));
+    }
+    await audit(req, details, {
+      type: 'sign-in-succeeded',
+      userId: pending.accountId,
+      detail: { method: check.method },
+    });
+    if (check.method === 'recovery-code')
+      await audit(req, details, {
+        type: 'recovery-code-used',
+        userId: pending.accountId,
+        detail: { left: await countRecoveryCodes(db, pending.accountId) },
+      });
     await provider.interactionFinished(
       req,
       res,

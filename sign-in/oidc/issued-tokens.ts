@@ -6,6 +6,7 @@ export interface IssuedAccessTokenClaims {
   iss?: unknown;
   aud?: unknown;
   exp: number;
+  iat: number;
   nbf?: unknown;
   sub?: unknown;
   client_id: string;
@@ -46,6 +47,7 @@ export async function verifyIssuedAccessToken(
   const now = Date.now() / 1000;
   if (claims.iss !== issuer || typeof claims.exp !== 'number' || claims.exp <= now) return undefined;
   if (typeof claims.nbf === 'number' && claims.nbf > now + 60) return undefined;
-  if (typeof claims.jti !== 'string' || typeof claims.client_id !== 'string') return undefined;
+  if (typeof claims.jti !== 'string' || typeof claims.client_id !== 'string' || typeof claims.iat !== 'number')
+    return undefined;
   return claims as unknown as IssuedAccessTokenClaims;
 }

@@ -16,7 +16,11 @@ ${errorLine(error)}
   );
 }
 
-export function passwordPage(action: string, email: string, error?: string): string {
+/** "Use another e-mail": back to the first step of this sign-in, forgetting the address and any pending code. */
+const anotherEmail = (restart: string) =>
+  `<form method="post" action="${escapeHtml(restart)}"><button class="secondary" type="submit">Use another e-mail</button></form>`;
+
+export function passwordPage(action: string, email: string, restart: string, forgot: string, error?: string): string {
   return page(
     'Enter your password',
     `<p>Signing in as <span class="who">${escapeHtml(email)}</span></p>
@@ -26,11 +30,13 @@ ${errorLine(error)}
 <label for="password">Password</label>
 <input id="password" name="password" type="password" autocomplete="current-password" required autofocus>
 <button type="submit">Sign in</button>
-</form>`,
+</form>
+${anotherEmail(restart)}
+<p class="links"><a href="${escapeHtml(forgot)}">Forgot your password?</a></p>`,
   );
 }
 
-export function codePage(action: string, error?: string): string {
+export function codePage(action: string, restart: string, error?: string): string {
   return page(
     'Two-step verification',
     `<p>Enter the 6-digit code from your authenticator app, or one of your recovery codes.</p>
@@ -39,15 +45,25 @@ ${errorLine(error)}
 <label for="code">Code</label>
 <input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" required autofocus maxlength="64">
 <button type="submit">Verify</button>
-</form>`,
+</form>
+${anotherEmail(restart)}`,
   );
 }
 
-export function consentPage(allow: string, deny: string, clientName: string, scopes: string[]): string {
+/** A scope as the consent page names it: its DisplayName (else its name) and its Description, as migrated. */
+export interface ScopeOnConsent {
+  name: string;
+  displayName: string | null;
+  description: string | null;
+}
+
+export function consentPage(allow: string, deny: string, clientName: string, scopes: ScopeOnConsent[]): string {
+  const item = (s: ScopeOnConsent) =>
+    `<li><strong>${escapeHtml(s.displayName || s.name)}</strong>${s.description ? `<br><span>${escapeHtml(s.description)}</span>` : ''}</li>`;
   return page(
     'Allow access?',
     `<p>${escapeHtml(clientName)} asks for:</p>
-<ul>${scopes.map((s) => `<li>${escapeHtml(s)}</li>`).join('')}</ul>
+<ul>${scopes.map(item).join('')}</ul>
 <form method="post" action="${escapeHtml(allow)}"><button type="submit">Allow</button></form>
 <form method="post" action="${escapeHtml(deny)}"><button class="secondary" type="submit">Deny</button></form>`,
   );
@@ -94,13 +110,6 @@ export function signInAgainPage(minutes: number): string {
     'Sign in again first',
     `<p>To change how you sign in, your sign-in must be recent. Sign out, sign in again through one of your
 applications, and come back to this page within ${minutes} minutes.</p>`,
-  );
-}
-
-export function mfaOnPage(): string {
-  return page(
-    'Two-step verification is on',
-    '<p>From your next sign-in on, you will be asked for a code from your authenticator app after your password.</p>',
   );
 }
 

@@ -296,7 +296,10 @@ describe("the client's migrated settings", () => {
     const consent = await person.submit('/password', { password: FIXTURE_PASSWORD });
     expect(textOf(consent)).toContain('Allow access?');
     expect(textOf(consent)).toContain('Mobile app asks for');
-    expect(textOf(consent)).toContain('orders.read');
+    // Each scope by the DisplayName migrated from the source, not its raw name.
+    expect(textOf(consent)).toContain('Read orders');
+    expect(textOf(consent)).toContain('User profile');
+    expect(textOf(consent)).not.toContain('orders.read');
     const denied = (await person.submit('/abort', {})) as URL;
     expect(denied.searchParams.get('error')).toBe('access_denied');
     expect(denied.searchParams.get('state')).toBe('consent-state');

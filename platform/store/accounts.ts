@@ -1,0 +1,100 @@
+import type { Db } from './database';
+import { normalize } from './users';
+
+/**
+ * What account recovery and the account pages read and change of a user: the credential, the e-mail confirmation,
+ * the lockout and two-step sign-in. Every write here is idempotent.
+ */
+
+/** The user an address belongs to, as recovery needs it (undefined for an unknown or deactivated address). */
+export function findRecoveryUser(db: Db, email: string) {
+  return db
+    .selectFrom('users')
+    .select(['id', 'email', 'password_hash', 'email_confirmed'])
+    .where('normalized_email', '=', normalize(email))
+    .where('active', '=', true)
+    .executeTakeFirst();
+}
+
+/** The same, by id. */
+export function findRecoveryUserById(db: Db, userId: string) {
+  return db
+    .selectFrom('users')
+    .select(['id', 'email', 'password_hash', 'email_confirmed'])
+    .where('id', '=', userId)
+    .where('active', '=', true)
+    .executeTakeFirst();
+}
+
+export type RecoveryUser = NonNullable<Awaited<ReturnType<typeof findRecoveryUser>>>;
+
+/**
+ * A new password (a native hash): the lockout and the failure count go with the old one, as after ASP.NET Identity's
+ * ResetPasswordAsync the user signs in at once. Tokens made for the old password die (their stamp no longer matches).
+ */
+export async function setPasswordHash(db: Db, userId: string, hash: string): Promise<void> {
+  await db
+    .updateTable('users')
+    .set({
+      password_hash: hash,
+      password_format: 'native',
+      access_failed_count: 0,
+      lockout_end: null,
+      updated_at: new Date(),
+    })
+    .where('id', '=', userId)
+    .execute();
+}
+
+/** Clears the lockout and the failure count; false for an unknown user. */
+export async function unlockUser(db: Db, userId: string): Promise<boolean> {
+  const row = await db
+    .updateTable('users')
+    .set({ access_failed_count: 0, lockout_end: null })
+    .where('id', '=', userId)
+    .returning('id')
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+export async function markEmailConfirmed(db: Db, userId: string): Promise<void> {
+  await db.updateTable('users').set({ email_confirmed: true }).where('id', '=', userId).execute();
+}
+
+/** Removes the authenticator and the recovery codes and turns two-step sign-in off; whether the user had any. */
+export async function removeMfa(db: Db, userId: string): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    const removed = await trx.deleteFrom('mfa_credentials').where('user_id', '=', userId).returning('id').execute();
+    await trx.updateTable('users').set({ two_factor_enabled: false }).where('id', '=', userId).execute();
+    return removed.length > 0;
+  });
+}
+
+/** Replaces the user's recovery codes with these keyed hashes (ids are the caller's). */
+export async function replaceRecoveryCodes(
+  db: Db,
+  userId: string,
+  codes: Array<{ id: string; label: string; hash: string }>,
+): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    await trx.deleteFrom('mfa_credentials').where('user_id', '=', userId).where('kind', '=', 'recovery-code').execute();
+    if (codes.length > 0)
+      await trx
+        .insertInto('mfa_credentials')
+        .values(
+          codes.map((c) => ({ id: c.id, user_id: userId, kind: 'recovery-code', label: c.label, secret: c.hash })),
+        )
+        .execute();
+  });
+}
+
+/** How many unused recovery codes the user has. */
+export async function countRecoveryCodes(db: Db, userId: string): Promise<number> {
+  const row = await db
+    .selectFrom('mfa_credentials')
+    .select((eb) => eb.fn.countAll<string>().as('n'))
+    .where('user_id', '=', userId)
+    .where('kind', '=', 'recovery-code')
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}

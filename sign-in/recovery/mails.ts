@@ -1,0 +1,71 @@
+import { escapeHtml } from '../../platform/http/html';
+import type { Mail } from '../../platform/email/mailer';
+
+/**
+ * The mails account recovery sends, each as plain text and as HTML. The HTML is one column that fits a phone (no
+ * table layout, inline styles only: mail programs drop style sheets) with the link as a button and again as text.
+ */
+function htmlMail(product: string, heading: string, paragraphs: string[], link?: { url: string; label: string }) {
+  const p = (text: string) =>
+    `<p style="margin:0 0 16px;font-size:16px;line-height:1.5;color:#374151">${escapeHtml(text)}</p>`;
+  const button = link
+    ? `<p style="margin:24px 0"><a href="${escapeHtml(link.url)}" style="display:inline-block;padding:12px 20px;background:#2563eb;color:#ffffff;border-radius:8px;font-weight:600;text-decoration:none;font-size:16px">${escapeHtml(link.label)}</a></p>
+<p style="margin:0 0 16px;font-size:13px;line-height:1.5;color:#6b7280;word-break:break-all">Or open this address: ${escapeHtml(link.url)}</p>`
+    : '';
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${escapeHtml(heading)}</title></head>
+<body style="margin:0;padding:0;background:#f3f4f6;font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif">
+<div style="max-width:480px;margin:0 auto;padding:24px 16px">
+<div style="background:#ffffff;border-radius:12px;padding:24px 20px">
+<p style="margin:0 0 8px;font-size:14px;color:#6b7280">${escapeHtml(product)}</p>
+<h1 style="margin:0 0 16px;font-size:22px;color:#111827">${escapeHtml(heading)}</h1>
+${paragraphs.map(p).join('\n')}
+${button}
+</div></div></body></html>`;
+}
+
+const textMail = (paragraphs: string[], link?: string) => [...paragraphs, ...(link ? [link] : [])].join('\n\n') + '\n';
+
+/** The reset link: one link, to Api:PublicUrl, valid for `minutes`. */
+export function passwordResetMail(product: string, to: string, url: string, minutes: number): Mail {
+  const lead = [
+    `Someone asked to reset the password of your ${product} account (${to}). If it was you, choose a new password with this link. It works once, for ${minutes} minutes.`,
+  ];
+  const tail = ['If you did not ask for this, ignore this mail: your password stays as it is.'];
+  return {
+    kind: 'password-reset',
+    to,
+    subject: `Reset your ${product} password`,
+    text: textMail([...lead, url, ...tail]),
+    html: htmlMail(product, 'Reset your password', [...lead, ...tail], { url, label: 'Choose a new password' }),
+  };
+}
+
+/** For an account that signs in only through its organization: there is no password to reset. */
+export function noPasswordMail(product: string, to: string): Mail {
+  const lines = [
+    `Someone asked to reset the password of your ${product} account (${to}). Your account has no password here: you sign in with your company's identity provider.`,
+    "Enter your e-mail address on the sign-in page and you are sent to your company to sign in. If you cannot sign in there, ask your company's IT support.",
+    'If you did not ask for this, ignore this mail.',
+  ];
+  return {
+    kind: 'password-reset-no-password',
+    to,
+    subject: `Signing in to ${product}`,
+    text: textMail(lines),
+    html: htmlMail(product, 'Sign in with your company', lines),
+  };
+}
+
+/** The confirmation link of a new address. */
+export function confirmationMail(product: string, to: string, url: string): Mail {
+  const lead = [`Confirm that ${to} is your e-mail address for ${product}.`];
+  const tail = ['If you did not create an account, ignore this mail.'];
+  return {
+    kind: 'email-confirmation',
+    to,
+    subject: `Confirm your e-mail address for ${product}`,
+    text: textMail([...lead, url, ...tail]),
+    html: htmlMail(product, 'Confirm your e-mail address', [...lead, ...tail], { url, label: 'Confirm my address' }),
+  };
+}

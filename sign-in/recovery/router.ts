@@ -1,0 +1,213 @@
+import express, { Router, type Request, type Response } from 'express';
+import { rateLimit } from 'express-rate-limit';
+import { z } from 'zod';
+import type { AppConfig } from '../../platform/config/schema';
+import type { Mailer } from '../../platform/email/mailer';
+import { productName } from '../../platform/http/html';
+import { equalDuration } from '../../platform/security/equal-duration';
+import { FIELD_BOUNDS } from '../../platform/security/field-bounds';
+import { hashPassword } from '../../platform/security/password-hashing';
+import { passwordPolicyViolations } from '../../platform/security/password-policy';
+import {
+  countRecentAccountTokens,
+  createAccountToken,
+  peekAccountToken,
+  takeAccountToken,
+} from '../../platform/store/account-tokens';
+import {
+  findRecoveryUser,
+  markEmailConfirmed,
+  setPasswordHash,
+  type RecoveryUser,
+} from '../../platform/store/accounts';
+import { recordAuditEvent } from '../../platform/store/audit-events';
+import type { Db } from '../../platform/store/database';
+import { endEverySignInOf } from '../../platform/store/oidc-payloads';
+import { formField } from '../oidc/forms';
+import { confirmationMail, noPasswordMail, passwordResetMail } from './mails';
+import {
+  confirmationExpiredPage,
+  emailConfirmedPage,
+  forgotPasswordPage,
+  linkExpiredPage,
+  resetDonePage,
+  resetLinkSentPage,
+  resetPasswordPage,
+} from './pages';
+
+export const RECOVERY_PATHS = {
+  forgot: '/account/forgot-password',
+  reset: '/account/reset-password',
+  confirm: '/account/confirm-email',
+} as const;
+
+export interface RecoveryDependencies {
+  db: Db;
+  config: AppConfig;
+  mailer: Mailer;
+  /** Api:PublicUrl: every link a mail holds starts with it, never with the request's Host header. */
+  publicUrl: string;
+}
+
+const emailForm = z.object({ email: formField(FIELD_BOUNDS.email).pipe(z.email()) });
+const resetForm = z.object({
+  token: formField(128),
+  password: formField(FIELD_BOUNDS.password),
+  confirm: formField(FIELD_BOUNDS.password),
+});
+
+/** The password policy in words, above the form that must meet it. */
+export function policyInWords(policy: AppConfig['Auth']['PasswordPolicy']): string {
+  const parts = [`at least ${policy.MinLength} characters`];
+  if (policy.RequireDigit) parts.push('a digit');
+  if (policy.RequireUppercase) parts.push('an uppercase letter');
+  if (policy.RequireLowercase) parts.push('a lowercase letter');
+  if (policy.RequireNonAlphanumeric) parts.push('a character that is not a letter or digit');
+  return `Your new password needs ${parts.join(', ')}.`;
+}
+
+/**
+ * Sends the mails of account recovery: a reset link (or, for an account without a password, how to sign in), a
+ * confirmation link. Each link's token is made here and leaves only in the mail.
+ */
+export function recoveryMails({ db, config, mailer, publicUrl }: RecoveryDependencies) {
+  const product = () => productName();
+  return {
+    /**
+     * What a reset request for a known user sends, within the per-account budget: whether a mail went out. The
+     * mail is not awaited by the caller's page (its duration would tell that the account exists).
+     */
+    async passwordReset(user: RecoveryUser): Promise<boolean> {
+      const { TokenMinutes, PermitLimit, WindowMinutes } = config.Auth.PasswordReset;
+      if ((await countRecentAccountTokens(db, user.id, 'password-reset', WindowMinutes)) >= PermitLimit) return false;
+      if (!user.password_hash) {
+        // Counted like a link, so the budget also bounds these mails.
+        await createAccountToken(db, 'password-reset', user, 0);
+        void mailer.send(noPasswordMail(product(), user.email));
+        return true;
+      }
+      const token = await createAccountToken(db, 'password-reset', user, TokenMinutes);
+      const url = `${publicUrl}${RECOVERY_PATHS.reset}?token=${token}`;
+      void mailer.send(passwordResetMail(product(), user.email, url, TokenMinutes));
+      return true;
+    },
+    async confirmation(user: RecoveryUser): Promise<boolean> {
+      const { PermitLimit, WindowMinutes } = config.Auth.PasswordReset;
+      if ((await countRecentAccountTokens(db, user.id, 'email-confirmation', WindowMinutes)) >= PermitLimit)
+        return false;
+      const token = await createAccountToken(db, 'email-confirmation', user, config.Auth.EmailConfirmationTokenMinutes);
+      void mailer.send(confirmationMail(product(), user.email, `${publicUrl}${RECOVERY_PATHS.confirm}?token=${token}`));
+      await recordAuditEvent(db, { type: 'email-confirmation-sent', userId: user.id });
+      return true;
+    },
+  };
+}
+
+export type RecoveryMails = ReturnType<typeof recoveryMails>;
+
+/**
+ * Password reset by e-mail and e-mail confirmation, as ASP.NET Identity's default UI has them: "Forgot your
+ * password?" asks for an address and answers the same, in the same time, whether or not an account has it; the link
+ * opens a form for the new password; a confirmation link confirms the address.
+ */
+export function recoveryRouter(deps: RecoveryDependencies & { mails: RecoveryMails }): Router {
+  const { db, config, mails } = deps;
+  const router = Router();
+  const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 5 });
+  const html = (res: Response, status: number, body: string) =>
+    res.status(status).set('cache-control', 'no-store').type('html').send(body);
+  // Known and unknown addresses take as long as each other: the slower case (a token written) sets the pace.
+  const atFloor = equalDuration({ halfLifeMs: 60_000, ceilingMs: 2_000 });
+  const { PermitLimit, WindowMinutes, TokenMinutes } = config.Auth.PasswordReset;
+  const perAddress = rateLimit({
+    windowMs: WindowMinutes * 60_000,
+    // A network may hold many people: several times one account's budget.
+    limit: PermitLimit * 10,
+    standardHeaders: 'draft-8',
+    legacyHeaders: false,
+    validate: { xForwardedForHeader: false },
+    handler: (_req, res, _next, options) => {
+      res.set('Retry-After', String(Math.ceil(options.windowMs / 1000)));
+      html(
+        res,
+        429,
+        forgotPasswordPage(
+          RECOVERY_PATHS.forgot,
+          '',
+          `Too many requests from this network; try again in ${WindowMinutes} minutes.`,
+        ),
+      );
+    },
+  });
+  const clientAddress = (req: Request) => req.ip;
+
+  router.get(RECOVERY_PATHS.forgot, (req, res) => {
+    const email =
+      typeof req.query.email === 'string' && req.query.email.length <= FIELD_BOUNDS.email ? req.query.email : '';
+    html(res, 200, forgotPasswordPage(RECOVERY_PATHS.forgot, email));
+  });
+
+  router.post(RECOVERY_PATHS.forgot, perAddress, form, async (req, res) => {
+    const parsed = emailForm.safeParse(req.body);
+    if (!parsed.success)
+      return html(res, 400, forgotPasswordPage(RECOVERY_PATHS.forgot, '', 'Enter a valid e-mail address.'));
+    const { email } = parsed.data;
+    await atFloor(async () => {
+      const user = await findRecoveryUser(db, email);
+      if (!user) return;
+      const sent = await mails.passwordReset(user);
+      await recordAuditEvent(db, {
+        type: 'password-reset-requested',
+        userId: user.id,
+        clientAddress: clientAddress(req),
+        detail: { sent, hasPassword: user.password_hash !== null },
+      });
+    });
+    html(res, 200, resetLinkSentPage(email, TokenMinutes));
+  });
+
+  router.get(RECOVERY_PATHS.reset, async (req, res) => {
+    const token = typeof req.query.token === 'string' ? req.query.token : '';
+    if (token.length > 128 || !(await peekAccountToken(db, 'password-reset', token)))
+      return html(res, 400, linkExpiredPage(RECOVERY_PATHS.forgot));
+    html(res, 200, resetPasswordPage(RECOVERY_PATHS.reset, token, policyInWords(config.Auth.PasswordPolicy)));
+  });
+
+  router.post(RECOVERY_PATHS.reset, form, async (req, res) => {
+    const parsed = resetForm.safeParse(req.body);
+    if (!parsed.success) return html(res, 400, linkExpiredPage(RECOVERY_PATHS.forgot));
+    const { token, password, confirm } = parsed.data;
+    const again = (error: string) =>
+      html(res, 400, resetPasswordPage(RECOVERY_PATHS.reset, token, policyInWords(config.Auth.PasswordPolicy), error));
+    if (!(await peekAccountToken(db, 'password-reset', token)))
+      return html(res, 400, linkExpiredPage(RECOVERY_PATHS.forgot));
+    if (password !== confirm) return again('The two passwords are not the same.');
+    const violations = passwordPolicyViolations(password, config.Auth.PasswordPolicy);
+    if (violations.length > 0) return again(`The password ${violations.join('; ')}.`);
+    const hash = await hashPassword(password);
+    // Taken only now, once: of two forms posted with one link, one sets the password.
+    const userId = await takeAccountToken(db, 'password-reset', token);
+    if (!userId) return html(res, 400, linkExpiredPage(RECOVERY_PATHS.forgot));
+    await setPasswordHash(db, userId, hash);
+    const sessions = await endEverySignInOf(db, userId);
+    await recordAuditEvent(db, { type: 'password-reset-completed', userId, clientAddress: clientAddress(req) });
+    await recordAuditEvent(db, {
+      type: 'sessions-revoked',
+      userId,
+      clientAddress: clientAddress(req),
+      detail: { sessions, reason: 'password-reset' },
+    });
+    html(res, 200, resetDonePage());
+  });
+
+  router.get(RECOVERY_PATHS.confirm, async (req, res) => {
+    const token = typeof req.query.token === 'string' ? req.query.token : '';
+    const userId = token.length <= 128 ? await takeAccountToken(db, 'email-confirmation', token) : undefined;
+    if (!userId) return html(res, 400, confirmationExpiredPage());
+    await markEmailConfirmed(db, userId);
+    await recordAuditEvent(db, { type: 'email-confirmed', userId, clientAddress: clientAddress(req) });
+    html(res, 200, emailConfirmedPage());
+  });
+
+  return router;
+}

@@ -144,13 +144,14 @@ export const configSchema = z
           .prefault({}),
         /**
          * Password reset by e-mail: a link's token lives TokenMinutes; an account gets at most PermitLimit links per
-         * WindowMinutes (further requests answer the same and send nothing), a client IP at most PermitLimit requests
-         * per WindowMinutes across accounts.
+         * WindowMinutes (further requests answer the same and send nothing); a client IP may ask AddressPermitLimit
+         * times per WindowMinutes across addresses (then 429 with Retry-After).
          */
         PasswordReset: z
           .object({
             TokenMinutes: z.coerce.number().int().positive().max(10_080).default(60),
             PermitLimit: z.coerce.number().int().positive().default(3),
+            AddressPermitLimit: z.coerce.number().int().positive().default(30),
             WindowMinutes: z.coerce.number().int().positive().default(15),
           })
           .prefault({}),

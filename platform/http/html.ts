@@ -11,6 +11,7 @@ const STYLE = `
   main { max-width: 400px; margin: 0 auto; padding: 48px 20px; }
   .card { background: #fff; border-radius: 12px; padding: 28px 24px; box-shadow: 0 1px 3px rgba(0,0,0,.08); }
   h1 { font-size: 22px; margin: 0 0 8px; }
+  h2 { font-size: 17px; margin: 28px 0 8px; padding-top: 16px; border-top: 1px solid #e5e7eb; }
   p { margin: 0 0 16px; color: #4b5563; }
   label { display: block; font-weight: 600; margin: 16px 0 6px; }
   input { width: 100%; font-size: 16px; padding: 12px; border: 1px solid #d1d5db; border-radius: 8px; }
@@ -28,6 +29,7 @@ const STYLE = `
   .links a { display: inline-block; margin: 4px 12px 4px 0; }
   table.sessions { width: 100%; border-collapse: collapse; font-size: 15px; margin: 0 0 8px; }
   table.sessions td { padding: 6px 0; border-bottom: 1px solid #e5e7eb; vertical-align: top; overflow-wrap: anywhere; }
+  table.sessions td + td { padding-left: 12px; text-align: right; color: #4b5563; }
   .key { font-family: ui-monospace, monospace; word-break: break-all; background: #f3f4f6; padding: 8px; border-radius: 6px; }
   img.qr { display: block; margin: 12px auto; width: 200px; height: 200px; }
 `;

@@ -7,7 +7,7 @@ import type { Mail } from '../../platform/email/mailer';
  */
 function htmlMail(product: string, heading: string, paragraphs: string[], link?: { url: string; label: string }) {
   const p = (text: string) =>
-    `<p style="margin:0 0 16px;font-size:16px;line-height:1.5;color:#374151">${escapeHtml(text)}</p>`;
+    `<p style="margin:0 0 16px;font-size:16px;line-height:1.5;color:#374151;overflow-wrap:anywhere;word-break:break-word">${escapeHtml(text)}</p>`;
   const button = link
     ? `<p style="margin:24px 0"><a href="${escapeHtml(link.url)}" style="display:inline-block;padding:12px 20px;background:#2563eb;color:#ffffff;border-radius:8px;font-weight:600;text-decoration:none;font-size:16px">${escapeHtml(link.label)}</a></p>
 <p style="margin:0 0 16px;font-size:13px;line-height:1.5;color:#6b7280;word-break:break-all">Or open this address: ${escapeHtml(link.url)}</p>`

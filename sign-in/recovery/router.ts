@@ -118,11 +118,10 @@ export function recoveryRouter(deps: RecoveryDependencies & { mails: RecoveryMai
     res.status(status).set('cache-control', 'no-store').type('html').send(body);
   // Known and unknown addresses take as long as each other: the slower case (a token written) sets the pace.
   const atFloor = equalDuration({ halfLifeMs: 60_000, ceilingMs: 2_000 });
-  const { PermitLimit, WindowMinutes, TokenMinutes } = config.Auth.PasswordReset;
+  const { AddressPermitLimit, WindowMinutes, TokenMinutes } = config.Auth.PasswordReset;
   const perAddress = rateLimit({
     windowMs: WindowMinutes * 60_000,
-    // A network may hold many people: several times one account's budget.
-    limit: PermitLimit * 10,
+    limit: AddressPermitLimit,
     standardHeaders: 'draft-8',
     legacyHeaders: false,
     validate: { xForwardedForHeader: false },

@@ -113,7 +113,9 @@ test('sign-in, authenticator enrolment and a two-step sign-in in a real browser 
   await expect(page.locator('[role=alert]').textContent()).resolves.toContain('That code is not right');
   await page.fill('input[name=code]', totp(key, Math.floor(Date.now() / 30_000)));
   await page.click('button[type=submit]');
-  await expect(page.locator('h1').textContent()).resolves.toBe('Two-step verification is on');
+  await expect(page.locator('h1').textContent()).resolves.toBe('Two-step sign-in is on');
+  // Enrolment ends with the recovery codes, shown once.
+  await expect(page.locator('.codes li').count()).resolves.toBe(10);
   await seen(page, '05-mfa-on');
 
   // A new device: password, then the code from the app (the next time step: the enrolment used this one).

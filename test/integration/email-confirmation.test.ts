@@ -1,0 +1,97 @@
+import { uniqueEmail, useHarness } from '../support/harness';
+import { authorizationRequest, relyingParty } from '../support/relying-party';
+import { browser, textOf, type Visit } from '../support/sign-in-flow';
+import { startMailCatcher, type MailCatcher } from '../support/smtp';
+
+// Auth:RequireConfirmedEmail on (ASP.NET Identity's RequireConfirmedEmail): registration mails a confirmation link, an
+// unconfirmed user who signs in is told so and can have the mail again, and confirmed addresses (migrated, admin,
+// SCIM) sign in at once. Mail through a real SMTP server on loopback.
+let mail: MailCatcher;
+beforeAll(async () => {
+  mail = await startMailCatcher();
+});
+afterAll(() => mail?.close());
+
+const h = useHarness(() => ({
+  apps: { crm: {} },
+  ownDatabase: true,
+  config: {
+    Email: { Smtp: { Host: '127.0.0.1', Port: mail.port } },
+    Auth: { RequireConfirmedEmail: true, SignInRateLimit: { PermitLimit: 100_000, WindowSeconds: 60 } },
+  },
+}));
+
+const CALLBACK = 'https://app.example.com/callback';
+const PASSWORD = 'correct horse battery 9';
+
+beforeAll(async () => {
+  const client = await h.admin('PUT', '/api/v1/clients/conf-web', {
+    RequireClientSecret: false,
+    AllowedGrantTypes: ['authorization_code'],
+    RedirectUris: [CALLBACK],
+    AllowedScopes: ['openid'],
+  });
+  expect(client.status).toBe(201);
+}, 60_000);
+
+async function signIn(email: string) {
+  const rp = await relyingParty(h.api.publicUrl, 'conf-web');
+  const { url } = await authorizationRequest(rp, { redirect_uri: CALLBACK, scope: 'openid' });
+  const page = browser(CALLBACK);
+  await page.open(url);
+  await page.submit('/email', { email });
+  return { page, answer: await page.submit('/password', { password: PASSWORD }) };
+}
+
+test('registration mails a link; until it is opened sign-in says so and sends the mail again on request', async () => {
+  const email = uniqueEmail('confirm-register');
+  expect((await h.request('POST', '/api/auth/register', { email, password: PASSWORD })).status).toBe(201);
+  const first = await mail.next(email);
+  expect(first.subject).toMatch(/^Confirm your e-mail address/);
+  expect(first.links[0].startsWith(`${h.api.publicUrl}/account/confirm-email?token=`)).toBe(true);
+
+  const { page, answer } = await signIn(email);
+  expect(answer).not.toBeInstanceOf(URL);
+  expect(textOf(answer as Visit)).toContain('Confirm your e-mail address first');
+  const resent = (await page.submit('/confirmation', {})) as Visit;
+  expect(textOf(resent)).toContain('We have sent the mail again');
+  const second = await mail.next(email, 2);
+
+  const confirmed = (await browser(CALLBACK).open(second.links[0])) as Visit;
+  expect(textOf(confirmed)).toContain('Your e-mail address is confirmed');
+  // Confirming used up every link of the address.
+  expect(((await browser(CALLBACK).open(first.links[0])) as Visit).status).toBe(400);
+  expect((await signIn(email)).answer).toBeInstanceOf(URL);
+  const events = (await h.admin('GET', '/api/v1/audit-events?type=email-confirmed&limit=10')).body.events;
+  expect(events.length).toBeGreaterThanOrEqual(1);
+});
+
+test('an address the admin marks confirmed, a migrated confirmed one and a SCIM user sign in at once', async () => {
+  const admin = uniqueEmail('confirm-admin');
+  expect(
+    (await h.admin('POST', '/api/v1/profile/', { email: admin, password: PASSWORD, emailConfirmed: true })).status,
+  ).toBe(201);
+  expect((await signIn(admin)).answer).toBeInstanceOf(URL);
+
+  const unmarked = uniqueEmail('confirm-unmarked');
+  const created = await h.admin('POST', '/api/v1/profile/', { email: unmarked, password: PASSWORD });
+  expect(textOf((await signIn(unmarked)).answer as Visit)).toContain('Confirm your e-mail address first');
+  // As the migration writes ASP.NET Identity's EmailConfirmed.
+  await h.context.db
+    .updateTable('users')
+    .set({ email_confirmed: true })
+    .where('id', '=', created.body.userId)
+    .execute();
+  expect((await signIn(unmarked)).answer).toBeInstanceOf(URL);
+
+  const token = (await h.admin('POST', '/api/v1/scim/tokens', { description: 'confirm' })).body.token;
+  const scimEmail = uniqueEmail('confirm-scim');
+  const scim = await h.request(
+    'POST',
+    '/scim/v2/Users',
+    { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName: scimEmail, password: PASSWORD },
+    { authorization: `Bearer ${token}`, 'content-type': 'application/scim+json' },
+  );
+  expect(scim.status).toBe(201);
+  expect((await signIn(scimEmail)).answer).toBeInstanceOf(URL);
+});

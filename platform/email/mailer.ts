@@ -29,8 +29,37 @@ export interface Mailer {
  * stay out of every log line), else one .eml file a mail in Email:OutboxPath, which a developer opens in any mail
  * program. Log lines name the kind and the file, never the recipient's link: its token is a credential.
  */
+/**
+ * Hands a mail to `deliver` and records the outcome: a count by kind and outcome, and a log line naming the kind and
+ * where it went (`deliver` answers that: the server, or the outbox file), never the recipient's link.
+ */
+async function sent(mail: Mail, destination: string, outcome: 'sent' | 'outbox', deliver: () => Promise<string>) {
+  try {
+    const where = await deliver();
+    mailsSent.inc({ kind: mail.kind, outcome });
+    logger.info({ mail: mail.kind, file: outcome === 'outbox' ? where : undefined }, `mail: ${mail.kind} ${where}`);
+    return true;
+  } catch (error) {
+    mailsSent.inc({ kind: mail.kind, outcome: 'failed' });
+    logger.error({ mail: mail.kind, err: error }, `mail: ${mail.kind} could not be delivered to ${destination}`);
+    return false;
+  }
+}
+
+/**
+ * The service's mail through nodemailer: SMTP when Email:Smtp:Host is set (Email:Smtp:User and Password, when set,
+ * stay out of every log line), else one .eml file a mail in Email:OutboxPath, which a developer opens in any mail
+ * program.
+ */
 export function createMailer(config: AppConfig): Mailer {
   const { Smtp, From, OutboxPath } = config.Email;
+  const message = (mail: Mail) => ({
+    from: From,
+    to: mail.to,
+    subject: mail.subject,
+    text: mail.text,
+    html: mail.html,
+  });
   if (Smtp.Host) {
     const transport = nodemailer.createTransport({
       host: Smtp.Host,
@@ -45,24 +74,11 @@ export function createMailer(config: AppConfig): Mailer {
     const destination = `smtp://${Smtp.Host}:${Smtp.Port}`;
     return {
       destination,
-      async send(mail) {
-        try {
-          await transport.sendMail({
-            from: From,
-            to: mail.to,
-            subject: mail.subject,
-            text: mail.text,
-            html: mail.html,
-          });
-          mailsSent.inc({ kind: mail.kind, outcome: 'sent' });
-          logger.info({ mail: mail.kind }, `mail: ${mail.kind} sent through ${destination}`);
-          return true;
-        } catch (error) {
-          mailsSent.inc({ kind: mail.kind, outcome: 'failed' });
-          logger.error({ mail: mail.kind, err: error }, `mail: ${mail.kind} could not be sent through ${destination}`);
-          return false;
-        }
-      },
+      send: (mail) =>
+        sent(mail, destination, 'sent', async () => {
+          await transport.sendMail(message(mail));
+          return `sent through ${destination}`;
+        }),
       close: () => transport.close(),
     };
   }
@@ -70,30 +86,15 @@ export function createMailer(config: AppConfig): Mailer {
   const writer = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
   return {
     destination: folder,
-    async send(mail) {
-      try {
-        const { message } = await writer.sendMail({
-          from: From,
-          to: mail.to,
-          subject: mail.subject,
-          text: mail.text,
-          html: mail.html,
-        });
+    send: (mail) =>
+      sent(mail, folder, 'outbox', async () => {
+        const written = await writer.sendMail(message(mail));
         await mkdir(folder, { recursive: true });
-        const file = join(
-          folder,
-          `${new Date().toISOString().replace(/[:.]/g, '-')}-${mail.kind}-${randomUUID().slice(0, 8)}.eml`,
-        );
-        await writeFile(file, message as Buffer, { mode: 0o600 });
-        mailsSent.inc({ kind: mail.kind, outcome: 'outbox' });
-        logger.info({ mail: mail.kind, file }, `mail: no Email:Smtp:Host set; ${mail.kind} written to ${file}`);
-        return true;
-      } catch (error) {
-        mailsSent.inc({ kind: mail.kind, outcome: 'failed' });
-        logger.error({ mail: mail.kind, err: error }, `mail: ${mail.kind} could not be written to ${folder}`);
-        return false;
-      }
-    },
+        const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+        const file = join(folder, `${stamp}-${mail.kind}-${randomUUID().slice(0, 8)}.eml`);
+        await writeFile(file, written.message as Buffer, { mode: 0o600 });
+        return `written to ${file} (no Email:Smtp:Host set)`;
+      }),
     close: () => writer.close(),
   };
 }

@@ -1,3 +1,5 @@
+import type { Response } from 'express';
+
 /**
  * The layout of every page the service renders (sign-in, account, errors, the SCIM guide): server-rendered HTML, no
  * script, one column that fits a phone. Every value that reaches a page is escaped.
@@ -42,6 +44,10 @@ export function configureBranding(settings: { ProductName: string; LogoUrl?: str
 }
 
 export const productName = () => brand.productName;
+
+/** A page for a person: HTML, never from a cache (a shared computer's Back button). */
+export const sendPage = (res: Response, status: number, body: string) =>
+  res.status(status).set('cache-control', 'no-store').type('html').send(body);
 
 export function page(title: string, body: string): string {
   const logo = brand.logoUrl ? `<img src="${escapeHtml(brand.logoUrl)}" alt="">` : '';

@@ -34,6 +34,9 @@ export async function createAccountToken(
   return token;
 }
 
+/** A use of a mailed link's token: the user it was made for, when it is live; undefined otherwise. */
+type TokenUse = (db: Db, purpose: AccountTokenPurpose, token: string) => Promise<string | undefined>;
+
 /** The live token's user: unused, unexpired, made for the password the user has now; undefined otherwise. */
 function liveToken(db: Db, purpose: AccountTokenPurpose, token: string) {
   return db
@@ -48,43 +51,28 @@ function liveToken(db: Db, purpose: AccountTokenPurpose, token: string) {
 }
 
 /** Whether the token would be taken now (the reset form is shown only for one that would). */
-export async function peekAccountToken(
-  db: Db,
-  purpose: AccountTokenPurpose,
-  token: string,
-): Promise<string | undefined> {
+export const peekAccountToken: TokenUse = async (db, purpose, token) => {
   const row = await liveToken(db, purpose, token).executeTakeFirst();
   return row && row.password_stamp === stampOf(row.password_hash) ? row.user_id : undefined;
-}
+};
 
 /**
- * Takes a live token, once: of two requests racing with the same token, one gets the user and the other nothing.
- * The user's other tokens of the same purpose die with it.
+ * Takes a live token, once, and with it every other unused token of the user for the same purpose (one statement):
+ * of two requests racing with the same token, one gets the user and the other nothing.
  */
-export async function takeAccountToken(
-  db: Db,
-  purpose: AccountTokenPurpose,
-  token: string,
-): Promise<string | undefined> {
+export const takeAccountToken: TokenUse = async (db, purpose, token) => {
   const userId = await peekAccountToken(db, purpose, token);
   if (!userId) return undefined;
   const taken = await db
     .updateTable('account_tokens')
     .set({ used_at: sql<Date>`now()` })
-    .where('token_hash', '=', digest(token))
-    .where('used_at', 'is', null)
-    .returning('user_id')
-    .executeTakeFirst();
-  if (!taken) return undefined;
-  await db
-    .updateTable('account_tokens')
-    .set({ used_at: sql<Date>`now()` })
     .where('user_id', '=', userId)
     .where('purpose', '=', purpose)
     .where('used_at', 'is', null)
+    .returning('token_hash')
     .execute();
-  return userId;
-}
+  return taken.some((row) => row.token_hash === digest(token)) ? userId : undefined;
+};
 
 /** How many tokens of this purpose were made for the user in the last `minutes` (the per-account budget). */
 export async function countRecentAccountTokens(

@@ -1,6 +1,6 @@
 import type { RequestHandler } from 'express';
 import type { Operations } from '../../platform/http/operations';
-import { rateLimit } from 'express-rate-limit';
+import { perClientLimit } from '../../platform/http/rate-limit';
 import { z } from 'zod';
 import { emailAddress, passwordText, personName } from '../../platform/http/fields';
 import type { AppConfig } from '../../platform/config/schema';
@@ -38,22 +38,13 @@ export function registerOperations({
   mails?: RecoveryMails;
 }): Operations {
   const { PermitLimit, WindowSeconds } = config.Auth.RegistrationRateLimit;
-  const limit = rateLimit({
-    windowMs: WindowSeconds * 1000,
-    limit: PermitLimit,
-    standardHeaders: 'draft-8',
-    legacyHeaders: false,
-    // An X-Forwarded-For from a peer not in Api:TrustedProxies is expected and ignored, not a misconfiguration.
-    validate: { xForwardedForHeader: false },
-    handler: (_req, res, _next, options) => {
-      res.set('Retry-After', String(Math.ceil(options.windowMs / 1000)));
-      sendProblem(res, {
-        status: 429,
-        title: 'Too many registrations',
-        detail: `at most ${PermitLimit} registrations per ${WindowSeconds} s from one client; retry later`,
-      });
-    },
-  });
+  const limit = perClientLimit(WindowSeconds * 1000, PermitLimit, (res) =>
+    sendProblem(res, {
+      status: 429,
+      title: 'Too many registrations',
+      detail: `at most ${PermitLimit} registrations per ${WindowSeconds} s from one client; retry later`,
+    }),
+  );
 
   const register: RequestHandler = async (req, res) => {
     const { password, ...profile } = registrationSchema.parse(req.body);

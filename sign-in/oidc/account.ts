@@ -8,6 +8,7 @@ import { protectSecret, protectText, unprotectText, type KeyRing } from '../../p
 import { authenticatorUri, matchTotp, newAuthenticatorKey } from '../../platform/security/totp';
 import type { Db } from '../../platform/store/database';
 import { enrolTotp, findTotpCredential } from '../../platform/store/mfa';
+import { sendPage } from '../../platform/http/html';
 import { mfaEnrolPage, notSignedInPage, reauthPage, signInAgainPage } from './pages';
 import { accountPage, mfaOffPage, mfaSettingsPage, recoveryCodesPage, signedOutEverywherePage } from './account-pages';
 import { countRecoveryCodes, removeMfa, replaceRecoveryCodes, setPasswordHash } from '../../platform/store/accounts';
@@ -75,8 +76,7 @@ export interface AccountDependencies {
 export function accountRouter({ provider, db, ring, issuer, config }: AccountDependencies): Router {
   const router = Router();
   const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 5 });
-  const html = (res: Response, status: number, body: string) =>
-    res.status(status).set('cache-control', 'no-store').type('html').send(body);
+  const html = sendPage;
 
   /** The signed-in user, and whether the sign-in (the session's login time) is recent; undefined when none. */
   async function signedInUser(req: Request, res: Response) {
@@ -117,20 +117,25 @@ export function accountRouter({ provider, db, ring, issuer, config }: AccountDep
     }
   }
 
-  router.get(ACTION, async (req, res) => {
+  /** The user who may enrol now; undefined when the page has answered (not signed in, or enrolled already). */
+  async function enrolling(req: Request, res: Response) {
     const user = await signedInUser(req, res);
-    if (!user) return html(res, 401, notSignedInPage());
+    if (!user) return void html(res, 401, notSignedInPage());
     if (await findTotpCredential(db, user.id))
-      return html(res, 200, mfaSettingsPage(await countRecoveryCodes(db, user.id), user.hasPassword));
+      return void html(res, 200, mfaSettingsPage(await countRecoveryCodes(db, user.id), user.hasPassword));
+    return user;
+  }
+
+  router.get(ACTION, async (req, res) => {
+    const user = await enrolling(req, res);
+    if (!user) return;
     if (!user.recent) return reauthentication(res, user);
     await enrolment(res, user.email, fresh(user.id));
   });
 
   router.post(ACTION, form, async (req, res) => {
-    const user = await signedInUser(req, res);
-    if (!user) return html(res, 401, notSignedInPage());
-    if (await findTotpCredential(db, user.id))
-      return html(res, 200, mfaSettingsPage(await countRecoveryCodes(db, user.id), user.hasPassword));
+    const user = await enrolling(req, res);
+    if (!user) return;
     // The password form: checked as at sign-in (counted toward the lockout, the same time whatever the outcome).
     if (req.body && typeof req.body === 'object' && 'password' in req.body) {
       const entered = passwordForm.safeParse(req.body);
@@ -180,26 +185,37 @@ export function accountRouter({ provider, db, ring, issuer, config }: AccountDep
     return mfaSettingsPage(await countRecoveryCodes(db, user.id), true, 'That password is not right.');
   }
 
-  router.post(`${ACTION}/recovery-codes`, form, async (req, res) => {
-    const user = await signedInUser(req, res);
-    if (!user) return html(res, 401, notSignedInPage());
-    if (!(await findTotpCredential(db, user.id))) return res.redirect(303, ACTION);
-    const refused = await confirmedByPassword(req, user);
-    if (refused) return html(res, 400, refused);
-    const codes = await newRecoveryCodes(user.id);
-    await recordAuditEvent(db, { type: 'recovery-codes-regenerated', userId: user.id, clientAddress: req.ip });
-    html(res, 200, recoveryCodesPage(codes, false));
-  });
+  /** A change to two-step sign-in while it is on: signed in, and the password again (confirmedByPassword). */
+  const changingMfa =
+    (change: (req: Request, res: Response, user: SignedInUser) => Promise<unknown>): express.RequestHandler =>
+    async (req, res) => {
+      const user = await signedInUser(req, res);
+      if (!user) return html(res, 401, notSignedInPage());
+      if (!(await findTotpCredential(db, user.id))) return res.redirect(303, ACTION);
+      const refused = await confirmedByPassword(req, user);
+      if (refused) return html(res, 400, refused);
+      await change(req, res, user);
+    };
 
-  router.post(`${ACTION}/off`, form, async (req, res) => {
-    const user = await signedInUser(req, res);
-    if (!user) return html(res, 401, notSignedInPage());
-    const refused = await confirmedByPassword(req, user);
-    if (refused) return html(res, 400, refused);
-    await removeMfa(db, user.id);
-    await recordAuditEvent(db, { type: 'mfa-removed', userId: user.id, clientAddress: req.ip });
-    html(res, 200, mfaOffPage());
-  });
+  router.post(
+    `${ACTION}/recovery-codes`,
+    form,
+    changingMfa(async (req, res, user) => {
+      const codes = await newRecoveryCodes(user.id);
+      await recordAuditEvent(db, { type: 'recovery-codes-regenerated', userId: user.id, clientAddress: req.ip });
+      html(res, 200, recoveryCodesPage(codes, false));
+    }),
+  );
+
+  router.post(
+    `${ACTION}/off`,
+    form,
+    changingMfa(async (req, res, user) => {
+      await removeMfa(db, user.id);
+      await recordAuditEvent(db, { type: 'mfa-removed', userId: user.id, clientAddress: req.ip });
+      html(res, 200, mfaOffPage());
+    }),
+  );
 
   /** The account page: the password, two-step sign-in, where the user is signed in. */
   async function overview(res: Response, user: SignedInUser, notice?: string, error?: string, status = 200) {

@@ -1,9 +1,9 @@
-import express, { Router, type Request, type Response } from 'express';
-import { rateLimit } from 'express-rate-limit';
+import express, { Router, type Request } from 'express';
+import { perClientLimit } from '../../platform/http/rate-limit';
 import { z } from 'zod';
 import type { AppConfig } from '../../platform/config/schema';
 import type { Mailer } from '../../platform/email/mailer';
-import { productName } from '../../platform/http/html';
+import { productName, sendPage } from '../../platform/http/html';
 import { equalDuration } from '../../platform/security/equal-duration';
 import { FIELD_BOUNDS } from '../../platform/security/field-bounds';
 import { hashPassword } from '../../platform/security/password-hashing';
@@ -114,30 +114,21 @@ export function recoveryRouter(deps: RecoveryDependencies & { mails: RecoveryMai
   const { db, config, mails } = deps;
   const router = Router();
   const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 5 });
-  const html = (res: Response, status: number, body: string) =>
-    res.status(status).set('cache-control', 'no-store').type('html').send(body);
+  const html = sendPage;
   // Known and unknown addresses take as long as each other: the slower case (a token written) sets the pace.
   const atFloor = equalDuration({ halfLifeMs: 60_000, ceilingMs: 2_000 });
   const { AddressPermitLimit, WindowMinutes, TokenMinutes } = config.Auth.PasswordReset;
-  const perAddress = rateLimit({
-    windowMs: WindowMinutes * 60_000,
-    limit: AddressPermitLimit,
-    standardHeaders: 'draft-8',
-    legacyHeaders: false,
-    validate: { xForwardedForHeader: false },
-    handler: (_req, res, _next, options) => {
-      res.set('Retry-After', String(Math.ceil(options.windowMs / 1000)));
-      html(
-        res,
-        429,
-        forgotPasswordPage(
-          RECOVERY_PATHS.forgot,
-          '',
-          `Too many requests from this network; try again in ${WindowMinutes} minutes.`,
-        ),
-      );
-    },
-  });
+  const perAddress = perClientLimit(WindowMinutes * 60_000, AddressPermitLimit, (res) =>
+    html(
+      res,
+      429,
+      forgotPasswordPage(
+        RECOVERY_PATHS.forgot,
+        '',
+        `Too many requests from this network; try again in ${WindowMinutes} minutes.`,
+      ),
+    ),
+  );
   const clientAddress = (req: Request) => req.ip;
 
   router.get(RECOVERY_PATHS.forgot, (req, res) => {

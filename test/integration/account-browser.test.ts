@@ -1,56 +1,38 @@
-import { createHmac, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
-import { closeServer, listen, listeningUrl } from '../../platform/net/listen';
-import { base32Decode } from '../../platform/security/base32';
-import { stopAfterAll, useHarness } from '../support/harness';
+import type { Browser } from 'playwright-core';
+import { launchChromium, startReturnApp } from '../support/chromium';
+import { stopAfterAll, useHarness, UNLIMITED_SIGN_IN } from '../support/harness';
 import { authorizationRequest, relyingParty } from '../support/relying-party';
-import { startMailCatcher, type MailCatcher } from '../support/smtp';
+import { smtpTo, useMailCatcher } from '../support/smtp';
+import { totp } from '../support/totp';
 
 // A person in a real browser (Chromium) on a phone (390×844) and on a laptop (1280×800): forgetting the password and
 // setting a new one from the mailed link, then turning two-step sign-in on and keeping the recovery codes. The pages
 // carry the configured brand. Screenshots of each page land in test-output/screenshots (account-*.png).
-let mail: MailCatcher;
-beforeAll(async () => {
-  mail = await startMailCatcher();
-});
+const catcher = useMailCatcher();
 const h = useHarness(() => ({
   apps: {},
   config: {
-    Email: { Smtp: { Host: '127.0.0.1', Port: mail.port } },
+    Email: smtpTo(catcher()),
     SignIn: { ProductName: 'Acme Identity' },
-    Auth: { SignInRateLimit: { PermitLimit: 100_000, WindowSeconds: 60 } },
+    Auth: { ...UNLIMITED_SIGN_IN },
   },
 }));
 const SCREENSHOTS = join(__dirname, '..', '..', 'test-output', 'screenshots');
 const PASSWORD = 'a long passphrase 7';
 const NEW_PASSWORD = 'another long passphrase 8';
 
-function totp(base32: string, step = Math.floor(Date.now() / 30_000)): string {
-  const counter = Buffer.alloc(8);
-  counter.writeBigUInt64BE(BigInt(step));
-  const mac = createHmac('sha1', base32Decode(base32)).update(counter).digest();
-  const offset = mac[mac.length - 1] & 0xf;
-  return String((mac.readUInt32BE(offset) & 0x7fffffff) % 1_000_000).padStart(6, '0');
-}
-
 let browser: Browser;
-let app: Server;
+let app: Awaited<ReturnType<typeof startReturnApp>> | undefined;
 let callback: string;
 
 beforeAll(async () => {
   mkdirSync(SCREENSHOTS, { recursive: true });
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    args: process.getuid?.() === 0 ? ['--no-sandbox'] : [],
-  });
-  app = createServer((_req, res) =>
-    res.writeHead(200, { 'content-type': 'text/html' }).end('<h1>Back in the app</h1>'),
-  );
-  await listen(app, 0, '127.0.0.1', 'test app', 'port');
-  callback = `${listeningUrl(app, '127.0.0.1')}/callback`;
+  browser = await launchChromium();
+  app = await startReturnApp();
+  callback = app.callback;
   const put = await h.admin('PUT', '/api/v1/clients/account-app', {
     ClientName: 'Account app',
     RequireClientSecret: false,
@@ -61,7 +43,7 @@ beforeAll(async () => {
   expect(put.status).toBe(201);
 }, 60_000);
 
-stopAfterAll(() => [browser, app && { close: () => closeServer(app) }, mail]);
+stopAfterAll(() => [browser, app]);
 
 const SCREENS = [
   { name: 'phone', viewport: { width: 390, height: 844 } },
@@ -99,7 +81,7 @@ for (const screen of SCREENS) {
     await page.click('button[type=submit]');
     await page.waitForSelector('text=Check your e-mail');
     await seen('3-sent');
-    const sent = await mail.next(email);
+    const sent = await catcher().next(email);
     const link = sent.links[0];
     // The mail as a mail program shows its HTML part: one column, the link as a button.
     const reader = await context.newPage();

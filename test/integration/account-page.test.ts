@@ -1,13 +1,12 @@
-import { createHmac } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as oidc from 'openid-client';
-import { base32Decode } from '../../platform/security/base32';
 import { logger } from '../../platform/observability/logger';
-import { eventually, uniqueEmail, useHarness } from '../support/harness';
+import { eventually, uniqueEmail, useHarness, UNLIMITED_SIGN_IN } from '../support/harness';
 import { authorizationRequest, relyingParty as relyingPartyOf } from '../support/relying-party';
 import { browser, textOf, type Browser, type Visit } from '../support/sign-in-flow';
+import { totp } from '../support/totp';
 
 // The signed-in user's own account: the account page (password, sessions, "sign out everywhere"), two-step sign-in
 // with recovery codes at enrolment, new codes and turning it off, each after the password. No SMTP server here: mail
@@ -21,7 +20,7 @@ const h = useHarness({
     Email: { OutboxPath: outbox },
     SignIn: { ProductName: 'Initech Sign-in', LogoUrl: '/static/initech.svg' },
     Auth: {
-      SignInRateLimit: { PermitLimit: 100_000, WindowSeconds: 60 },
+      ...UNLIMITED_SIGN_IN,
       PasswordReset: { AddressPermitLimit: ADDRESS_LIMIT, WindowMinutes: 15 },
     },
   },
@@ -29,15 +28,6 @@ const h = useHarness({
 
 const CALLBACK = 'https://app.example.com/callback';
 const PASSWORD = 'correct horse battery 9';
-
-/** RFC 6238 written out here, independent of the service's TOTP code. */
-function totp(key: string, step = Math.floor(Date.now() / 30_000)): string {
-  const counter = Buffer.alloc(8);
-  counter.writeBigUInt64BE(BigInt(step));
-  const mac = createHmac('sha1', base32Decode(key)).update(counter).digest();
-  const offset = mac[mac.length - 1] & 0xf;
-  return String((mac.readUInt32BE(offset) & 0x7fffffff) % 1_000_000).padStart(6, '0');
-}
 
 beforeAll(async () => {
   const client = await h.admin('PUT', '/api/v1/clients/acct-web', {

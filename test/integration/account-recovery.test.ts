@@ -1,4 +1,3 @@
-import { createHmac } from 'node:crypto';
 import { sql } from 'kysely';
 import * as oidc from 'openid-client';
 import { base32Decode } from '../../platform/security/base32';
@@ -8,30 +7,27 @@ import { setPasswordHash } from '../../platform/store/accounts';
 import { hashPassword } from '../../platform/security/password-hashing';
 import { counterValue } from '../support/metrics';
 import { logger } from '../../platform/observability/logger';
-import { eventually, uniqueEmail, useHarness } from '../support/harness';
+import { eventually, uniqueEmail, useHarness, UNLIMITED_SIGN_IN } from '../support/harness';
 import { authorizationRequest, relyingParty as relyingPartyOf } from '../support/relying-party';
 import { browser, textOf, type Browser, type Visit } from '../support/sign-in-flow';
-import { startMailCatcher, type MailCatcher } from '../support/smtp';
+import { smtpTo, useMailCatcher } from '../support/smtp';
+import { totp as totpOf } from '../support/totp';
 
 // Account recovery (issue "Accounts that can recover"): every mail goes through a real SMTP server on loopback, every
 // page is driven over real HTTP, and openid-client is the relying party whose tokens the resets and sign-outs end.
 const MAX_FAILED = 3;
 const RESETS_PER_WINDOW = 3;
-let mail: MailCatcher;
-beforeAll(async () => {
-  mail = await startMailCatcher();
-});
-afterAll(() => mail?.close());
+const catcher = useMailCatcher();
 
 const h = useHarness(() => ({
   apps: { crm: {} },
   ownDatabase: true,
   config: {
-    Email: { Smtp: { Host: '127.0.0.1', Port: mail.port }, From: 'Acme Identity <no-reply@acme.example>' },
+    Email: { ...smtpTo(catcher()), From: 'Acme Identity <no-reply@acme.example>' },
     SignIn: { ProductName: 'Acme Identity' },
     Auth: {
       Lockout: { MaxFailedAttempts: MAX_FAILED, Minutes: 15 },
-      SignInRateLimit: { PermitLimit: 100_000, WindowSeconds: 60 },
+      ...UNLIMITED_SIGN_IN,
       PasswordReset: {
         TokenMinutes: 60,
         PermitLimit: RESETS_PER_WINDOW,
@@ -47,15 +43,7 @@ const CALLBACK = 'https://app.example.com/callback';
 const PASSWORD = 'correct horse battery 9';
 const NEW_PASSWORD = 'a brand new passphrase 4';
 const AUTHENTICATOR_KEY = 'JBSWY3DPEHPK3PXP';
-
-/** RFC 6238 written out here, independent of the service's TOTP code. */
-function totp(step = Math.floor(Date.now() / 30_000)): string {
-  const counter = Buffer.alloc(8);
-  counter.writeBigUInt64BE(BigInt(step));
-  const mac = createHmac('sha1', base32Decode(AUTHENTICATOR_KEY)).update(counter).digest();
-  const offset = mac[mac.length - 1] & 0xf;
-  return String((mac.readUInt32BE(offset) & 0x7fffffff) % 1_000_000).padStart(6, '0');
-}
+const totp = (step?: number) => totpOf(AUTHENTICATOR_KEY, step);
 
 beforeAll(async () => {
   const client = await h.admin('PUT', '/api/v1/clients/rec-web', {
@@ -70,6 +58,16 @@ beforeAll(async () => {
 }, 60_000);
 
 const relyingParty = () => relyingPartyOf(h.api.publicUrl, 'rec-web', 'rec-web-secret-sixteen');
+
+/** Two-step sign-in on for the user, with AUTHENTICATOR_KEY, as enrolment leaves it. */
+const enrolAuthenticator = (userId: string) =>
+  enrolTotp(
+    h.context.db,
+    `totp-${userId}`,
+    userId,
+    protectSecret(base32Decode(AUTHENTICATOR_KEY), h.context.dataProtection!),
+    0,
+  );
 
 async function createUser(label: string, extra: Record<string, unknown> = {}) {
   const email = uniqueEmail(label);
@@ -135,7 +133,7 @@ describe('password reset by e-mail', () => {
     expect(stranger.status).toBe(200);
     expect(textOf(known).replace(user.email, 'X')).toBe(textOf(stranger).replace(unknown, 'X'));
 
-    const sent = await mail.next(user.email);
+    const sent = await catcher().next(user.email);
     expect(sent.subject).toBe('Reset your Acme Identity password');
     expect(sent.links).toHaveLength(1);
     expect(sent.links[0].startsWith(`${h.api.publicUrl}/account/reset-password?token=`)).toBe(true);
@@ -143,7 +141,7 @@ describe('password reset by e-mail', () => {
     expect(sent.html).toContain(sent.links[0].replace(/&/g, '&amp;'));
     // Nothing for an address without an account; the token is kept only as a digest.
     await new Promise((r) => setTimeout(r, 300));
-    expect(mail.to(unknown)).toEqual([]);
+    expect(catcher().to(unknown)).toEqual([]);
     const token = new URL(sent.links[0]).searchParams.get('token')!;
     const stored = await h.context.db.selectFrom('account_tokens').select('token_hash').execute();
     expect(JSON.stringify(stored)).not.toContain(token);
@@ -155,7 +153,7 @@ describe('password reset by e-mail', () => {
     expect(before.tokens.refresh_token).toBeDefined();
 
     await forgot(user.email);
-    const link = (await mail.next(user.email)).links[0];
+    const link = (await catcher().next(user.email)).links[0];
     const page = browser(CALLBACK);
     const form = (await page.open(link)) as Visit;
     expect(textOf(form)).toContain('Choose a new password');
@@ -194,7 +192,7 @@ describe('password reset by e-mail', () => {
   test('a link dies when it expires or when the password changes another way; two racing posts set it once', async () => {
     const user = await createUser('reset-dead');
     await forgot(user.email);
-    const expiring = (await mail.next(user.email, 1)).links[0];
+    const expiring = (await catcher().next(user.email, 1)).links[0];
     await h.context.db
       .updateTable('account_tokens')
       .set({ expires_at: sql<Date>`now() - interval '1 second'` })
@@ -203,12 +201,12 @@ describe('password reset by e-mail', () => {
     expect(((await browser(CALLBACK).open(expiring)) as Visit).status).toBe(400);
 
     await forgot(user.email);
-    const outlived = (await mail.next(user.email, 2)).links[0];
+    const outlived = (await catcher().next(user.email, 2)).links[0];
     await setPasswordHash(h.context.db, user.id, await hashPassword('changed elsewhere 1'));
     expect(((await browser(CALLBACK).open(outlived)) as Visit).status).toBe(400);
 
     await forgot(user.email);
-    const raced = (await mail.next(user.email, 3)).links[0];
+    const raced = (await catcher().next(user.email, 3)).links[0];
     const token = new URL(raced).searchParams.get('token')!;
     const post = () =>
       fetch(`${h.api.url}/account/reset-password`, {
@@ -223,23 +221,17 @@ describe('password reset by e-mail', () => {
   test('resets count per account: past the budget the answer is the same and no mail goes out', async () => {
     const user = await createUser('reset-budget');
     for (let i = 0; i < RESETS_PER_WINDOW + 2; i++) expect((await forgot(user.email)).status).toBe(200);
-    await mail.next(user.email, RESETS_PER_WINDOW);
+    await catcher().next(user.email, RESETS_PER_WINDOW);
     await new Promise((r) => setTimeout(r, 500));
-    expect(mail.to(user.email)).toHaveLength(RESETS_PER_WINDOW);
+    expect(catcher().to(user.email)).toHaveLength(RESETS_PER_WINDOW);
   });
 
   test('a user with two-step sign-in still needs the code after a reset', async () => {
     const user = await createUser('reset-mfa');
-    await enrolTotp(
-      h.context.db,
-      `totp-${user.id}`,
-      user.id,
-      protectSecret(base32Decode(AUTHENTICATOR_KEY), h.context.dataProtection!),
-      0,
-    );
+    await enrolAuthenticator(user.id);
     await forgot(user.email);
     const page = browser(CALLBACK);
-    await page.open((await mail.next(user.email)).links[0]);
+    await page.open((await catcher().next(user.email)).links[0]);
     await page.submit('/account/reset-password', { password: NEW_PASSWORD, confirm: NEW_PASSWORD });
     const rp = await relyingParty();
     const started = await startAuthorization(rp);
@@ -261,7 +253,7 @@ describe('password reset by e-mail', () => {
     const user = await createUser('reset-federated');
     await h.context.db.updateTable('users').set({ password_hash: null }).where('id', '=', user.id).execute();
     await forgot(user.email);
-    const sent = await mail.next(user.email);
+    const sent = await catcher().next(user.email);
     expect(sent.subject).toBe('Signing in to Acme Identity');
     expect(sent.text).toContain("sign in with your company's identity provider");
     expect(sent.links).toEqual([]);
@@ -293,13 +285,7 @@ describe('admin actions', () => {
 
   test('removing two-step sign-in lets the password alone sign in', async () => {
     const user = await createUser('admin-mfa');
-    await enrolTotp(
-      h.context.db,
-      `totp-${user.id}`,
-      user.id,
-      protectSecret(base32Decode(AUTHENTICATOR_KEY), h.context.dataProtection!),
-      0,
-    );
+    await enrolAuthenticator(user.id);
     expect(textOf(await signIn(await startAuthorization(await relyingParty()), user.email))).toContain(
       'Two-step verification',
     );
@@ -338,7 +324,7 @@ describe('admin actions', () => {
   test('the admin reset mail goes out (202) and counts under the same budget', async () => {
     const user = await createUser('admin-reset');
     expect((await h.admin('POST', `/api/v1/profile/${user.id}/password-reset`)).status).toBe(202);
-    const sent = await mail.next(user.email);
+    const sent = await catcher().next(user.email);
     expect(sent.links[0]).toContain('/account/reset-password?token=');
     for (let i = 1; i < RESETS_PER_WINDOW; i++)
       expect((await h.admin('POST', `/api/v1/profile/${user.id}/password-reset`)).status).toBe(202);
@@ -354,7 +340,7 @@ describe('the audit trail', () => {
     for (let i = 0; i < 2; i++) await signIn(await startAuthorization(rp), user.email, `wrong-${PASSWORD}`);
     await signedIn(user.email);
     await forgot(user.email);
-    const link = (await mail.next(user.email)).links[0];
+    const link = (await catcher().next(user.email)).links[0];
 
     const all = await h.admin('GET', `/api/v1/audit-events?userId=${user.id}`);
     const types = all.body.events.map((e: { type: string }) => e.type);
@@ -435,6 +421,6 @@ describe('one answer and one duration for known and unknown addresses', () => {
     expect(pages.size).toBe(1);
     const bound = Math.max(1, 0.1 * Math.max(medians.known, medians.unknown));
     expect(Math.abs(medians.known - medians.unknown)).toBeLessThan(bound);
-    await mail.next(known[ROUNDS - 1].email);
+    await catcher().next(known[ROUNDS - 1].email);
   }, 120_000);
 });

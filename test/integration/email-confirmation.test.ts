@@ -1,23 +1,19 @@
-import { uniqueEmail, useHarness } from '../support/harness';
-import { authorizationRequest, relyingParty } from '../support/relying-party';
+import { uniqueEmail, useHarness, UNLIMITED_SIGN_IN } from '../support/harness';
+import { authorizationRequest, publicClient, relyingParty } from '../support/relying-party';
 import { browser, textOf, type Visit } from '../support/sign-in-flow';
-import { startMailCatcher, type MailCatcher } from '../support/smtp';
+import { smtpTo, useMailCatcher } from '../support/smtp';
 
 // Auth:RequireConfirmedEmail on (ASP.NET Identity's RequireConfirmedEmail): registration mails a confirmation link, an
 // unconfirmed user who signs in is told so and can have the mail again, and confirmed addresses (migrated, admin,
 // SCIM) sign in at once. Mail through a real SMTP server on loopback.
-let mail: MailCatcher;
-beforeAll(async () => {
-  mail = await startMailCatcher();
-});
-afterAll(() => mail?.close());
+const catcher = useMailCatcher();
 
 const h = useHarness(() => ({
   apps: { crm: {} },
   ownDatabase: true,
   config: {
-    Email: { Smtp: { Host: '127.0.0.1', Port: mail.port } },
-    Auth: { RequireConfirmedEmail: true, SignInRateLimit: { PermitLimit: 100_000, WindowSeconds: 60 } },
+    Email: smtpTo(catcher()),
+    Auth: { RequireConfirmedEmail: true, ...UNLIMITED_SIGN_IN },
   },
 }));
 
@@ -25,12 +21,7 @@ const CALLBACK = 'https://app.example.com/callback';
 const PASSWORD = 'correct horse battery 9';
 
 beforeAll(async () => {
-  const client = await h.admin('PUT', '/api/v1/clients/conf-web', {
-    RequireClientSecret: false,
-    AllowedGrantTypes: ['authorization_code'],
-    RedirectUris: [CALLBACK],
-    AllowedScopes: ['openid'],
-  });
+  const client = await h.admin('PUT', '/api/v1/clients/conf-web', publicClient(CALLBACK));
   expect(client.status).toBe(201);
 }, 60_000);
 
@@ -46,7 +37,7 @@ async function signIn(email: string) {
 test('registration mails a link; until it is opened sign-in says so and sends the mail again on request', async () => {
   const email = uniqueEmail('confirm-register');
   expect((await h.request('POST', '/api/auth/register', { email, password: PASSWORD })).status).toBe(201);
-  const first = await mail.next(email);
+  const first = await catcher().next(email);
   expect(first.subject).toMatch(/^Confirm your e-mail address/);
   expect(first.links[0].startsWith(`${h.api.publicUrl}/account/confirm-email?token=`)).toBe(true);
 
@@ -55,7 +46,7 @@ test('registration mails a link; until it is opened sign-in says so and sends th
   expect(textOf(answer as Visit)).toContain('Confirm your e-mail address first');
   const resent = (await page.submit('/confirmation', {})) as Visit;
   expect(textOf(resent)).toContain('We have sent the mail again');
-  const second = await mail.next(email, 2);
+  const second = await catcher().next(email, 2);
 
   const confirmed = (await browser(CALLBACK).open(second.links[0])) as Visit;
   expect(textOf(confirmed)).toContain('Your e-mail address is confirmed');

@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
+import { launchChromium } from '../support/chromium';
 import { ROUTES } from '../../api/openapi/routes';
 import { useHarness } from '../support/harness';
 import { OPENAPI_DOCUMENT } from '../support/openapi-check';
@@ -74,10 +75,7 @@ test('a request body the document forbids is what the API refuses, with the docu
 
 test('the reference page at /docs renders the document from files the service serves itself', async () => {
   mkdirSync(SCREENSHOTS, { recursive: true });
-  browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
-    args: process.getuid?.() === 0 ? ['--no-sandbox'] : [],
-  });
+  browser = await launchChromium();
   const page = await browser.newPage();
   const outside: string[] = [];
   page.on('request', (request) => {

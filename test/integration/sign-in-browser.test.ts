@@ -1,15 +1,13 @@
-import { createHmac } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import * as oidc from 'openid-client';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { listen, listeningUrl, closeServer } from '../../platform/net/listen';
-import { base32Decode } from '../../platform/security/base32';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium, startReturnApp } from '../support/chromium';
 import { findUserIdByEmail } from '../../platform/store/users';
 import { stopAfterAll, uniqueEmail, useHarness } from '../support/harness';
 import { authorizationRequest, relyingParty } from '../support/relying-party';
 import { globexProvider, startUpstreamProvider, type UpstreamProvider } from '../support/upstream-provider';
+import { totp } from '../support/totp';
 
 // A person on a phone: Chromium at 390×844 through the sign-in pages, authenticator enrolment, and a sign-in with the
 // enrolled app. Screenshots of each page land in test-output/screenshots.
@@ -17,36 +15,16 @@ const h = useHarness({ apps: {}, allowedInternalTargets: ['127.0.0.1', '127.0.0.
 const SCREENSHOTS = join(__dirname, '..', '..', 'test-output', 'screenshots');
 const PASSWORD = 'a long passphrase 7';
 
-/** RFC 6238, written out here, for the code the person reads off their authenticator app. */
-function totp(base32: string, step: number): string {
-  const counter = Buffer.alloc(8);
-  counter.writeBigUInt64BE(BigInt(step));
-  const mac = createHmac('sha1', base32Decode(base32)).update(counter).digest();
-  const offset = mac[mac.length - 1] & 0xf;
-  return String((mac.readUInt32BE(offset) & 0x7fffffff) % 1_000_000).padStart(6, '0');
-}
-
 let browser: Browser;
-let app: Server;
+let app: Awaited<ReturnType<typeof startReturnApp>> | undefined;
 let callback: string;
 let upstream: UpstreamProvider | undefined;
 
 beforeAll(async () => {
   mkdirSync(SCREENSHOTS, { recursive: true });
-  const executablePath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-  browser = await chromium
-    .launch({ executablePath, args: process.getuid?.() === 0 ? ['--no-sandbox'] : [] })
-    .catch((error: Error) => {
-      throw new Error(
-        `no Chromium at ${executablePath} (apt-get install chromium, or set CHROMIUM_PATH): ${error.message}`,
-      );
-    });
-  // The client application the browser returns to.
-  app = createServer((_req, res) =>
-    res.writeHead(200, { 'content-type': 'text/html' }).end('<h1>Back in the app</h1>'),
-  );
-  await listen(app, 0, '127.0.0.1', 'test app', 'port');
-  callback = `${listeningUrl(app, '127.0.0.1')}/callback`;
+  browser = await launchChromium();
+  app = await startReturnApp();
+  callback = app.callback;
   const put = await h.admin('PUT', '/api/v1/clients/phone-app', {
     ClientName: 'Phone app',
     RequireClientSecret: false,
@@ -57,7 +35,7 @@ beforeAll(async () => {
   expect(put.status).toBe(201);
 }, 60_000);
 
-stopAfterAll(() => [upstream, browser, app && { close: () => closeServer(app) }]);
+stopAfterAll(() => [upstream, browser, app]);
 
 async function phone(): Promise<Page> {
   const context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2 });

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { uniqueEmail, useHarness } from '../support/harness';
 import { browser, textOf, type Visit } from '../support/sign-in-flow';
+import { publicClient } from '../support/relying-party';
 
 // A database of its own: the budget counts every sign-in from this address in the store, and the other test files
 // sign in from the same address.
@@ -10,13 +11,7 @@ const h = useHarness({
   config: { Auth: { SignInRateLimit: { PermitLimit: 3, WindowSeconds: 60 } } },
 });
 const CALLBACK = 'https://limited.example.com/callback';
-/** A public code-flow client of the callback above, as the admin API takes one. */
-const PUBLIC_CLIENT = {
-  RequireClientSecret: false,
-  AllowedGrantTypes: ['authorization_code'],
-  RedirectUris: [CALLBACK],
-  AllowedScopes: ['openid'],
-};
+const PUBLIC_CLIENT = publicClient(CALLBACK);
 
 /** An authorization request of a public client with PKCE, as its browser opens it. */
 function authorizeUrl(base: string, clientId: string): string {

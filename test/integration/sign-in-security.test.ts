@@ -1,4 +1,4 @@
-import { createHash, createHmac, pbkdf2Sync, randomUUID } from 'node:crypto';
+import { createHash, pbkdf2Sync, randomUUID } from 'node:crypto';
 import bcrypt from 'bcryptjs';
 import { sql } from 'kysely';
 import * as oidc from 'openid-client';
@@ -9,7 +9,7 @@ import { metricsRegistry } from '../../platform/observability/metrics';
 import { enrolTotp } from '../../platform/store/mfa';
 import { counterValue } from '../support/metrics';
 import { reserveSignInAttempt } from '../../platform/store/sign-in';
-import { uniqueEmail, useHarness } from '../support/harness';
+import { uniqueEmail, useHarness, UNLIMITED_SIGN_IN } from '../support/harness';
 import { authorizationRequest, relyingParty as relyingPartyOf } from '../support/relying-party';
 import {
   browser,
@@ -20,6 +20,7 @@ import {
   type Browser,
   type Visit,
 } from '../support/sign-in-flow';
+import { totp as totpOf } from '../support/totp';
 
 // The attacks of the sign-in pentest (issue "Sign-in security"), each reproduced against a service of this file's own:
 // real HTTP, the real provider, openid-client as the relying party. A database of its own: the lockout and the
@@ -31,7 +32,7 @@ const h = useHarness({
   config: {
     Auth: {
       Lockout: { MaxFailedAttempts: MAX_FAILED, Minutes: 15 },
-      SignInRateLimit: { PermitLimit: 100_000, WindowSeconds: 60 },
+      ...UNLIMITED_SIGN_IN,
     },
   },
 });
@@ -39,15 +40,7 @@ const h = useHarness({
 const CALLBACK = 'https://app.example.com/callback';
 const PASSWORD = 'correct horse battery 9';
 const AUTHENTICATOR_KEY = 'JBSWY3DPEHPK3PXP';
-
-/** RFC 6238 written out here, independent of the service's TOTP code. */
-function totp(step = Math.floor(Date.now() / 30_000)): string {
-  const counter = Buffer.alloc(8);
-  counter.writeBigUInt64BE(BigInt(step));
-  const mac = createHmac('sha1', base32Decode(AUTHENTICATOR_KEY)).update(counter).digest();
-  const offset = mac[mac.length - 1] & 0xf;
-  return String((mac.readUInt32BE(offset) & 0x7fffffff) % 1_000_000).padStart(6, '0');
-}
+const totp = (step?: number) => totpOf(AUTHENTICATOR_KEY, step);
 
 const relyingParty = (clientId: string, secret?: string) => relyingPartyOf(h.api.publicUrl, clientId, secret);
 

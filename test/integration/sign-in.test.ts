@@ -1,11 +1,10 @@
-import { createHash, createHmac, createPublicKey, generateKeyPairSync, verify as verifySignature } from 'node:crypto';
+import { createHash, createPublicKey, generateKeyPairSync, verify as verifySignature } from 'node:crypto';
 import * as oidc from 'openid-client';
 import { sql } from 'kysely';
 import { Client as PgClient } from 'pg';
 import type { MigrationOptions } from '../../migration/activities/types';
 import { migrationOptions, startOrAttachMigration } from '../../migration/runner/control';
 import type { MigrationReport } from '../../migration/workflows/migration';
-import { base32Decode } from '../../platform/security/base32';
 import { importSigningKey } from '../../platform/store/signing-keys';
 import { FIXTURE_PASSWORD } from '../fixtures/source/generate';
 import { freePort } from '../../dev/ports';
@@ -22,6 +21,7 @@ import {
   type Browser,
   type Visit,
 } from '../support/sign-in-flow';
+import { totp as totpOf } from '../support/totp';
 
 // The generated source: userN@example.com with FIXTURE_PASSWORD hashed by format N % 6 (0 ASP.NET v3 SHA-512, 1 v3
 // SHA-256, 2 v3 SHA-1, 3 v2, 4 bcrypt, 5 no password); every fifth user has two-factor sign-in with the authenticator
@@ -39,18 +39,11 @@ const h = useHarness(() => ({
 }));
 
 const AUTHENTICATOR_KEY = 'JBSWY3DPEHPK3PXP';
+const totp = (step?: number) => totpOf(AUTHENTICATOR_KEY, step);
 const WEB_CALLBACK = 'https://web.example.com/callback';
 const userId = (n: number) => `user-${String(n).padStart(8, '0')}`;
 const emailOf = (n: number) => `user${n}@example.com`;
 
-/** RFC 6238 written out here, independent of the service's TOTP code. */
-function totp(step: number): string {
-  const counter = Buffer.alloc(8);
-  counter.writeBigUInt64BE(BigInt(step));
-  const mac = createHmac('sha1', base32Decode(AUTHENTICATOR_KEY)).update(counter).digest();
-  const offset = mac[mac.length - 1] & 0xf;
-  return String((mac.readUInt32BE(offset) & 0x7fffffff) % 1_000_000).padStart(6, '0');
-}
 const currentStep = () => Math.floor(Date.now() / 30_000);
 
 /** A migration run of the generated source into the harness's store; fails unless it completes. */

@@ -273,3 +273,6 @@ export async function storedPasswordHash(h: Harness, userId: string): Promise<st
     .executeTakeFirstOrThrow();
   return row.password_hash;
 }
+
+/** Sign-in submissions without the per-address budget, for files that sign in many times from loopback. */
+export const UNLIMITED_SIGN_IN = { SignInRateLimit: { PermitLimit: 100_000, WindowSeconds: 60 } } as const;

@@ -15,6 +15,14 @@ export function relyingParty(issuer: string, clientId: string, secret?: string):
   );
 }
 
+/** A public code-flow client (no secret, PKCE) returning to `callback`, as the admin API takes one. */
+export const publicClient = (callback: string, scopes = ['openid']) => ({
+  RequireClientSecret: false,
+  AllowedGrantTypes: ['authorization_code'],
+  RedirectUris: [callback],
+  AllowedScopes: scopes,
+});
+
 export const PORTAL_CALLBACK = 'https://portal.example.com/cb';
 
 /** The public client `portal` the federation tests sign in to. */

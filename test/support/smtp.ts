@@ -1,14 +1,11 @@
 import type { AddressInfo } from 'node:net';
 import { simpleParser, type ParsedMail } from 'mailparser';
 import { SMTPServer } from 'smtp-server';
+import type { Mail } from '../../platform/email/mailer';
 import { eventually } from './harness';
 
-export interface ReceivedMail {
-  to: string;
-  subject: string;
-  text: string;
-  html: string;
-  /** The links of the plain-text body, in order. */
+/** A mail as the catcher received it: what the service sent, and the links of its plain-text body, in order. */
+export interface ReceivedMail extends Omit<Mail, 'kind'> {
   links: string[];
 }
 
@@ -65,3 +62,22 @@ export async function startMailCatcher(): Promise<MailCatcher> {
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
+
+/**
+ * A mail catcher for a test file: started before the harness (register this first, then `useHarness(() => …)` reading
+ * `catcher().port`), closed after every test of the file.
+ */
+export function useMailCatcher(): () => MailCatcher {
+  let started: MailCatcher | undefined;
+  beforeAll(async () => {
+    started = await startMailCatcher();
+  });
+  afterAll(() => started?.close());
+  return () => {
+    if (!started) throw new Error('the mail catcher is used before it started');
+    return started;
+  };
+}
+
+/** The service's Email settings for a catcher: its SMTP port on loopback, no TLS. */
+export const smtpTo = (catcher: MailCatcher) => ({ Smtp: { Host: '127.0.0.1', Port: catcher.port } });

@@ -9,7 +9,8 @@ import { counterValue } from '../support/metrics';
 import { logger } from '../../platform/observability/logger';
 import { eventually, uniqueEmail, useHarness, UNLIMITED_SIGN_IN } from '../support/harness';
 import { authorizationRequest, relyingParty as relyingPartyOf } from '../support/relying-party';
-import { browser, textOf, type Browser, type Visit } from '../support/sign-in-flow';
+import { codeFlow, type Started } from '../support/code-flow';
+import { browser, textOf, type Visit } from '../support/sign-in-flow';
 import { smtpTo, useMailCatcher } from '../support/smtp';
 import { totp as totpOf } from '../support/totp';
 
@@ -76,27 +77,10 @@ async function createUser(label: string, extra: Record<string, unknown> = {}) {
   return { id: answer.body.userId as string, email };
 }
 
-interface Started {
-  page: Browser;
-  verifier: string;
-}
-
-async function startAuthorization(rp: oidc.Configuration, scope = 'openid offline_access'): Promise<Started> {
-  const { url, verifier } = await authorizationRequest(rp, { redirect_uri: CALLBACK, scope });
-  const page = browser(CALLBACK);
-  await page.open(url);
-  return { page, verifier };
-}
-
-async function signIn(started: Started, email: string, password = PASSWORD) {
-  await started.page.submit('/email', { email });
-  return started.page.submit('/password', { password });
-}
-
-async function tokensOf(rp: oidc.Configuration, started: Started, callback: Visit | URL) {
-  if (!(callback instanceof URL)) throw new Error(`expected the redirect to the client, got: ${textOf(callback)}`);
-  return oidc.authorizationCodeGrant(rp, callback, { pkceCodeVerifier: started.verifier });
-}
+const flow = codeFlow(CALLBACK);
+const startAuthorization = (rp: oidc.Configuration, scope = 'openid offline_access') => flow.start(rp, scope);
+const signIn = (started: Started, email: string, password = PASSWORD) => flow.signIn(started, email, password);
+const tokensOf = flow.tokens;
 
 /** A full sign-in with openid-client: the tokens, and the browser that holds the session. */
 async function signedIn(email: string, password = PASSWORD, scope?: string) {

@@ -11,13 +11,13 @@ import { counterValue } from '../support/metrics';
 import { reserveSignInAttempt } from '../../platform/store/sign-in';
 import { uniqueEmail, useHarness, UNLIMITED_SIGN_IN } from '../support/harness';
 import { authorizationRequest, relyingParty as relyingPartyOf } from '../support/relying-party';
+import { codeFlow, type Started } from '../support/code-flow';
 import {
   browser,
   GRANT_NOT_ALLOWED,
   postForm,
   secretlessClientCredentials,
   textOf,
-  type Browser,
   type Visit,
 } from '../support/sign-in-flow';
 import { totp as totpOf } from '../support/totp';
@@ -68,32 +68,11 @@ async function grantRole(userId: string, role: string) {
     .execute();
 }
 
-interface Started {
-  page: Browser;
-  first: Visit | URL;
-  verifier: string;
-  uid: string;
-}
-
-async function startAuthorization(rp: oidc.Configuration, scope = 'openid', extra: Record<string, string> = {}) {
-  const { url, verifier } = await authorizationRequest(rp, { redirect_uri: CALLBACK, scope });
-  const withExtra = new URL(url);
-  for (const [k, v] of Object.entries(extra)) withExtra.searchParams.set(k, v);
-  const page = browser(CALLBACK);
-  const first = await page.open(withExtra.href);
-  const uid = first instanceof URL ? '' : new URL(first.url).pathname.split('/')[2];
-  return { page, first, verifier, uid } satisfies Started;
-}
-
-async function signIn(started: Started, email: string, password = PASSWORD) {
-  await started.page.submit('/email', { email });
-  return started.page.submit('/password', { password });
-}
-
-async function redeem(rp: oidc.Configuration, started: Started, callback: Visit | URL) {
-  if (!(callback instanceof URL)) throw new Error(`expected the redirect to the client, got: ${textOf(callback)}`);
-  return oidc.authorizationCodeGrant(rp, callback, { pkceCodeVerifier: started.verifier });
-}
+const flow = codeFlow(CALLBACK);
+const startAuthorization = (rp: oidc.Configuration, scope = 'openid', extra: Record<string, string> = {}) =>
+  flow.start(rp, scope, extra);
+const signIn = (started: Started, email: string, password = PASSWORD) => flow.signIn(started, email, password);
+const redeem = flow.tokens;
 
 const adminGet = (token: string) =>
   h.request('GET', '/api/v1/clients', undefined, { authorization: `Bearer ${token}` });

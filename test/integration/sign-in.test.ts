@@ -11,6 +11,7 @@ import { freePort } from '../../dev/ports';
 import { startApi } from '../../api/server';
 import { useHarness } from '../support/harness';
 import { authorizationRequest, relyingParty as relyingPartyOf } from '../support/relying-party';
+import { codeFlow } from '../support/code-flow';
 import { useGeneratedSource } from '../support/scratch-store';
 import {
   browser,
@@ -18,7 +19,6 @@ import {
   postForm,
   secretlessClientCredentials,
   textOf,
-  type Browser,
   type Visit,
 } from '../support/sign-in-flow';
 import { totp as totpOf } from '../support/totp';
@@ -60,38 +60,15 @@ beforeAll(async () => {
 
 const relyingParty = (clientId: string, secret?: string) => relyingPartyOf(h.api.publicUrl, clientId, secret);
 
-interface Started {
-  page: Browser;
-  first: Visit | URL;
-  verifier: string;
-  state: string;
-}
-
-/** Opens /connect/authorize for the web client as a browser would, with PKCE. */
-async function startAuthorization(
+const flow = codeFlow(WEB_CALLBACK);
+/** Opens /connect/authorize for the web client as a browser would, with PKCE and state. */
+const startAuthorization = (
   rp: oidc.Configuration,
   scope = 'openid profile orders.read offline_access',
   stopAt = WEB_CALLBACK,
-) {
-  const state = oidc.randomState();
-  const { url, verifier } = await authorizationRequest(rp, { redirect_uri: WEB_CALLBACK, scope, state });
-  const page = browser(stopAt);
-  return { page, first: await page.open(url), verifier, state } satisfies Started;
-}
-
-/** E-mail, then password; returns what came after the password form. */
-async function enterPassword(started: Started, email: string, password: string) {
-  await started.page.submit('/email', { email });
-  return started.page.submit('/password', { password });
-}
-
-async function redeem(rp: oidc.Configuration, started: Started, callback: Visit | URL) {
-  if (!(callback instanceof URL)) throw new Error(`expected the redirect to the client, got: ${textOf(callback)}`);
-  return oidc.authorizationCodeGrant(rp, callback, {
-    pkceCodeVerifier: started.verifier,
-    expectedState: started.state,
-  });
-}
+) => flow.start(rp, scope, {}, stopAt);
+const enterPassword = flow.signIn;
+const redeem = flow.tokens;
 
 /** A JWT's payload, after checking its RS256 signature against the provider's published keys. */
 async function verifiedJwt(token: string): Promise<Record<string, unknown>> {

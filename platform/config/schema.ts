@@ -113,6 +113,8 @@ export const configSchema = z
          * process) and rebuilds itself with them; 0 looks at every request.
          */
         ReloadSeconds: z.coerce.number().int().min(0).max(86_400).default(30),
+        /** Duende IdentityServer's option of that name: `scope` in JWT access tokens as one string, not an array. */
+        EmitScopesAsSpaceDelimitedStringInJwt: flag.default(false),
       })
       .prefault({}),
     Auth: z

@@ -18,7 +18,9 @@ export function serviceTokenCheck(db: Db, issuer: string): ServiceTokenCheck {
     const claims = await verifyIssuedAccessToken(db, issuer, token);
     if (!claims) return undefined;
     if (!listOf(claims.aud).includes(ADMIN_RESOURCE)) return undefined;
-    if (!(typeof claims.scope === 'string' && claims.scope.split(' ').includes(ADMIN_RESOURCE))) return undefined;
+    // Duende's shape: `scope` is a JSON array (or one string under Oidc:EmitScopesAsSpaceDelimitedStringInJwt).
+    const scopes = typeof claims.scope === 'string' ? claims.scope.split(' ') : listOf(claims.scope);
+    if (!scopes.includes(ADMIN_RESOURCE)) return undefined;
     const forUser = claims.sub !== undefined && claims.sub !== claims.client_id;
     if (forUser && typeof claims.sub !== 'string') return undefined;
     const stands = await adminTokenStands(

@@ -5,9 +5,10 @@ import { isReservedClaim } from '../../platform/security/reserved-claims';
 
 /**
  * Claims of the openid scope, so of every token of a user: the subject, the organization, the roles, and how the user
- * signed in (amr says whether a second factor was used).
+ * signed in (amr says whether a second factor was used; idp, as Duende IdentityServer names it, where: `local` or
+ * `external`; sid, the session).
  */
-const ALWAYS = ['sub', 'org_id', 'role', 'auth_time', 'amr', 'acr'];
+const ALWAYS = ['sub', 'org_id', 'role', 'auth_time', 'amr', 'acr', 'idp', 'sid'];
 
 /** What the scopes store says about claims, read at start (a scope added later takes effect at the next start). */
 export interface ScopeClaims {

@@ -59,6 +59,7 @@ export function clientMetadata(row: ClientRow, identityScopes: ReadonlySet<strin
     'urn:identity-service:settings': settings,
     'urn:identity-service:cors-origins': row.cors_origins,
     'urn:identity-service:allowed-scopes': row.allowed_scopes,
+    'urn:identity-service:client-claims': row.claims,
   };
 }
 
@@ -67,6 +68,7 @@ export const EXTRA_CLIENT_METADATA = [
   'urn:identity-service:settings',
   'urn:identity-service:cors-origins',
   'urn:identity-service:allowed-scopes',
+  'urn:identity-service:client-claims',
 ];
 
 /** Every scope a client may ask for (IdentityServer's AllowedScopes), API scopes included. */

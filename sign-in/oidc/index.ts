@@ -84,6 +84,7 @@ async function buildSignIn(
     cookieKeys: cookieKeyList,
     scopes: await loadScopeClaims(db),
     apiResources: storedApiResources(db),
+    scopesAsString: deps.config.Oidc.EmitScopesAsSpaceDelimitedStringInJwt,
   });
   return {
     callback: provider.callback(),

@@ -18,6 +18,7 @@ import { verifyIssuedAccessToken } from './issued-tokens';
 import { revokeAccessToken } from '../../platform/store/admin-tokens';
 import { renderErrorPage, signedOutPage, signOutPage } from './pages';
 import { RESOURCE_PREFIX, resourceOfScopes, resourceServer, type ApiResources } from './resources';
+import { accessTokenShape, idpClaimOf } from './token-shape';
 
 /**
  * IdentityServer issues a refresh token for `offline_access` whatever the prompt; oidc-provider, following OpenID
@@ -98,6 +99,8 @@ export interface ProviderDependencies {
   cookieKeys: string[];
   scopes: ScopeClaims;
   apiResources: ApiResources;
+  /** Oidc:EmitScopesAsSpaceDelimitedStringInJwt: `scope` as one string instead of Duende's JSON array. */
+  scopesAsString: boolean;
 }
 
 const settingsOfClient = (client: { metadata(): Record<string, unknown> } | undefined): ClientSettings =>
@@ -151,10 +154,12 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
       }
       return {
         accountId: sub,
-        claims: () => account.claims(),
+        // Duende's ID tokens name where the user signed in (`idp`), as its access tokens do (token-shape.ts).
+        claims: (use) => ({ ...account.claims(), ...(use === 'id_token' ? idpClaimOf(ctx) : {}) }),
       };
     },
     jwks: { keys: deps.signingKeys },
+    formats: { customizers: { jwt: accessTokenShape({ scopesAsString: deps.scopesAsString }) } },
     cookies: { keys: deps.cookieKeys },
     routes: OIDC_ROUTES,
     scopes: [...scopes.names],
@@ -245,6 +250,9 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
   provider.use(revokeJwtAccessTokens(db, issuer));
   // Behind a TLS-terminating proxy the public URL is https while this process speaks http.
   if (issuer.startsWith('https:')) provider.proxy = true;
+  // Duende IdentityServer puts the session id (`sid`) in every ID token and user access token; oidc-provider only for
+  // clients that registered for session-bound logout.
+  provider.Client.prototype.includeSid = () => true;
   // Stored secrets are IdentityServer hashes: a presented secret is hashed and compared with each unexpired one.
   provider.Client.prototype.compareClientSecret = function (this: { clientId: string }, actual: string) {
     return verifyClientSecret(db, this.clientId, actual);

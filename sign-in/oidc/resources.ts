@@ -23,14 +23,18 @@ export function storedApiResources(db: Db): ApiResources {
 }
 
 /**
- * The one API resource an access token is for: the first (by name) that serves a requested scope. oidc-provider issues
- * one resource per access token, where IdentityServer put every requested resource in `aud`; a client that needs
- * tokens for two APIs asks for each with the `resource` parameter.
+ * The API resources an access token is for when the request names none: every one that serves a requested scope, as
+ * Duende IdentityServer puts them all in one token's `aud`. oidc-provider knows one resource per token, so several
+ * travel as one indicator naming them all (`urn:identity-service:api:orders-api+billing-api`); the `resource`
+ * parameter still asks for one.
  */
 export async function resourceOfScopes(resources: ApiResources, scopes: string[]): Promise<string | undefined> {
-  for (const [name, served] of await resources()) if (served.some((s) => scopes.includes(s))) return name;
-  return undefined;
+  const names = [...(await resources())].filter(([, served]) => served.some((s) => scopes.includes(s))).map(([n]) => n);
+  return names.length === 0 ? undefined : names.join(AUDIENCE_SEPARATOR);
 }
+
+/** Joins the API resource names of one indicator and one audience: API resource names in IdentityServer never hold it. */
+export const AUDIENCE_SEPARATOR = '+';
 
 /** The resource an indicator names, offering the scopes of it that the client is allowed. */
 export async function resourceServer(
@@ -38,14 +42,18 @@ export async function resourceServer(
   indicator: string,
   allowedScopes: string[],
 ): Promise<ResourceServer> {
-  const name = indicator.startsWith(RESOURCE_PREFIX) ? indicator.slice(RESOURCE_PREFIX.length) : undefined;
-  const served = name === undefined ? undefined : (await resources()).get(name);
-  if (!name || !served) throw new errors.InvalidTarget(`unknown resource ${indicator}`);
-  const granted = served.filter((s) => allowedScopes.includes(s));
+  const names = indicator.startsWith(RESOURCE_PREFIX)
+    ? indicator.slice(RESOURCE_PREFIX.length).split(AUDIENCE_SEPARATOR)
+    : [];
+  const known = await resources();
+  if (names.length === 0 || names.some((name) => !known.has(name)))
+    throw new errors.InvalidTarget(`unknown resource ${indicator}`);
+  const granted = [...new Set(names.flatMap((name) => known.get(name)!))].filter((s) => allowedScopes.includes(s));
   if (granted.length === 0) throw new errors.InvalidTarget(`the client may not ask for resource ${indicator}`);
   return {
     scope: granted.join(' '),
-    audience: name,
+    // oidc-provider takes one audience; the token customizer (token-shape.ts) writes each of them into `aud`.
+    audience: names.join(AUDIENCE_SEPARATOR),
     accessTokenFormat: 'jwt',
     jwt: { sign: { alg: 'RS256' } },
   };

@@ -597,7 +597,7 @@ describe("the admin API accepts the service's own tokens", () => {
     });
     const rp = await relyingParty('ops', 'ops-secret-sixteen!!');
     const admin = await oidc.clientCredentialsGrant(rp, { scope: 'IdentityAdmin' });
-    expect(await verifiedJwt(admin.access_token)).toMatchObject({ aud: 'IdentityAdmin', scope: 'IdentityAdmin' });
+    expect(await verifiedJwt(admin.access_token)).toMatchObject({ aud: 'IdentityAdmin', scope: ['IdentityAdmin'] });
     expect((await adminGet(admin.access_token)).status).toBe(200);
 
     const orders = await oidc.clientCredentialsGrant(rp, { scope: 'orders.read' });

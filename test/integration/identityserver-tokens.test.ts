@@ -1,0 +1,207 @@
+import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jose';
+import * as oidc from 'openid-client';
+import { uniqueEmail, useHarness, UNLIMITED_SIGN_IN } from '../support/harness';
+import { codeFlow } from '../support/code-flow';
+import { relyingParty } from '../support/relying-party';
+
+// Tokens as Duende IdentityServer writes them (issue "Drop-in for IdentityServer's clients and APIs", items 1 and 3):
+// every access token is verified here with jose against the published JWKS, and read by two APIs written as their
+// users write them (jose's jwtVerify with their own name as the audience), never with the service's own code.
+const h = useHarness({
+  apps: {},
+  ownDatabase: true,
+  config: { Oidc: { ReloadSeconds: 0 }, Auth: { ...UNLIMITED_SIGN_IN } },
+});
+
+const CALLBACK = 'https://shop.example.com/callback';
+const PASSWORD = 'correct horse battery 9';
+const flow = codeFlow(CALLBACK);
+
+/** An API as its team writes it: the token must be signed by the authority, for this API, and carry its scope. */
+async function apiAccepts(api: string, scope: string, token: string): Promise<JWTPayload> {
+  const jwks = createRemoteJWKSet(new URL(`${h.api.publicUrl}/.well-known/openid-configuration/jwks`));
+  const { payload, protectedHeader } = await jwtVerify(token, jwks, {
+    issuer: h.api.publicUrl,
+    audience: api,
+    typ: 'at+jwt',
+  });
+  expect(protectedHeader.alg).toBe('RS256');
+  expect(payload.scope).toContain(scope);
+  return payload;
+}
+
+async function putClient(
+  clientId: string,
+  body: Record<string, unknown>,
+  claims?: Array<{ type: string; value: string }>,
+) {
+  const answer = await h.admin('PUT', `/api/v1/clients/${clientId}`, body);
+  expect([200, 201]).toContain(answer.status);
+  // ClientClaims come with clients migrated from IdentityServer.
+  if (claims)
+    await h.context.db
+      .updateTable('clients')
+      .set({ claims: JSON.stringify(claims) })
+      .where('client_id', '=', clientId)
+      .execute();
+}
+
+beforeAll(async () => {
+  // Two API resources, as the migration writes IdentityServer's ApiResources and ApiScopes.
+  for (const [api, scope] of [
+    ['orders-api', 'orders.read'],
+    ['billing-api', 'billing.read'],
+  ]) {
+    await h.context.db
+      .insertInto('scopes')
+      .values({ name: scope, kind: 'api', user_claims: JSON.stringify([]), origin: 'migration' })
+      .execute();
+    await h.context.db
+      .insertInto('clients')
+      .values({
+        client_id: api,
+        client_name: api,
+        enabled: true,
+        settings: JSON.stringify({ apiResource: true, audience: api }),
+        allowed_scopes: JSON.stringify([scope]),
+        grant_types: JSON.stringify([]),
+        origin: 'migration',
+      } as never)
+      .execute();
+  }
+  await putClient(
+    'shop',
+    {
+      AllowedGrantTypes: ['authorization_code'],
+      RedirectUris: [CALLBACK],
+      AllowedScopes: ['openid', 'profile', 'orders.read', 'billing.read'],
+      AllowOfflineAccess: true,
+      ClientSecrets: [{ Value: 'shop-secret-sixteen!' }],
+    },
+    [{ type: 'tier', value: 'gold' }],
+  );
+  await putClient(
+    'backend',
+    {
+      AllowedGrantTypes: ['client_credentials'],
+      AllowedScopes: ['orders.read'],
+      ClientSecrets: [{ Value: 'backend-secret-sixteen' }],
+    },
+    [
+      { type: 'tier', value: 'gold' },
+      { type: 'region', value: 'eu' },
+      { type: 'region', value: 'us' },
+    ],
+  );
+}, 60_000);
+
+async function userTokens(scope: string, extra: Record<string, string> = {}) {
+  const email = uniqueEmail('duende-shape');
+  const created = await h.admin('POST', '/api/v1/profile/', { email, password: PASSWORD });
+  expect(created.status).toBe(201);
+  const rp = await relyingParty(h.api.publicUrl, 'shop', 'shop-secret-sixteen!');
+  const started = await flow.start(rp, scope, extra);
+  const tokens = await flow.tokens(rp, started, await flow.signIn(started, email, PASSWORD));
+  return { rp, tokens, userId: created.body.userId as string };
+}
+
+test("a user's token for the scopes of two APIs is one token for both, shaped as Duende's, and refreshing keeps it", async () => {
+  const { rp, tokens, userId } = await userTokens('openid profile orders.read billing.read offline_access');
+  expect(decodeProtectedHeader(tokens.access_token).typ).toBe('at+jwt');
+  const orders = await apiAccepts('orders-api', 'orders.read', tokens.access_token);
+  const billing = await apiAccepts('billing-api', 'billing.read', tokens.access_token);
+  expect(billing).toEqual(orders);
+  expect(orders).toMatchObject({
+    iss: h.api.publicUrl,
+    aud: expect.arrayContaining(['orders-api', 'billing-api']),
+    scope: expect.arrayContaining(['orders.read', 'billing.read']),
+    client_id: 'shop',
+    sub: userId,
+    idp: 'local',
+    amr: ['pwd'],
+    auth_time: expect.any(Number),
+    sid: expect.any(String),
+    jti: expect.any(String),
+    iat: expect.any(Number),
+    nbf: expect.any(Number),
+    exp: expect.any(Number),
+  });
+  expect(Array.isArray(orders.scope)).toBe(true);
+  // A user's token carries client claims only with AlwaysSendClientClaims.
+  expect(orders.client_tier).toBeUndefined();
+  const idToken = tokens.claims()!;
+  expect(idToken).toMatchObject({ sid: orders.sid, auth_time: orders.auth_time, idp: 'local', amr: ['pwd'] });
+
+  const refreshed = await oidc.refreshTokenGrant(rp, tokens.refresh_token!);
+  const again = await apiAccepts('billing-api', 'billing.read', refreshed.access_token);
+  expect(again).toMatchObject({ aud: orders.aud, scope: orders.scope, sub: userId, sid: orders.sid });
+});
+
+test('the resource parameter still asks for one API', async () => {
+  const { tokens } = await userTokens('openid orders.read billing.read', {
+    resource: 'urn:identity-service:api:billing-api',
+  });
+  const billing = await apiAccepts('billing-api', 'billing.read', tokens.access_token);
+  expect(billing.aud).toBe('billing-api');
+  await expect(apiAccepts('orders-api', 'orders.read', tokens.access_token)).rejects.toThrow(/aud/);
+});
+
+test('client claims reach client-credentials tokens with the prefix, and user tokens with AlwaysSendClientClaims', async () => {
+  const backend = await relyingParty(h.api.publicUrl, 'backend', 'backend-secret-sixteen');
+  const own = await oidc.clientCredentialsGrant(backend, { scope: 'orders.read' });
+  const claims = await apiAccepts('orders-api', 'orders.read', own.access_token);
+  expect(claims).toMatchObject({
+    client_id: 'backend',
+    sub: 'backend',
+    client_tier: 'gold',
+    client_region: ['eu', 'us'],
+  });
+  expect(claims.idp).toBeUndefined();
+
+  await putClient(
+    'shop',
+    {
+      AllowedGrantTypes: ['authorization_code'],
+      RedirectUris: [CALLBACK],
+      AllowedScopes: ['openid', 'profile', 'orders.read', 'billing.read'],
+      AllowOfflineAccess: true,
+      AlwaysSendClientClaims: true,
+      ClientClaimsPrefix: 'shop_',
+      ClientSecrets: [{ Value: 'shop-secret-sixteen!' }],
+    },
+    [
+      { type: 'tier', value: 'gold' },
+      // With an empty prefix such a claim would pass for the service's own: it is never written.
+      { type: '', value: 'x' },
+    ],
+  );
+  const { tokens } = await userTokens('openid orders.read');
+  const user = await apiAccepts('orders-api', 'orders.read', tokens.access_token);
+  expect(user.shop_tier).toBe('gold');
+  expect(user.client_tier).toBeUndefined();
+
+  await putClient(
+    'shop',
+    {
+      AllowedGrantTypes: ['authorization_code'],
+      RedirectUris: [CALLBACK],
+      AllowedScopes: ['openid', 'orders.read'],
+      AlwaysSendClientClaims: true,
+      ClientClaimsPrefix: '',
+      ClientSecrets: [{ Value: 'shop-secret-sixteen!' }],
+    },
+    [
+      { type: 'sub', value: 'someone-else' },
+      { type: 'role', value: 'IdentityAdmin' },
+      { type: 'department', value: 'sales' },
+    ],
+  );
+  const unprefixed = await apiAccepts(
+    'orders-api',
+    'orders.read',
+    (await userTokens('openid orders.read')).tokens.access_token,
+  );
+  expect(unprefixed.department).toBe('sales');
+  expect(unprefixed.role).toBeUndefined();
+  expect(unprefixed.sub).not.toBe('someone-else');
+});

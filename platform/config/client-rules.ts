@@ -19,3 +19,111 @@ export function publicClientGrantProblem(client: { RequireClientSecret?: boolean
 /** The grant types of a client the service does not offer (resource-owner password, implicit, hybrid, device…). */
 export const unofferedGrantTypes = (grantTypes: string[]) =>
   grantTypes.filter((g) => !(OFFERED_GRANT_TYPES as readonly string[]).includes(g));
+
+/** An IdentityServer client setting the service does not honour, as the cutover report names it. */
+export interface UnsupportedSetting {
+  setting: string;
+  value: unknown;
+  /** What the client will notice after the cutover. */
+  effect: string;
+}
+
+const present = (value: unknown) => value !== undefined && value !== null && value !== '' && value !== false;
+
+/**
+ * Each IdentityServer client setting the service does not act on, when the client sets it to something that would
+ * change its behaviour (Duende IdentityServer 6/7's Client model): one table for the client API and the migration.
+ */
+const UNSUPPORTED: Array<{ setting: string; applies: (value: unknown) => boolean; effect: string }> = [
+  {
+    setting: 'FrontChannelLogoutUri',
+    applies: present,
+    effect: 'front-channel logout is not offered: the client is not told in the browser when the user signs out',
+  },
+  {
+    setting: 'BackChannelLogoutUri',
+    applies: present,
+    effect: 'back-channel logout tokens are not sent yet: the client is not told when the user signs out',
+  },
+  {
+    setting: 'AccessTokenType',
+    applies: (v) => v === 1,
+    effect: 'access tokens are JWTs, not reference tokens: APIs that introspect them must validate JWTs instead',
+  },
+  {
+    setting: 'RequireRequestObject',
+    applies: (v) => v === true,
+    effect: 'request objects are not supported; authorization requests without one are accepted',
+  },
+  {
+    setting: 'AllowedIdentityTokenSigningAlgorithms',
+    applies: (v) =>
+      present(v) &&
+      String(v)
+        .split(/[\s,]+/)
+        .some((alg) => alg && alg !== 'RS256'),
+    effect: 'ID tokens are signed with RS256 only',
+  },
+  {
+    setting: 'AllowPlainTextPkce',
+    applies: (v) => v === true,
+    effect: 'PKCE takes S256 only: a client sending plain code challenges is refused',
+  },
+  {
+    setting: 'RequireDPoP',
+    applies: (v) => v === true,
+    effect: 'DPoP is not supported: tokens are bearer tokens, not bound to a key',
+  },
+  {
+    setting: 'RequirePushedAuthorization',
+    applies: (v) => v === true,
+    effect: 'pushed authorization requests are not offered; plain authorization requests are accepted',
+  },
+  {
+    setting: 'EnableLocalLogin',
+    applies: (v) => v === false,
+    effect: 'the sign-in pages always offer the password; the client cannot restrict them to external providers',
+  },
+  {
+    setting: 'PairWiseSubjectSalt',
+    applies: present,
+    effect: 'subjects are public (the user id), not pairwise per client',
+  },
+  {
+    setting: 'UserSsoLifetime',
+    applies: present,
+    effect: 'the single sign-on session lasts 14 days whatever the client asks',
+  },
+  {
+    setting: 'ConsentLifetime',
+    applies: present,
+    effect: 'a consent is remembered for a year whatever the client asks',
+  },
+  {
+    setting: 'CoordinateLifetimeWithUserSession',
+    applies: (v) => v === true,
+    effect: "refresh tokens do not end with the user's session",
+  },
+  {
+    setting: 'ProtocolType',
+    applies: (v) => present(v) && v !== 'oidc',
+    effect: 'only OpenID Connect is served for clients',
+  },
+];
+
+/** The settings of a client the service will not honour after the cutover, with what the client will notice. */
+export function unsupportedSettingsOf(settings: Record<string, unknown>, grantTypes: string[]): UnsupportedSetting[] {
+  const found = UNSUPPORTED.filter((rule) => rule.applies(settings[rule.setting])).map((rule) => ({
+    setting: rule.setting,
+    value: settings[rule.setting],
+    effect: rule.effect,
+  }));
+  const unoffered = unofferedGrantTypes(grantTypes);
+  if (unoffered.length > 0)
+    found.push({
+      setting: 'AllowedGrantTypes',
+      value: unoffered,
+      effect: `requests with ${unoffered.join(', ')} are refused (unsupported_grant_type or unsupported_response_type)`,
+    });
+  return found;
+}

@@ -61,7 +61,15 @@ const IDENTITY_SERVER_SETTINGS = [
 ] as const;
 
 /** What GET shows but only the service or the source sets: taken back by PUT and ignored, the stored value kept. */
-const READ_ONLY_FIELDS = ['Id', 'Created', 'Updated', 'LastAccessed', 'NonEditable', 'Origin'] as const;
+const READ_ONLY_FIELDS = [
+  'Id',
+  'Created',
+  'Updated',
+  'LastAccessed',
+  'NonEditable',
+  'Origin',
+  'UnsupportedSettings',
+] as const;
 
 /** A setting as the source held it: a value, or a small structure (a SQL interval as the reader returns it). */
 const settingValue = z.union([z.string().max(2000), z.number(), z.boolean(), z.null(), z.record(z.string(), z.json())]);
@@ -74,6 +82,8 @@ export const clientBodySchema = z.preprocess(
       ...Object.fromEntries(IDENTITY_SERVER_SETTINGS.map((name) => [name, settingValue.optional()])),
       ...Object.fromEntries(READ_ONLY_FIELDS.map((name) => [name, z.unknown().optional()])),
       ClientId: clientConfigSchema.shape.ClientId.optional(),
+      // GET shows a client without a name as null; PUT takes that back.
+      ClientName: clientConfigSchema.shape.ClientName.nullable().transform((name) => name ?? undefined),
       /** Omitted: the stored secrets stay. */
       ClientSecrets: z
         .array(

@@ -2,6 +2,7 @@ import type { ClientConfig } from '../../platform/config/schema';
 import { clientSecretMatches, tagSecret } from '../../platform/security/client-secrets';
 import { liveClientSecrets, type ClientRow, type NewClientRow, type StoredSecret } from '../../platform/store/clients';
 import type { Db } from '../../platform/store/database';
+import { unsupportedSettingsOf } from '../../platform/config/client-rules';
 
 /** IdentityServer client settings the provider reads, under IdentityServer's names (as the migration stores them). */
 export interface ClientSettings {
@@ -145,5 +146,7 @@ export function clientView(row: ClientRow) {
     AllowedCorsOrigins: row.cors_origins,
     ProvisioningApps: row.provisioning_apps,
     origin: row.origin,
+    // What will not work as it did at IdentityServer: the operator reads this before the cutover.
+    unsupportedSettings: unsupportedSettingsOf(settingsOf(row) as Record<string, unknown>, row.grant_types),
   };
 }

@@ -36,7 +36,7 @@ async function putClient(
   claims?: Array<{ type: string; value: string }>,
 ) {
   const answer = await h.admin('PUT', `/api/v1/clients/${clientId}`, body);
-  expect([200, 201]).toContain(answer.status);
+  if (answer.status !== 200 && answer.status !== 201) throw new Error(JSON.stringify(answer.body));
   // ClientClaims come with clients migrated from IdentityServer.
   if (claims)
     await h.context.db
@@ -204,4 +204,44 @@ test('client claims reach client-credentials tokens with the prefix, and user to
   expect(unprefixed.department).toBe('sales');
   expect(unprefixed.role).toBeUndefined();
   expect(unprefixed.sub).not.toBe('someone-else');
+});
+
+test('a client names the IdentityServer settings the service will not honour, and GET still writes back with PUT', async () => {
+  await putClient('legacy', {
+    AllowedGrantTypes: ['authorization_code'],
+    RedirectUris: [CALLBACK],
+    AllowedScopes: ['openid'],
+    ClientSecrets: [{ Value: 'legacy-secret-sixteen' }],
+    FrontChannelLogoutUri: 'https://legacy.example.com/signout',
+    AccessTokenType: 1,
+    RequireRequestObject: true,
+    AllowedIdentityTokenSigningAlgorithms: 'RS256 ES256',
+    EnableLocalLogin: true,
+  });
+  // The resource-owner password grant comes only with migrated clients (the admin API refuses it for new ones).
+  await h.context.db
+    .updateTable('clients')
+    .set({ grant_types: JSON.stringify(['authorization_code', 'password']) })
+    .where('client_id', '=', 'legacy')
+    .execute();
+  const read = await h.admin('GET', '/api/v1/clients/legacy');
+  const named = (read.body.unsupportedSettings as Array<{ setting: string }>).map((u) => u.setting);
+  expect(named).toEqual([
+    'FrontChannelLogoutUri',
+    'AccessTokenType',
+    'RequireRequestObject',
+    'AllowedIdentityTokenSigningAlgorithms',
+    'AllowedGrantTypes',
+  ]);
+  expect(read.body.unsupportedSettings[4]).toMatchObject({
+    value: ['password'],
+    effect: expect.stringMatching(/refused/),
+  });
+  const { ClientId: _id, AllowedGrantTypes: _grants, ...body } = read.body;
+  const written = await h.admin('PUT', '/api/v1/clients/legacy', {
+    ...body,
+    AllowedGrantTypes: ['authorization_code'],
+  });
+  expect(written.status).toBe(200);
+  expect((await h.admin('GET', '/api/v1/clients/shop')).body.unsupportedSettings).toEqual([]);
 });

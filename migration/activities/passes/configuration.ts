@@ -1,4 +1,8 @@
-import { publicClientGrantProblem, unofferedGrantTypes } from '../../../platform/config/client-rules';
+import {
+  publicClientGrantProblem,
+  unofferedGrantTypes,
+  unsupportedSettingsOf,
+} from '../../../platform/config/client-rules';
 import { tagSecret } from '../../../platform/security/client-secrets';
 import { identifierProblem } from '../identifiers';
 import { uuidV5 } from '../../../platform/security/name-based-uuid';
@@ -117,6 +121,9 @@ async function clientsPage(source: Kysely<SourceDatabase>, page: PageResult, aft
       page.warnings.push(
         `client ${ClientId} uses grant types this service does not offer (${unoffered.join(', ')}): it is migrated, and its requests of those kinds are refused with unsupported_grant_type or unsupported_response_type`,
       );
+    // The cutover report: each setting the service will not honour, named per client (GET /api/v1/clients/{id} too).
+    for (const unsupported of unsupportedSettingsOf(settings as Record<string, unknown>, []))
+      page.warnings.push(`client ${ClientId}: ${unsupported.setting} is not honoured: ${unsupported.effect}`);
     clients.push({
       clientId: ClientId,
       secrets: secretsFor(page, ClientId, secrets(Id)),

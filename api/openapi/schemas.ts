@@ -50,12 +50,9 @@ export const clientViewSchema = z
   .looseObject({
     ClientId: text,
     ProvisioningApps: z.array(text),
-    unsupportedSettings: z
-      .array(z.object({ setting: text, value: z.json(), effect: text }))
-      .meta({
-        description:
-          'IdentityServer settings of the client the service does not honour, and what the client will notice',
-      }),
+    unsupportedSettings: z.array(z.object({ setting: text, value: z.json(), effect: text })).meta({
+      description: 'IdentityServer settings of the client the service does not honour, and what the client will notice',
+    }),
   })
   .meta({ id: 'Client', description: 'An OAuth/OpenID Connect client; secrets are write-only' });
 

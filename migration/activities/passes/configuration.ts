@@ -122,7 +122,7 @@ async function clientsPage(source: Kysely<SourceDatabase>, page: PageResult, aft
         `client ${ClientId} uses grant types this service does not offer (${unoffered.join(', ')}): it is migrated, and its requests of those kinds are refused with unsupported_grant_type or unsupported_response_type`,
       );
     // The cutover report: each setting the service will not honour, named per client (GET /api/v1/clients/{id} too).
-    for (const unsupported of unsupportedSettingsOf(settings as Record<string, unknown>, []))
+    for (const unsupported of unsupportedSettingsOf(settings, []))
       page.warnings.push(`client ${ClientId}: ${unsupported.setting} is not honoured: ${unsupported.effect}`);
     clients.push({
       clientId: ClientId,

@@ -143,7 +143,11 @@ export async function purgeSignInAttempts(db: Db, olderThanSeconds: number): Pro
 
 /** The scopes store: every enabled scope with its kind and claim list. */
 export function listScopes(db: Db) {
-  return db.selectFrom('scopes').select(['name', 'kind', 'user_claims']).where('enabled', '=', true).execute();
+  return db
+    .selectFrom('scopes')
+    .select(['name', 'kind', 'user_claims', 'show_in_discovery'])
+    .where('enabled', '=', true)
+    .execute();
 }
 
 /**
@@ -153,7 +157,7 @@ export function listScopes(db: Db) {
 export async function providerSettingsVersion(db: Db): Promise<string> {
   const { rows } = await sql<{ version: string }>`
     select md5(
-      coalesce((select string_agg(name || ':' || kind || ':' || user_claims::text, ',' order by name)
+      coalesce((select string_agg(name || ':' || kind || ':' || user_claims::text || ':' || show_in_discovery::text, ',' order by name)
                 from scopes where enabled), '')
       || '|' ||
       coalesce((select string_agg(id, ',' order by id) from signing_keys), '')

@@ -18,6 +18,8 @@ export interface ScopeClaims {
   claimsByScope: Record<string, string[]>;
   /** Every scope's UserClaims, API scopes included (access-token claims). */
   userClaims: Map<string, string[]>;
+  /** What discovery lists as scopes_supported, as IdentityServer does: the scopes marked ShowInDiscoveryDocument. */
+  discoveryScopes: string[];
 }
 
 /**
@@ -62,6 +64,13 @@ export async function loadScopeClaims(db: Db): Promise<ScopeClaims> {
     names: new Set(['openid', 'offline_access', ...identity.map((r) => r.name)]),
     claimsByScope,
     userClaims: new Map(rows.map((r) => [r.name, r.user_claims])),
+    discoveryScopes: [
+      'openid',
+      'offline_access',
+      ...rows
+        .filter((r) => r.show_in_discovery && r.name !== 'openid' && r.name !== 'offline_access')
+        .map((r) => r.name),
+    ],
   };
 }
 

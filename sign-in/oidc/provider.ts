@@ -3,7 +3,7 @@ import type { Db } from '../../platform/store/database';
 import { findClient } from '../../platform/store/clients';
 import type { SigningJwk } from '../../platform/store/signing-keys';
 import { createPostgresAdapter, isStorableKey } from './adapter';
-import { OIDC_ROUTES } from '../../platform/http/sign-in-paths';
+import { DISCOVERY_PATH, OIDC_ROUTES } from '../../platform/http/sign-in-paths';
 import { claimsOf, tokenClaimsOf, type ScopeClaims } from './claims';
 import {
   allowedScopesOf,
@@ -62,6 +62,18 @@ function endSignIn(session: {
  * service issued to the authenticated client is listed as revoked until it expires (the admin API refuses it), and
  * the answer is the endpoint's 200. Another client's token keeps oidc-provider's refusal.
  */
+/**
+ * Discovery as IdentityServer's listed it for the same configuration: `scopes_supported` holds the identity and API
+ * scopes marked ShowInDiscoveryDocument (oidc-provider lists its identity scopes only, and every one of them).
+ */
+function discoveryParity(scopes: ScopeClaims) {
+  return async (ctx: KoaContextWithOIDC, next: () => Promise<void>) => {
+    await next();
+    if (ctx.path !== DISCOVERY_PATH || ctx.status !== 200 || !ctx.body || typeof ctx.body !== 'object') return;
+    (ctx.body as Record<string, unknown>).scopes_supported = scopes.discoveryScopes;
+  };
+}
+
 function revokeJwtAccessTokens(db: Db, issuer: string) {
   return async (ctx: KoaContextWithOIDC, next: () => Promise<void>) => {
     await next();
@@ -181,6 +193,9 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
+      // Not offered: the service's own admin API does not check DPoP proofs, so a bound token must not be issued
+      // (clients with RequireDPoP are reported as unsupported), nor advertised in discovery.
+      dPoP: { enabled: false },
       // Only the client a token was issued to may introspect it (oidc-provider's default lets any confidential
       // client read any token's claims).
       introspection: { enabled: true, allowedPolicy: (_ctx, client, token) => token.clientId === client.clientId },
@@ -248,6 +263,7 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
 
   const provider = new Provider(issuer, configuration);
   provider.use(revokeJwtAccessTokens(db, issuer));
+  provider.use(discoveryParity(scopes));
   // Behind a TLS-terminating proxy the public URL is https while this process speaks http.
   if (issuer.startsWith('https:')) provider.proxy = true;
   // Duende IdentityServer puts the session id (`sid`) in every ID token and user access token; oidc-provider only for

@@ -245,3 +245,48 @@ test('a client names the IdentityServer settings the service will not honour, an
   expect(written.status).toBe(200);
   expect((await h.admin('GET', '/api/v1/clients/shop')).body.unsupportedSettings).toEqual([]);
 });
+
+test('discovery lists what IdentityServer listed for the same configuration, and nothing that is not served', async () => {
+  await h.context.db
+    .insertInto('scopes')
+    .values([
+      {
+        name: 'internal.read',
+        kind: 'api',
+        user_claims: JSON.stringify([]),
+        origin: 'migration',
+        show_in_discovery: false,
+      },
+      {
+        name: 'hidden',
+        kind: 'identity',
+        user_claims: JSON.stringify(['hidden_claim']),
+        origin: 'migration',
+        show_in_discovery: false,
+      },
+    ])
+    .execute();
+  const discovery = (await h.request('GET', '/.well-known/openid-configuration')).body;
+  expect(discovery.scopes_supported).toEqual(
+    expect.arrayContaining(['openid', 'offline_access', 'profile', 'orders.read', 'billing.read']),
+  );
+  expect(discovery.scopes_supported).not.toContain('internal.read');
+  expect(discovery.scopes_supported).not.toContain('hidden');
+  expect(discovery.grant_types_supported.sort()).toEqual(['authorization_code', 'client_credentials', 'refresh_token']);
+  expect(discovery.introspection_endpoint).toBe(`${h.api.publicUrl}/connect/introspect`);
+  expect(discovery.revocation_endpoint).toBe(`${h.api.publicUrl}/connect/revocation`);
+  expect(discovery.end_session_endpoint).toBe(`${h.api.publicUrl}/connect/endsession`);
+  // Not served, so not advertised: DPoP, the device flow, back-channel logout, pushed requests.
+  for (const absent of [
+    'dpop_signing_alg_values_supported',
+    'device_authorization_endpoint',
+    'backchannel_logout_supported',
+    'pushed_authorization_request_endpoint',
+  ])
+    expect(discovery).not.toHaveProperty(absent);
+  // Advertised endpoints answer.
+  for (const endpoint of ['jwks_uri', 'userinfo_endpoint', 'introspection_endpoint', 'revocation_endpoint'])
+    expect((await fetch(discovery[endpoint], { method: endpoint === 'jwks_uri' ? 'GET' : 'POST' })).status).not.toBe(
+      404,
+    );
+});

@@ -6,25 +6,18 @@ import { normalize } from './users';
  * the lockout and two-step sign-in. Every write here is idempotent.
  */
 
-/** The user an address belongs to, as recovery needs it (undefined for an unknown or deactivated address). */
-export function findRecoveryUser(db: Db, email: string) {
+/** An active user, as recovery needs it, by address or by id (undefined for an unknown or deactivated one). */
+function findRecovery(db: Db, by: 'normalized_email' | 'id', value: string) {
   return db
     .selectFrom('users')
     .select(['id', 'email', 'password_hash', 'email_confirmed'])
-    .where('normalized_email', '=', normalize(email))
+    .where(by, '=', value)
     .where('active', '=', true)
     .executeTakeFirst();
 }
 
-/** The same, by id. */
-export function findRecoveryUserById(db: Db, userId: string) {
-  return db
-    .selectFrom('users')
-    .select(['id', 'email', 'password_hash', 'email_confirmed'])
-    .where('id', '=', userId)
-    .where('active', '=', true)
-    .executeTakeFirst();
-}
+export const findRecoveryUser = (db: Db, email: string) => findRecovery(db, 'normalized_email', normalize(email));
+export const findRecoveryUserById = (db: Db, userId: string) => findRecovery(db, 'id', userId);
 
 export type RecoveryUser = NonNullable<Awaited<ReturnType<typeof findRecoveryUser>>>;
 

@@ -27,7 +27,7 @@ import type { Federation } from '../federation';
 import { FederationCheckError } from '../federation/errors';
 import { logger } from '../../platform/observability/logger';
 import { FIELD_BOUNDS } from '../../platform/security/field-bounds';
-import { formField } from './forms';
+import { emailAddressField, emailForm, formField } from './forms';
 
 export interface InteractionDependencies {
   provider: Provider;
@@ -41,9 +41,8 @@ export interface InteractionDependencies {
   mails: RecoveryMails;
 }
 
-const emailForm = z.object({ email: formField(FIELD_BOUNDS.email).pipe(z.email()) });
 const passwordForm = z.object({
-  email: formField(FIELD_BOUNDS.email).pipe(z.email()),
+  email: emailAddressField,
   password: formField(FIELD_BOUNDS.password),
 });
 const codeForm = z.object({ code: formField(64) });

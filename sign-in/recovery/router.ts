@@ -23,7 +23,7 @@ import {
 import { recordAuditEvent } from '../../platform/store/audit-events';
 import type { Db } from '../../platform/store/database';
 import { endEverySignInOf } from '../../platform/store/oidc-payloads';
-import { formField } from '../oidc/forms';
+import { emailForm, formField } from '../oidc/forms';
 import { confirmationMail, noPasswordMail, passwordResetMail } from './mails';
 import {
   confirmationExpiredPage,
@@ -49,7 +49,6 @@ export interface RecoveryDependencies {
   publicUrl: string;
 }
 
-const emailForm = z.object({ email: formField(FIELD_BOUNDS.email).pipe(z.email()) });
 const resetForm = z.object({
   token: formField(128),
   password: formField(FIELD_BOUNDS.password),

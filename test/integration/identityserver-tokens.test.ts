@@ -16,6 +16,14 @@ const h = useHarness({
 const CALLBACK = 'https://shop.example.com/callback';
 const PASSWORD = 'correct horse battery 9';
 const flow = codeFlow(CALLBACK);
+/** The web shop: a confidential code-flow client of both APIs. */
+const SHOP = {
+  AllowedGrantTypes: ['authorization_code'],
+  RedirectUris: [CALLBACK],
+  AllowedScopes: ['openid', 'profile', 'orders.read', 'billing.read'],
+  AllowOfflineAccess: true,
+  ClientSecrets: [{ Value: 'shop-secret-sixteen!' }],
+};
 
 /** An API as its team writes it: the token must be signed by the authority, for this API, and carry its scope. */
 async function apiAccepts(api: string, scope: string, token: string): Promise<JWTPayload> {
@@ -69,17 +77,7 @@ beforeAll(async () => {
       } as never)
       .execute();
   }
-  await putClient(
-    'shop',
-    {
-      AllowedGrantTypes: ['authorization_code'],
-      RedirectUris: [CALLBACK],
-      AllowedScopes: ['openid', 'profile', 'orders.read', 'billing.read'],
-      AllowOfflineAccess: true,
-      ClientSecrets: [{ Value: 'shop-secret-sixteen!' }],
-    },
-    [{ type: 'tier', value: 'gold' }],
-  );
+  await putClient('shop', SHOP, [{ type: 'tier', value: 'gold' }]);
   await putClient(
     'backend',
     {
@@ -158,44 +156,21 @@ test('client claims reach client-credentials tokens with the prefix, and user to
   });
   expect(claims.idp).toBeUndefined();
 
-  await putClient(
-    'shop',
-    {
-      AllowedGrantTypes: ['authorization_code'],
-      RedirectUris: [CALLBACK],
-      AllowedScopes: ['openid', 'profile', 'orders.read', 'billing.read'],
-      AllowOfflineAccess: true,
-      AlwaysSendClientClaims: true,
-      ClientClaimsPrefix: 'shop_',
-      ClientSecrets: [{ Value: 'shop-secret-sixteen!' }],
-    },
-    [
-      { type: 'tier', value: 'gold' },
-      // With an empty prefix such a claim would pass for the service's own: it is never written.
-      { type: '', value: 'x' },
-    ],
-  );
+  await putClient('shop', { ...SHOP, AlwaysSendClientClaims: true, ClientClaimsPrefix: 'shop_' }, [
+    { type: 'tier', value: 'gold' },
+    // With an empty prefix such a claim would pass for the service's own: it is never written.
+    { type: '', value: 'x' },
+  ]);
   const { tokens } = await userTokens('openid orders.read');
   const user = await apiAccepts('orders-api', 'orders.read', tokens.access_token);
   expect(user.shop_tier).toBe('gold');
   expect(user.client_tier).toBeUndefined();
 
-  await putClient(
-    'shop',
-    {
-      AllowedGrantTypes: ['authorization_code'],
-      RedirectUris: [CALLBACK],
-      AllowedScopes: ['openid', 'orders.read'],
-      AlwaysSendClientClaims: true,
-      ClientClaimsPrefix: '',
-      ClientSecrets: [{ Value: 'shop-secret-sixteen!' }],
-    },
-    [
-      { type: 'sub', value: 'someone-else' },
-      { type: 'role', value: 'IdentityAdmin' },
-      { type: 'department', value: 'sales' },
-    ],
-  );
+  await putClient('shop', { ...SHOP, AlwaysSendClientClaims: true, ClientClaimsPrefix: '' }, [
+    { type: 'sub', value: 'someone-else' },
+    { type: 'role', value: 'IdentityAdmin' },
+    { type: 'department', value: 'sales' },
+  ]);
   const unprefixed = await apiAccepts(
     'orders-api',
     'orders.read',

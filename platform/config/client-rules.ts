@@ -4,7 +4,8 @@
  */
 
 /** The grant types the service offers; IdentityServer's others are named by the migration's dry-run report. */
-export const OFFERED_GRANT_TYPES = ['authorization_code', 'client_credentials'] as const;
+export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+export const OFFERED_GRANT_TYPES = ['authorization_code', 'client_credentials', DEVICE_CODE_GRANT] as const;
 
 /**
  * What is wrong with a client that has no secret but the client-credentials grant: it could mint tokens for its

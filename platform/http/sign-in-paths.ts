@@ -10,6 +10,9 @@ export const OIDC_ROUTES = {
   end_session: '/connect/endsession',
   revocation: '/connect/revocation',
   introspection: '/connect/introspect',
+  device_authorization: '/connect/deviceauthorization',
+  // Where a person enters a device's user code (IdentityServer's default path).
+  code_verification: '/device',
   jwks: '/.well-known/openid-configuration/jwks',
 } as const;
 
@@ -23,7 +26,11 @@ export const SAML_PREFIX = '/saml/';
 
 /** Whether a request path belongs to the provider (its routes, discovery, and the end-session confirmation pages). */
 export const isProviderPath = (path: string) =>
-  path.startsWith('/connect/') || path === DISCOVERY_PATH || path.startsWith(OIDC_ROUTES.jwks);
+  path.startsWith('/connect/') ||
+  path === OIDC_ROUTES.code_verification ||
+  path.startsWith(`${OIDC_ROUTES.code_verification}/`) ||
+  path === DISCOVERY_PATH ||
+  path.startsWith(OIDC_ROUTES.jwks);
 
 /** The paths federation answers: the OIDC callback and each SAML provider's ACS and metadata. */
 export const isFederationPath = (path: string) => path === FEDERATION_CALLBACK_PATH || path.startsWith(SAML_PREFIX);

@@ -146,3 +146,45 @@ export function accountReadyPage(providerName: string): string {
 work e-mail address: you will go through ${escapeHtml(providerName)} again, without a password here.</p>`,
   );
 }
+
+/** oidc-provider's device forms carry an anti-forgery token; the pages are ours, in the layout every page shares. */
+const xsrfOf = (form: string) => /name="xsrf" value="([^"]*)"/.exec(form)?.[1] ?? '';
+const actionOf = (form: string) => /action="([^"]*)"/.exec(form)?.[1] ?? '';
+
+/** The device flow's first page: the code the device shows (RFC 8628). */
+export function deviceCodePage(form: string, error?: string): string {
+  return page(
+    'Connect a device',
+    `<p>Enter the code your device shows.</p>
+${errorLine(error)}
+<form method="post" action="${escapeHtml(actionOf(form))}">
+<input type="hidden" name="xsrf" value="${escapeHtml(xsrfOf(form))}">
+<label for="user_code">Code</label>
+<input id="user_code" name="user_code" autocomplete="off" autocapitalize="characters" required autofocus maxlength="32">
+<button type="submit">Continue</button>
+</form>`,
+  );
+}
+
+/** The device flow's confirmation: which application, and the code again to compare with the device's. */
+export function deviceConfirmPage(form: string, clientName: string, userCode: string): string {
+  const fields = `<input type="hidden" name="xsrf" value="${escapeHtml(xsrfOf(form))}">
+<input type="hidden" name="user_code" value="${escapeHtml(userCode)}">`;
+  return page(
+    'Connect this device?',
+    `<p><span class="who">${escapeHtml(clientName)}</span> on a device asks to use your account.</p>
+<p>Continue only if the device shows this code:</p>
+<p class="key">${escapeHtml(userCode)}</p>
+<form method="post" action="${escapeHtml(actionOf(form))}">${fields}
+<input type="hidden" name="confirm" value="yes"><button type="submit">Continue</button></form>
+<form method="post" action="${escapeHtml(actionOf(form))}">${fields}
+<input type="hidden" name="abort" value="yes"><button class="secondary" type="submit">Cancel</button></form>`,
+  );
+}
+
+export function deviceDonePage(clientName: string): string {
+  return page(
+    'Device connected',
+    `<p>${escapeHtml(clientName)} is signed in. Go back to your device; you can close this page.</p>`,
+  );
+}

@@ -16,7 +16,14 @@ import {
 import { adoptMigratedRefreshToken } from './migrated-refresh-tokens';
 import { verifyIssuedAccessToken } from './issued-tokens';
 import { revokeAccessToken } from '../../platform/store/admin-tokens';
-import { renderErrorPage, signedOutPage, signOutPage } from './pages';
+import {
+  deviceCodePage,
+  deviceConfirmPage,
+  deviceDonePage,
+  renderErrorPage,
+  signOutPage,
+  signedOutPage,
+} from './pages';
 import { RESOURCE_PREFIX, resourceOfScopes, resourceServer, type ApiResources } from './resources';
 import { accessTokenShape, idpClaimOf } from './token-shape';
 
@@ -193,6 +200,27 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
+      // The device flow, for clients with the device_code grant; its pages in the sign-in pages' layout.
+      deviceFlow: {
+        enabled: true,
+        charset: 'base-20',
+        mask: '****-****',
+        userCodeInputSource: (ctx, form, _out, err) => {
+          ctx.type = 'html';
+          ctx.body = deviceCodePage(
+            form,
+            err ? 'That code is not right, or it expired; enter the code the device shows now.' : undefined,
+          );
+        },
+        userCodeConfirmSource: (ctx, form, client, _deviceInfo, userCode) => {
+          ctx.type = 'html';
+          ctx.body = deviceConfirmPage(form, client.clientName ?? client.clientId, userCode);
+        },
+        successSource: (ctx) => {
+          ctx.type = 'html';
+          ctx.body = deviceDonePage(ctx.oidc.client?.clientName ?? ctx.oidc.client?.clientId ?? 'The device');
+        },
+      },
       // Not offered: the service's own admin API does not check DPoP proofs, so a bound token must not be issued
       // (clients with RequireDPoP are reported as unsupported), nor advertised in discovery.
       dPoP: { enabled: false },

@@ -3,6 +3,7 @@ import * as oidc from 'openid-client';
 import { uniqueEmail, useHarness, UNLIMITED_SIGN_IN } from '../support/harness';
 import { codeFlow } from '../support/code-flow';
 import { relyingParty } from '../support/relying-party';
+import { browser, textOf, type Visit } from '../support/sign-in-flow';
 
 // Tokens as Duende IdentityServer writes them (issue "Drop-in for IdentityServer's clients and APIs", items 1 and 3):
 // every access token is verified here with jose against the published JWKS, and read by two APIs written as their
@@ -247,14 +248,20 @@ test('discovery lists what IdentityServer listed for the same configuration, and
   );
   expect(discovery.scopes_supported).not.toContain('internal.read');
   expect(discovery.scopes_supported).not.toContain('hidden');
-  expect(discovery.grant_types_supported.sort()).toEqual(['authorization_code', 'client_credentials', 'refresh_token']);
+  expect(discovery.grant_types_supported.sort()).toEqual([
+    'authorization_code',
+    'client_credentials',
+    'refresh_token',
+    'urn:ietf:params:oauth:grant-type:device_code',
+  ]);
   expect(discovery.introspection_endpoint).toBe(`${h.api.publicUrl}/connect/introspect`);
   expect(discovery.revocation_endpoint).toBe(`${h.api.publicUrl}/connect/revocation`);
   expect(discovery.end_session_endpoint).toBe(`${h.api.publicUrl}/connect/endsession`);
-  // Not served, so not advertised: DPoP, the device flow, back-channel logout, pushed requests.
+  expect(discovery.device_authorization_endpoint).toBe(`${h.api.publicUrl}/connect/deviceauthorization`);
+  expect(discovery.grant_types_supported).toContain('urn:ietf:params:oauth:grant-type:device_code');
+  // Not served, so not advertised: DPoP, back-channel logout, pushed requests.
   for (const absent of [
     'dpop_signing_alg_values_supported',
-    'device_authorization_endpoint',
     'backchannel_logout_supported',
     'pushed_authorization_request_endpoint',
   ])
@@ -265,3 +272,39 @@ test('discovery lists what IdentityServer listed for the same configuration, and
       404,
     );
 });
+
+test("the device flow: a TV asks at IdentityServer's path, a person enters its code at /device and signs in, the TV gets tokens", async () => {
+  await putClient('tv-app', {
+    ClientName: 'Living-room TV',
+    RequireClientSecret: false,
+    AllowedGrantTypes: ['urn:ietf:params:oauth:grant-type:device_code'],
+    AllowedScopes: ['openid', 'orders.read'],
+    AllowOfflineAccess: true,
+  });
+  const email = uniqueEmail('device');
+  const created = await h.admin('POST', '/api/v1/profile/', { email, password: PASSWORD });
+  const tv = await relyingParty(h.api.publicUrl, 'tv-app');
+  const asked = await oidc.initiateDeviceAuthorization(tv, { scope: 'openid orders.read offline_access' });
+  expect(asked.verification_uri).toBe(`${h.api.publicUrl}/device`);
+  expect(asked.user_code).toMatch(/^[A-Z]{4}-[A-Z]{4}$/);
+  const polled = oidc.pollDeviceAuthorizationGrant(tv, asked);
+
+  const person = browser(CALLBACK);
+  const entry = (await person.open(asked.verification_uri)) as Visit;
+  expect(textOf(entry)).toContain('Enter the code your device shows');
+  const wrong = (await person.submit('/device', { user_code: 'BCDF-GHJK' })) as Visit;
+  expect(textOf(wrong)).toContain('That code is not right');
+  const confirm = (await person.submit('/device', { user_code: asked.user_code.toLowerCase() })) as Visit;
+  expect(textOf(confirm)).toContain('Living-room TV on a device asks to use your account');
+  expect(textOf(confirm)).toContain(asked.user_code);
+  const form = confirm.html.match(/<form method="post" action="([^"]+)">/)![1];
+  await person.submit(form, { confirm: 'yes' });
+  await person.submit('/email', { email });
+  const done = (await person.submit('/password', { password: PASSWORD })) as Visit;
+  expect(textOf(done)).toContain('Living-room TV is signed in');
+
+  const tokens = await polled;
+  const claims = await apiAccepts('orders-api', 'orders.read', tokens.access_token);
+  expect(claims).toMatchObject({ sub: created.body.userId, client_id: 'tv-app', amr: ['pwd'], idp: 'local' });
+  expect(tokens.refresh_token).toBeDefined();
+}, 60_000);

@@ -5,7 +5,20 @@
 
 /** The grant types the service offers; IdentityServer's others are named by the migration's dry-run report. */
 export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
-export const OFFERED_GRANT_TYPES = ['authorization_code', 'client_credentials', DEVICE_CODE_GRANT] as const;
+/**
+ * The resource-owner password grant: served to the clients that had it at IdentityServer (migrated), so their apps
+ * keep working, and never given to a new client (the OAuth 2.0 Security BCP forbids it).
+ */
+export const PASSWORD_GRANT = 'password';
+export const OFFERED_GRANT_TYPES = [
+  'authorization_code',
+  'client_credentials',
+  DEVICE_CODE_GRANT,
+  PASSWORD_GRANT,
+] as const;
+
+/** The grant types a client may not be given through the admin API unless it has them already (a migrated one). */
+export const KEPT_ONLY_GRANT_TYPES = [PASSWORD_GRANT] as const;
 
 /**
  * What is wrong with a client that has no secret but the client-credentials grant: it could mint tokens for its

@@ -3,7 +3,11 @@ import { z } from 'zod';
 import type { AppProvider } from '../../provisioning/activities/apps';
 import { appIdSchema, clientConfigSchema } from '../../platform/config/schema';
 import { clientRow, clientView } from '../oidc/clients';
-import { publicClientGrantProblem, unofferedGrantTypes } from '../../platform/config/client-rules';
+import {
+  KEPT_ONLY_GRANT_TYPES,
+  publicClientGrantProblem,
+  unofferedGrantTypes,
+} from '../../platform/config/client-rules';
 import { hashClientSecret } from '../../platform/security/client-secrets';
 import { deleteClient, findClient, listClients, putClient, type ClientRow } from '../../platform/store/clients';
 import type { Db } from '../../platform/store/database';
@@ -170,6 +174,14 @@ export function clientsOperations({ db, apps }: { db: Db; apps: AppProvider }): 
       const unoffered = unofferedGrantTypes(body.AllowedGrantTypes);
       if (unoffered.length > 0)
         return invalid(`AllowedGrantTypes: this service does not offer ${unoffered.join(', ')}`);
+      const stored = await findClient(db, clientId);
+      const added = KEPT_ONLY_GRANT_TYPES.filter(
+        (g) => body.AllowedGrantTypes.includes(g) && !stored?.grant_types.includes(g),
+      );
+      if (added.length > 0)
+        return invalid(
+          `AllowedGrantTypes: ${added.join(', ')} is kept for clients migrated with it and never given to another client`,
+        );
       if (body.RedirectUris.length > 0 && !body.AllowedGrantTypes.includes('authorization_code'))
         return invalid(
           'RedirectUris: redirect URIs are used only by the authorization_code grant; add it to AllowedGrantTypes, or leave RedirectUris out',
@@ -177,7 +189,6 @@ export function clientsOperations({ db, apps }: { db: Db; apps: AppProvider }): 
       const known = await Promise.all(body.ProvisioningApps.map((appId) => apps.getApp(appId)));
       const unknown = body.ProvisioningApps.filter((_, i) => !known[i]);
       if (unknown.length > 0) return invalid(`ProvisioningApps: no provisioning app ${unknown.join(', ')}`);
-      const stored = await findClient(db, clientId);
       const row = clientRow({ ...body, ClientId: clientId, ClientSecrets: [] }, 'api', body.ProvisioningApps);
       row.settings = JSON.stringify({ ...JSON.parse(row.settings), ...readOnlyOf(stored) });
       const secrets = body.ClientSecrets?.map((s) => ({

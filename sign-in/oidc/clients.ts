@@ -2,7 +2,7 @@ import type { ClientConfig } from '../../platform/config/schema';
 import { clientSecretMatches, tagSecret } from '../../platform/security/client-secrets';
 import { liveClientSecrets, type ClientRow, type NewClientRow, type StoredSecret } from '../../platform/store/clients';
 import type { Db } from '../../platform/store/database';
-import { DEVICE_CODE_GRANT, unsupportedSettingsOf } from '../../platform/config/client-rules';
+import { DEVICE_CODE_GRANT, PASSWORD_GRANT, unsupportedSettingsOf } from '../../platform/config/client-rules';
 
 /** IdentityServer client settings the provider reads, under IdentityServer's names (as the migration stores them). */
 export interface ClientSettings {
@@ -42,12 +42,16 @@ export function clientMetadata(row: ClientRow, identityScopes: ReadonlySet<strin
       : { token_endpoint_auth_method: 'client_secret_post', client_secret: `hashed-secrets-of:${row.client_id}` }),
     grant_types: [
       ...(code ? ['authorization_code'] : []),
-      ...((code || grants.includes(DEVICE_CODE_GRANT)) && settings.AllowOfflineAccess ? ['refresh_token'] : []),
+      ...((code || grants.includes(DEVICE_CODE_GRANT) || grants.includes(PASSWORD_GRANT)) && settings.AllowOfflineAccess
+        ? ['refresh_token']
+        : []),
       // A client without a secret cannot prove who it is, so it never gets the client-credentials grant, even when a
       // migrated or stored row says so (the admin API and the configuration refuse that shape).
       ...(grants.includes('client_credentials') && !isPublic ? ['client_credentials'] : []),
       // The device flow (RFC 8628) for TVs and command lines: a person enters the device's code at /device.
       ...(grants.includes(DEVICE_CODE_GRANT) ? [DEVICE_CODE_GRANT] : []),
+      // Only a client migrated with it (see password-grant.ts); a confidential one, as IdentityServer's usually were.
+      ...(grants.includes(PASSWORD_GRANT) ? [PASSWORD_GRANT] : []),
     ],
     response_types: code ? ['code'] : [],
     redirect_uris: code ? row.redirect_uris : [],
@@ -56,7 +60,10 @@ export function clientMetadata(row: ClientRow, identityScopes: ReadonlySet<strin
     scope:
       [
         ...row.allowed_scopes.filter((s) => identityScopes.has(s)),
-        ...((code || grants.includes(DEVICE_CODE_GRANT)) && settings.AllowOfflineAccess ? ['offline_access'] : []),
+        ...((code || grants.includes(DEVICE_CODE_GRANT) || grants.includes(PASSWORD_GRANT)) &&
+        settings.AllowOfflineAccess
+          ? ['offline_access']
+          : []),
       ].join(' ') || undefined,
     id_token_signed_response_alg: 'RS256',
     'urn:identity-service:settings': settings,

@@ -85,6 +85,7 @@ async function buildSignIn(
     scopes: await loadScopeClaims(db),
     apiResources: storedApiResources(db),
     scopesAsString: deps.config.Oidc.EmitScopesAsSpaceDelimitedStringInJwt,
+    config: deps.config,
   });
   return {
     callback: provider.callback(),

@@ -26,6 +26,8 @@ import {
 } from './pages';
 import { RESOURCE_PREFIX, resourceOfScopes, resourceServer, type ApiResources } from './resources';
 import { accessTokenShape, idpClaimOf } from './token-shape';
+import type { AppConfig } from '../../platform/config/schema';
+import { registerPasswordGrant } from './password-grant';
 
 /**
  * IdentityServer issues a refresh token for `offline_access` whatever the prompt; oidc-provider, following OpenID
@@ -120,6 +122,8 @@ export interface ProviderDependencies {
   apiResources: ApiResources;
   /** Oidc:EmitScopesAsSpaceDelimitedStringInJwt: `scope` as one string instead of Duende's JSON array. */
   scopesAsString: boolean;
+  /** The lockout, rate limit and confirmation rules the password grant holds as the sign-in pages do. */
+  config: AppConfig;
 }
 
 const settingsOfClient = (client: { metadata(): Record<string, unknown> } | undefined): ClientSettings =>
@@ -279,8 +283,11 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
     // IdentityServer's RefreshTokenUsage: OneTimeOnly (1, its default) rotates at every use, ReUse (0) keeps it.
     rotateRefreshToken: (ctx) => settingsOfClient(ctx.oidc.client).RefreshTokenUsage !== 0,
     // Only a JWT access token (one for an API) shows its claims; an opaque one for userinfo needs none.
-    extraTokenClaims: (_ctx, token) =>
-      'resourceServer' in token && token.resourceServer ? tokenClaimsOf(db, token, scopes) : undefined,
+    // What a grant put in the token's extra claims (the password grant: how the user signed in) stays.
+    extraTokenClaims: async (_ctx, token) =>
+      'resourceServer' in token && token.resourceServer
+        ? { ...('extra' in token ? token.extra : undefined), ...(await tokenClaimsOf(db, token, scopes)) }
+        : undefined,
     clientBasedCORS: (_ctx, origin, client) =>
       ((client.metadata()['urn:identity-service:cors-origins'] as string[] | undefined) ?? []).includes(origin),
     renderError: (ctx, out) => {
@@ -292,6 +299,7 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
   const provider = new Provider(issuer, configuration);
   provider.use(revokeJwtAccessTokens(db, issuer));
   provider.use(discoveryParity(scopes));
+  registerPasswordGrant(provider, { db, config: deps.config, scopes, apiResources });
   // Behind a TLS-terminating proxy the public URL is https while this process speaks http.
   if (issuer.startsWith('https:')) provider.proxy = true;
   // Duende IdentityServer puts the session id (`sid`) in every ID token and user access token; oidc-provider only for

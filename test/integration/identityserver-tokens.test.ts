@@ -3,7 +3,9 @@ import * as oidc from 'openid-client';
 import { uniqueEmail, useHarness, UNLIMITED_SIGN_IN } from '../support/harness';
 import { codeFlow } from '../support/code-flow';
 import { relyingParty } from '../support/relying-party';
-import { browser, textOf, type Visit } from '../support/sign-in-flow';
+import { enrolTotp } from '../../platform/store/mfa';
+import { protectSecret } from '../../platform/security/data-protection';
+import { browser, GRANT_NOT_ALLOWED, textOf, type Visit } from '../support/sign-in-flow';
 
 // Tokens as Duende IdentityServer writes them (issue "Drop-in for IdentityServer's clients and APIs", items 1 and 3):
 // every access token is verified here with jose against the published JWKS, and read by two APIs written as their
@@ -194,10 +196,10 @@ test('a client names the IdentityServer settings the service will not honour, an
     AllowedIdentityTokenSigningAlgorithms: 'RS256 ES256',
     EnableLocalLogin: true,
   });
-  // The resource-owner password grant comes only with migrated clients (the admin API refuses it for new ones).
+  // The implicit grant comes only with migrated clients (the admin API refuses it).
   await h.context.db
     .updateTable('clients')
-    .set({ grant_types: JSON.stringify(['authorization_code', 'password']) })
+    .set({ grant_types: JSON.stringify(['authorization_code', 'implicit']) })
     .where('client_id', '=', 'legacy')
     .execute();
   const read = await h.admin('GET', '/api/v1/clients/legacy');
@@ -210,7 +212,7 @@ test('a client names the IdentityServer settings the service will not honour, an
     'AllowedGrantTypes',
   ]);
   expect(read.body.unsupportedSettings[4]).toMatchObject({
-    value: ['password'],
+    value: ['implicit'],
     effect: expect.stringMatching(/refused/),
   });
   const { ClientId: _id, AllowedGrantTypes: _grants, ...body } = read.body;
@@ -248,9 +250,11 @@ test('discovery lists what IdentityServer listed for the same configuration, and
   );
   expect(discovery.scopes_supported).not.toContain('internal.read');
   expect(discovery.scopes_supported).not.toContain('hidden');
+  // password: served to the clients migrated with it.
   expect(discovery.grant_types_supported.sort()).toEqual([
     'authorization_code',
     'client_credentials',
+    'password',
     'refresh_token',
     'urn:ietf:params:oauth:grant-type:device_code',
   ]);
@@ -308,3 +312,116 @@ test("the device flow: a TV asks at IdentityServer's path, a person enters its c
   expect(claims).toMatchObject({ sub: created.body.userId, client_id: 'tv-app', amr: ['pwd'], idp: 'local' });
   expect(tokens.refresh_token).toBeDefined();
 }, 60_000);
+
+describe('the resource-owner password grant, for the clients migrated with it', () => {
+  const token = (clientId: string, secret: string, form: Record<string, string>) =>
+    fetch(`${h.api.url}/connect/token`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `Basic ${Buffer.from(`${clientId}:${secret}`).toString('base64')}`,
+      },
+      body: new URLSearchParams({ grant_type: 'password', ...form }).toString(),
+    });
+
+  beforeAll(async () => {
+    await putClient('mobile-legacy', {
+      AllowedGrantTypes: ['authorization_code'],
+      RedirectUris: [CALLBACK],
+      AllowedScopes: ['openid', 'profile', 'orders.read'],
+      AllowOfflineAccess: true,
+      ClientSecrets: [{ Value: 'mobile-legacy-secret!' }],
+    });
+    // As the migration writes a client that had the password grant at IdentityServer.
+    await h.context.db
+      .updateTable('clients')
+      .set({ grant_types: JSON.stringify(['authorization_code', 'password']), origin: 'migration' })
+      .where('client_id', '=', 'mobile-legacy')
+      .execute();
+  });
+
+  test('a migrated client gets tokens as from the code flow; refreshing works; the audit trail has the sign-in', async () => {
+    const email = uniqueEmail('ropc');
+    const created = await h.admin('POST', '/api/v1/profile/', { email, password: PASSWORD });
+    const answer = await token('mobile-legacy', 'mobile-legacy-secret!', {
+      username: email,
+      password: PASSWORD,
+      scope: 'openid orders.read offline_access',
+    });
+    expect(answer.status).toBe(200);
+    const body = await answer.json();
+    const claims = await apiAccepts('orders-api', 'orders.read', body.access_token);
+    expect(claims).toMatchObject({ sub: created.body.userId, client_id: 'mobile-legacy', amr: ['pwd'], idp: 'local' });
+    const jwks = createRemoteJWKSet(new URL(`${h.api.publicUrl}/.well-known/openid-configuration/jwks`));
+    const id = await jwtVerify(body.id_token, jwks, { issuer: h.api.publicUrl, audience: 'mobile-legacy' });
+    expect(id.payload).toMatchObject({ sub: created.body.userId, amr: ['pwd'], idp: 'local' });
+
+    const rp = await relyingParty(h.api.publicUrl, 'mobile-legacy', 'mobile-legacy-secret!');
+    const refreshed = await oidc.refreshTokenGrant(rp, body.refresh_token);
+    expect(await apiAccepts('orders-api', 'orders.read', refreshed.access_token)).toMatchObject({
+      sub: created.body.userId,
+      amr: ['pwd'],
+    });
+    const events = (await h.admin('GET', `/api/v1/audit-events?userId=${created.body.userId}&type=sign-in-succeeded`))
+      .body.events;
+    expect(events[0]).toMatchObject({ clientId: 'mobile-legacy', detail: { method: 'password', grant: 'password' } });
+  });
+
+  test('wrong passwords lock the account as the sign-in pages do; two-step users and unknown accounts get the same refusal', async () => {
+    const email = uniqueEmail('ropc-lock');
+    const created = await h.admin('POST', '/api/v1/profile/', { email, password: PASSWORD });
+    const attempt = async (username: string, password: string) => {
+      const answer = await token('mobile-legacy', 'mobile-legacy-secret!', { username, password, scope: 'openid' });
+      return { status: answer.status, body: await answer.json() };
+    };
+    for (let i = 0; i < 5; i++)
+      expect(await attempt(email, 'wrong password 1')).toEqual({
+        status: 400,
+        body: { error: 'invalid_grant', error_description: 'grant request is invalid' },
+      });
+    // Locked: the right password is not even checked.
+    expect((await attempt(email, PASSWORD)).status).toBe(400);
+    expect((await attempt(uniqueEmail('ropc-nobody'), PASSWORD)).body.error).toBe('invalid_grant');
+    // Two-step sign-in cannot be done through this grant: the user is refused, with the reason in the audit trail.
+    const mfaEmail = uniqueEmail('ropc-mfa');
+    const mfaUser = await h.admin('POST', '/api/v1/profile/', { email: mfaEmail, password: PASSWORD });
+    await enrolTotp(
+      h.context.db,
+      `totp-${mfaUser.body.userId}`,
+      mfaUser.body.userId,
+      protectSecret(Buffer.alloc(20, 1), h.context.dataProtection!),
+      0,
+    );
+    expect((await attempt(mfaEmail, PASSWORD)).body.error).toBe('invalid_grant');
+    const mfaEvents = (await h.admin('GET', `/api/v1/audit-events?userId=${mfaUser.body.userId}&type=sign-in-failed`))
+      .body.events;
+    expect(mfaEvents[0].detail).toMatchObject({ reason: 'second-factor-required' });
+    const reasons = (
+      await h.admin('GET', `/api/v1/audit-events?userId=${created.body.userId}&type=sign-in-failed`)
+    ).body.events.map((e: { detail: { reason: string } }) => e.detail.reason);
+    expect(reasons).toEqual([
+      'locked',
+      'wrong-password',
+      'wrong-password',
+      'wrong-password',
+      'wrong-password',
+      'wrong-password',
+    ]);
+  });
+
+  test('a client that did not have the grant is refused it, and the admin API never gives it to a client', async () => {
+    const email = uniqueEmail('ropc-other');
+    await h.admin('POST', '/api/v1/profile/', { email, password: PASSWORD });
+    const answer = await token('shop', 'shop-secret-sixteen!', { username: email, password: PASSWORD });
+    expect(answer.status).toBe(400);
+    // oidc-provider's answer for a grant type the client's metadata does not list.
+    expect(await answer.json()).toEqual({ error: 'invalid_request', error_description: GRANT_NOT_ALLOWED });
+    const put = await h.admin('PUT', '/api/v1/clients/new-ropc', {
+      AllowedGrantTypes: ['password'],
+      AllowedScopes: ['openid'],
+      ClientSecrets: [{ Value: 'new-ropc-secret-sixteen' }],
+    });
+    expect(put.status).toBe(400);
+    expect(put.body.detail).toMatch(/kept for clients migrated with it/);
+  });
+});

@@ -1,0 +1,140 @@
+import { errors, type KoaContextWithOIDC } from 'oidc-provider';
+import type Provider from 'oidc-provider';
+import type { AppConfig } from '../../platform/config/schema';
+import { PASSWORD_GRANT } from '../../platform/config/client-rules';
+import { recordAuditEvent } from '../../platform/store/audit-events';
+import type { Db } from '../../platform/store/database';
+import { isSsoDomainEmail } from '../../platform/store/federation';
+import { countSignInAttempt } from '../../platform/store/sign-in';
+import { claimsOf, type ScopeClaims } from './claims';
+import { allowedScopesOf } from './clients';
+import { checkPassword } from './credentials';
+import { RESOURCE_PREFIX, resourceOfScopes, resourceServer, type ApiResources } from './resources';
+
+export interface PasswordGrantDependencies {
+  db: Db;
+  config: AppConfig;
+  scopes: ScopeClaims;
+  apiResources: ApiResources;
+}
+
+/** Every refusal reads the same to the client, as IdentityServer's `invalid_grant`; the audit trail says why. */
+const refused = (description: string) => new errors.InvalidGrant(description);
+
+/**
+ * The resource-owner password grant (RFC 6749 §4.3) for the clients migrated with it, so their apps keep signing
+ * users in after the cutover. It holds the sign-in pages' rules: the per-address budget, the lockout (attempts are
+ * reserved before the hash is checked), one answer for every failed password, the SSO-domain rule, confirmed e-mail
+ * where required, and the audit trail; a user with two-step sign-in is refused, since the grant cannot ask for the
+ * code (Duende's default validator does the same only with a custom one; its UI would ask). Tokens are as the code
+ * flow issues them: a JWT for the API resources of the requested scopes, a refresh token with offline_access, an ID
+ * token with openid.
+ */
+export function registerPasswordGrant(provider: Provider, deps: PasswordGrantDependencies): void {
+  const { db, config } = deps;
+  provider.registerGrantType(
+    PASSWORD_GRANT,
+    async (ctx: KoaContextWithOIDC) => {
+      const client = ctx.oidc.client!;
+      const params = ctx.oidc.params as { username?: string; password?: string; scope?: string };
+      const audit = (type: 'sign-in-failed' | 'sign-in-succeeded' | 'locked-out', userId?: string, detail = {}) =>
+        recordAuditEvent(db, { type, userId, clientId: client.clientId, clientAddress: ctx.ip, detail });
+      if (!params.username || !params.password) throw new errors.InvalidRequest('username and password are required');
+
+      const { PermitLimit, WindowSeconds } = config.Auth.SignInRateLimit;
+      if ((await countSignInAttempt(db, ctx.ip, WindowSeconds)) > PermitLimit)
+        throw refused(`too many sign-in attempts from this address; retry in ${WindowSeconds} seconds`);
+      if (await isSsoDomainEmail(db, params.username)) {
+        await audit('sign-in-failed', undefined, { reason: 'sso-required', grant: PASSWORD_GRANT });
+        throw refused("this account signs in through its organization's identity provider");
+      }
+      const check = await checkPassword(db, config, params.username, params.password);
+      if (check.status !== 'valid') {
+        await audit('sign-in-failed', check.userId, { reason: check.reason, grant: PASSWORD_GRANT });
+        if (check.lockedNow) await audit('locked-out', check.userId);
+        throw refused('invalid username or password');
+      }
+      if (config.Auth.RequireConfirmedEmail && !check.emailConfirmed) {
+        await audit('sign-in-failed', check.userId, { reason: 'email-unconfirmed', grant: PASSWORD_GRANT });
+        throw refused('the e-mail address of this account is not confirmed');
+      }
+      if (check.needsSecondFactor) {
+        await audit('sign-in-failed', check.userId, { reason: 'second-factor-required', grant: PASSWORD_GRANT });
+        throw refused('two-step sign-in is on for this account: sign in through the browser');
+      }
+      const userId = check.userId;
+      const account = await claimsOf(db, userId);
+      if (!account) throw refused('invalid username or password');
+
+      // The requested scopes the client is allowed; none requested means all of them, as IdentityServer grants.
+      const allowed = allowedScopesOf(client);
+      const offline = client.grantTypeAllowed('refresh_token');
+      const requested = (params.scope ?? '').split(' ').filter(Boolean);
+      const scopes = (requested.length > 0 ? requested : [...allowed, ...(offline ? ['offline_access'] : [])]).filter(
+        (s) => allowed.includes(s) || (s === 'offline_access' && offline),
+      );
+      const identity = scopes.filter((s) => deps.scopes.names.has(s));
+      const api = scopes.filter((s) => !deps.scopes.names.has(s));
+      const resource = await resourceOfScopes(deps.apiResources, api);
+      const indicator = resource && `${RESOURCE_PREFIX}${resource}`;
+
+      const grant = new provider.Grant({ accountId: userId, clientId: client.clientId });
+      if (identity.length > 0) grant.addOIDCScope(identity.join(' '));
+      if (indicator) grant.addResourceScope(indicator, api.join(' '));
+      const grantId = await grant.save();
+      const authTime = Math.floor(Date.now() / 1000);
+      const signedIn = { amr: ['pwd'], authTime };
+
+      const at = new provider.AccessToken({ accountId: userId, client, grantId, gty: PASSWORD_GRANT });
+      if (indicator) {
+        at.resourceServer = new provider.ResourceServer(
+          indicator,
+          await resourceServer(deps.apiResources, indicator, allowed),
+        );
+        at.scope = api.join(' ');
+      } else {
+        at.scope = identity.join(' ');
+      }
+      // How the user signed in: the token's auth_time, amr and idp (a refreshed token takes them from the refresh token).
+      at.extra = { auth_time: authTime, amr: signedIn.amr, idp: 'local' };
+      const accessToken = await at.save();
+
+      let refreshToken: string | undefined;
+      if (scopes.includes('offline_access')) {
+        const rt = new provider.RefreshToken({
+          accountId: userId,
+          client,
+          grantId,
+          gty: PASSWORD_GRANT,
+          scope: scopes.join(' '),
+          resource: indicator,
+          rotations: 0,
+          ...signedIn,
+        });
+        refreshToken = await rt.save();
+      }
+
+      let idToken: string | undefined;
+      if (identity.includes('openid')) {
+        const token = new provider.IdToken(
+          { ...account.claims(), amr: ['pwd'], auth_time: authTime, idp: 'local' },
+          { ctx },
+        );
+        // The claims the granted identity scopes release (IdToken's scope is not in oidc-provider's types).
+        (token as unknown as { scope: string }).scope = grant.getOIDCScopeFiltered(new Set(identity));
+        idToken = await token.issue({ use: 'idtoken' });
+      }
+
+      await audit('sign-in-succeeded', userId, { method: 'password', grant: PASSWORD_GRANT });
+      ctx.body = {
+        access_token: accessToken,
+        expires_in: at.expiration,
+        token_type: 'Bearer',
+        scope: scopes.join(' '),
+        ...(refreshToken && { refresh_token: refreshToken }),
+        ...(idToken && { id_token: idToken }),
+      };
+    },
+    ['username', 'password', 'scope'],
+  );
+}

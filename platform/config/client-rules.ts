@@ -60,11 +60,6 @@ const UNSUPPORTED: Array<{ setting: string; applies: (value: unknown) => boolean
     effect: 'back-channel logout tokens are not sent yet: the client is not told when the user signs out',
   },
   {
-    setting: 'AccessTokenType',
-    applies: (v) => v === 1,
-    effect: 'access tokens are JWTs, not reference tokens: APIs that introspect them must validate JWTs instead',
-  },
-  {
     setting: 'RequireRequestObject',
     applies: (v) => v === true,
     effect: 'request objects are not supported; authorization requests without one are accepted',

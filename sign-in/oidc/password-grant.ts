@@ -7,7 +7,7 @@ import type { Db } from '../../platform/store/database';
 import { isSsoDomainEmail } from '../../platform/store/federation';
 import { countSignInAttempt } from '../../platform/store/sign-in';
 import { claimsOf, type ScopeClaims } from './claims';
-import { allowedScopesOf } from './clients';
+import { allowedScopesOf, type ClientSettings } from './clients';
 import { checkPassword } from './credentials';
 import { RESOURCE_PREFIX, resourceOfScopes, resourceServer, type ApiResources } from './resources';
 
@@ -89,7 +89,12 @@ export function registerPasswordGrant(provider: Provider, deps: PasswordGrantDep
       if (indicator) {
         at.resourceServer = new provider.ResourceServer(
           indicator,
-          await resourceServer(deps.apiResources, indicator, allowed),
+          await resourceServer(
+            deps.apiResources,
+            indicator,
+            allowed,
+            (client.metadata()['urn:identity-service:settings'] as ClientSettings | undefined)?.AccessTokenType === 1,
+          ),
         );
         at.scope = api.join(' ');
       } else {

@@ -9,7 +9,6 @@ import {
   allowedScopesOf,
   clientMetadata,
   EXTRA_CLIENT_METADATA,
-  settingsOf,
   verifyClientSecret,
   type ClientSettings,
 } from './clients';
@@ -130,6 +129,22 @@ const settingsOfClient = (client: { metadata(): Record<string, unknown> } | unde
   (client?.metadata()['urn:identity-service:settings'] as ClientSettings | undefined) ?? {};
 
 /**
+ * Who may read a token at `/connect/introspect`: the client it was issued to, and, as at Duende IdentityServer, an
+ * API resource authenticating with its name and one of its ApiResourceSecrets, for a token that carries one of its
+ * scopes (any other token reads `active: false` to it). oidc-provider's default lets any confidential client read
+ * any token's claims.
+ */
+function mayIntrospect(
+  client: { clientId: string; metadata(): Record<string, unknown> },
+  token: { clientId?: string; scope?: string },
+) {
+  if (token.clientId === client.clientId) return true;
+  if (!settingsOfClient(client).apiResource) return false;
+  const served = new Set(allowedScopesOf(client));
+  return (token.scope ?? '').split(' ').some((scope) => served.has(scope));
+}
+
+/**
  * The OpenID Connect provider (oidc-provider): every artefact in PostgreSQL, clients from the clients store, claims
  * from the scopes store, access tokens as JWTs for the API resource of the requested scopes.
  */
@@ -141,7 +156,9 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
       async find(id: string) {
         if (!isStorableKey(id)) return undefined;
         const row = await findClient(db, id);
-        return row && row.enabled && !settingsOf(row).apiResource ? clientMetadata(row, scopes.names) : undefined;
+        // An API resource is a client only to authenticate at introspection: it has no grant type and no response
+        // type, so the token and authorization endpoints refuse it.
+        return row && row.enabled ? clientMetadata(row, scopes.names) : undefined;
       },
     },
     RefreshToken: {
@@ -230,7 +247,7 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
       dPoP: { enabled: false },
       // Only the client a token was issued to may introspect it (oidc-provider's default lets any confidential
       // client read any token's claims).
-      introspection: { enabled: true, allowedPolicy: (_ctx, client, token) => token.clientId === client.clientId },
+      introspection: { enabled: true, allowedPolicy: (_ctx, client, token) => mayIntrospect(client, token) },
       // Not served: IdentityServer's clients do not use it, and discovery must not advertise what answers 404.
       pushedAuthorizationRequests: { enabled: false },
       revocation: { enabled: true },
@@ -255,7 +272,12 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
         },
         useGrantedResource: () => true,
         getResourceServerInfo: (_ctx, indicator, client) =>
-          resourceServer(apiResources, indicator, allowedScopesOf(client)),
+          resourceServer(
+            apiResources,
+            indicator,
+            allowedScopesOf(client),
+            settingsOfClient(client).AccessTokenType === 1,
+          ),
       },
     },
     interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },

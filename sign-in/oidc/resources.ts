@@ -41,6 +41,8 @@ export async function resourceServer(
   resources: ApiResources,
   indicator: string,
   allowedScopes: string[],
+  /** IdentityServer's AccessTokenType 1 (Reference): an opaque handle the APIs introspect, instead of a JWT. */
+  reference = false,
 ): Promise<ResourceServer> {
   const names = indicator.startsWith(RESOURCE_PREFIX)
     ? indicator.slice(RESOURCE_PREFIX.length).split(AUDIENCE_SEPARATOR)
@@ -54,7 +56,6 @@ export async function resourceServer(
     scope: granted.join(' '),
     // oidc-provider takes one audience; the token customizer (token-shape.ts) writes each of them into `aud`.
     audience: names.join(AUDIENCE_SEPARATOR),
-    accessTokenFormat: 'jwt',
-    jwt: { sign: { alg: 'RS256' } },
+    ...(reference ? { accessTokenFormat: 'opaque' } : { accessTokenFormat: 'jwt', jwt: { sign: { alg: 'RS256' } } }),
   };
 }

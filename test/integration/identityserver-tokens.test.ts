@@ -3,6 +3,7 @@ import * as oidc from 'openid-client';
 import { uniqueEmail, useHarness, UNLIMITED_SIGN_IN } from '../support/harness';
 import { codeFlow } from '../support/code-flow';
 import { relyingParty } from '../support/relying-party';
+import { hashClientSecret } from '../../platform/security/client-secrets';
 import { enrolTotp } from '../../platform/store/mfa';
 import { protectSecret } from '../../platform/security/data-protection';
 import { browser, GRANT_NOT_ALLOWED, textOf, type Visit } from '../support/sign-in-flow';
@@ -206,12 +207,11 @@ test('a client names the IdentityServer settings the service will not honour, an
   const named = (read.body.unsupportedSettings as Array<{ setting: string }>).map((u) => u.setting);
   expect(named).toEqual([
     'FrontChannelLogoutUri',
-    'AccessTokenType',
     'RequireRequestObject',
     'AllowedIdentityTokenSigningAlgorithms',
     'AllowedGrantTypes',
   ]);
-  expect(read.body.unsupportedSettings[4]).toMatchObject({
+  expect(read.body.unsupportedSettings[3]).toMatchObject({
     value: ['implicit'],
     effect: expect.stringMatching(/refused/),
   });
@@ -423,5 +423,63 @@ describe('the resource-owner password grant, for the clients migrated with it', 
     });
     expect(put.status).toBe(400);
     expect(put.body.detail).toMatch(/kept for clients migrated with it/);
+  });
+});
+
+test('a reference-token client gets opaque tokens; an API introspects them with its ApiResourceSecret, and revocation ends them', async () => {
+  // The APIs' secrets, as the migration writes ApiResourceSecrets (SHA-256 digests).
+  for (const api of ['orders-api', 'billing-api'])
+    await h.context.db
+      .insertInto('client_secrets')
+      .values({
+        id: `${api}-secret`,
+        client_id: api,
+        value: hashClientSecret(`${api}-secret-sixteen`),
+        description: null,
+        expiration: null,
+      })
+      .onConflict((oc) => oc.column('id').doNothing())
+      .execute();
+  await putClient('reference', { ...SHOP, AccessTokenType: 1 });
+  const email = uniqueEmail('reference');
+  const created = await h.admin('POST', '/api/v1/profile/', { email, password: PASSWORD });
+  const rp = await relyingParty(h.api.publicUrl, 'reference', 'shop-secret-sixteen!');
+  const started = await flow.start(rp, 'openid orders.read');
+  const tokens = await flow.tokens(rp, started, await flow.signIn(started, email, PASSWORD));
+  expect(tokens.access_token.split('.')).toHaveLength(1);
+
+  // An API as its team writes introspection: Basic authentication with its name and secret, or the form.
+  const introspect = async (api: string, secret: string, basic = true) => {
+    const body = new URLSearchParams({
+      token: tokens.access_token,
+      ...(basic ? {} : { client_id: api, client_secret: secret }),
+    });
+    const answer = await fetch(`${h.api.url}/connect/introspect`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        ...(basic ? { authorization: `Basic ${Buffer.from(`${api}:${secret}`).toString('base64')}` } : {}),
+      },
+      body: body.toString(),
+    });
+    expect(answer.status).toBe(200);
+    return (await answer.json()) as Record<string, unknown>;
+  };
+  expect(await introspect('orders-api', 'orders-api-secret-sixteen')).toMatchObject({
+    active: true,
+    sub: created.body.userId,
+    client_id: 'reference',
+    scope: 'orders.read',
+  });
+  expect(await introspect('orders-api', 'orders-api-secret-sixteen', false)).toMatchObject({ active: true });
+  // Not one of its scopes: inactive to that API.
+  expect(await introspect('billing-api', 'billing-api-secret-sixteen')).toEqual({ active: false });
+  await oidc.tokenRevocation(rp, tokens.access_token);
+  expect(await introspect('orders-api', 'orders-api-secret-sixteen')).toEqual({ active: false });
+  // An API resource is no client: its secret gets it no token.
+  const api = await relyingParty(h.api.publicUrl, 'orders-api', 'orders-api-secret-sixteen');
+  await expect(oidc.clientCredentialsGrant(api, { scope: 'orders.read' })).rejects.toMatchObject({
+    error: 'invalid_request',
+    error_description: GRANT_NOT_ALLOWED,
   });
 });

@@ -31,13 +31,18 @@ export interface Mailer {
  */
 /**
  * Hands a mail to `deliver` and records the outcome: a count by kind and outcome, and a log line naming the kind and
- * where it went (`deliver` answers that: the server, or the outbox file), never the recipient's link.
+ * where it went (`deliver` says that: the server, or the outbox file), never the recipient's link.
  */
-async function sent(mail: Mail, destination: string, outcome: 'sent' | 'outbox', deliver: () => Promise<string>) {
+async function sent(
+  mail: Mail,
+  destination: string,
+  outcome: 'sent' | 'outbox',
+  deliver: () => Promise<{ said: string; file?: string }>,
+) {
   try {
-    const where = await deliver();
+    const { said, file } = await deliver();
     mailsSent.inc({ kind: mail.kind, outcome });
-    logger.info({ mail: mail.kind, file: outcome === 'outbox' ? where : undefined }, `mail: ${mail.kind} ${where}`);
+    logger.info({ mail: mail.kind, file }, `mail: ${mail.kind} ${said}`);
     return true;
   } catch (error) {
     mailsSent.inc({ kind: mail.kind, outcome: 'failed' });
@@ -77,7 +82,7 @@ export function createMailer(config: AppConfig): Mailer {
       send: (mail) =>
         sent(mail, destination, 'sent', async () => {
           await transport.sendMail(message(mail));
-          return `sent through ${destination}`;
+          return { said: `sent through ${destination}` };
         }),
       close: () => transport.close(),
     };
@@ -93,7 +98,7 @@ export function createMailer(config: AppConfig): Mailer {
         const stamp = new Date().toISOString().replace(/[:.]/g, '-');
         const file = join(folder, `${stamp}-${mail.kind}-${randomUUID().slice(0, 8)}.eml`);
         await writeFile(file, written.message as Buffer, { mode: 0o600 });
-        return `written to ${file} (no Email:Smtp:Host set)`;
+        return { said: `written to ${file} (no Email:Smtp:Host set)`, file };
       }),
     close: () => writer.close(),
   };

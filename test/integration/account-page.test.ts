@@ -206,6 +206,8 @@ test('without an SMTP server, each mail is an .eml file in the outbox, and the l
     return line;
   });
   expect(logged).toContain(file);
+  // The line's own field names the file, as a log search finds it.
+  expect(lines().some((l) => l.includes(`"file":${JSON.stringify(file)}`))).toBe(true);
   expect(lines().join('\n')).not.toContain(token);
 });
 

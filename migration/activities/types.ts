@@ -29,6 +29,14 @@ export interface PageResult extends Counts {
   warnings: string[];
   /** Keyset cursor for the next page; null when the pass is done. */
   next: string | null;
+  /** The clients pass: how many clients will work as they did at IdentityServer, and how many will notice the cutover. */
+  readiness?: ClientReadiness;
+}
+
+export interface ClientReadiness {
+  ready: number;
+  /** Clients with a setting or grant type the service does not honour (named in the pass's warnings). */
+  willNotice: number;
 }
 
 export interface PassContext {

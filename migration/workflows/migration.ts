@@ -9,7 +9,7 @@ import {
 import type { MigrationActivities } from '../activities';
 import { addCounts, noCounts, type Counts } from '../../platform/store/migration-counts';
 import { PASS_PLAN, PASSES, planOf, type PassName, type PlannedPass } from '../activities/plan';
-import { userCursor, type MigrationOptions, type UserPartition } from '../activities/types';
+import { userCursor, type ClientReadiness, type MigrationOptions, type UserPartition } from '../activities/types';
 import type { SourceValidation } from '../activities/validation';
 
 const markers = proxyActivities<MigrationActivities>({
@@ -30,6 +30,8 @@ const PAGES_PER_RUN = 200;
 
 export interface PassReport extends Counts {
   pass: PassName;
+  /** The clients pass: clients that will work as at IdentityServer, and those that will notice the cutover. */
+  readiness?: ClientReadiness;
   warnings: string[];
   moreWarnings: number;
   pages: number;
@@ -142,6 +144,11 @@ async function pageThrough(input: PassInput): Promise<PassReport> {
     addCounts(report, page);
     report.pages++;
     addWarnings(report, page.warnings, 0);
+    if (page.readiness) {
+      const sum = (report.readiness ??= { ready: 0, willNotice: 0 });
+      sum.ready += page.readiness.ready;
+      sum.willNotice += page.readiness.willNotice;
+    }
     if (page.next === null) return { ...report, seconds: elapsed(started, report.seconds) };
     cursor = page.next;
   }

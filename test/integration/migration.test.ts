@@ -185,6 +185,8 @@ describe('a real run copies every pass of the mapping table', () => {
       /a secret of client web is not a SHA-256 or SHA-512 digest and was dropped/,
     );
     expect(await countOf('client_secrets')).toBe(3 * 2 + 1);
+    // The cutover report counts the clients by whether they will notice: the fixture's use only what is served.
+    expect(pass(report, 'clients').readiness).toEqual({ ready: 3, willNotice: 0 });
   });
 
   test('SAML and OIDC providers get one SSO domain record per allowed domain', async () => {

@@ -702,6 +702,7 @@ describe('grant types the service does not offer', () => {
       'client mobile uses grant types this service does not offer (implicit): it is migrated, and its requests of those kinds are refused with unsupported_grant_type or unsupported_response_type',
     );
     expect(warnings.filter((w) => w.includes('does not offer'))).toHaveLength(1);
+    expect(report.passes.find((p) => p.pass === 'clients')!.readiness).toMatchObject({ willNotice: 1 });
 
     const password = await postForm(`${h.api.url}/connect/token`, {
       grant_type: 'password',

@@ -121,9 +121,14 @@ async function clientsPage(source: Kysely<SourceDatabase>, page: PageResult, aft
       page.warnings.push(
         `client ${ClientId} uses grant types this service does not offer (${unoffered.join(', ')}): it is migrated, and its requests of those kinds are refused with unsupported_grant_type or unsupported_response_type`,
       );
-    // The cutover report: each setting the service will not honour, named per client (GET /api/v1/clients/{id} too).
-    for (const unsupported of unsupportedSettingsOf(settings, []))
-      page.warnings.push(`client ${ClientId}: ${unsupported.setting} is not honoured: ${unsupported.effect}`);
+    // The cutover report: each setting the service will not honour, named per client (GET /api/v1/clients/{id} too),
+    // and the clients counted by whether they will notice.
+    const unsupported = unsupportedSettingsOf(settings, []);
+    for (const { setting, effect } of unsupported)
+      page.warnings.push(`client ${ClientId}: ${setting} is not honoured: ${effect}`);
+    const readiness = (page.readiness ??= { ready: 0, willNotice: 0 });
+    if (unsupported.length > 0 || unoffered.length > 0 || publicProblem) readiness.willNotice++;
+    else readiness.ready++;
     clients.push({
       clientId: ClientId,
       secrets: secretsFor(page, ClientId, secrets(Id)),

@@ -17,6 +17,8 @@ export interface ClientSettings {
   SlidingRefreshTokenLifetime?: number;
   /** 0 ReUse, 1 OneTimeOnly. */
   RefreshTokenUsage?: number;
+  /** 0 Sliding, 1 Absolute (IdentityServer's default). */
+  RefreshTokenExpiration?: number;
   /** 0 Jwt, 1 Reference (an opaque handle the APIs introspect). */
   AccessTokenType?: number;
   /** Set by the migration on the clients it made of ApiResources: an audience, not a client. */

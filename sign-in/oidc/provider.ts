@@ -288,12 +288,14 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
         token.resourceServer?.accessTokenTTL ?? settingsOfClient(client).AccessTokenLifetime ?? 3600,
       AuthorizationCode: (ctx) => settingsOfClient(ctx.oidc.client).AuthorizationCodeLifetime ?? 300,
       IdToken: (ctx) => settingsOfClient(ctx.oidc.client).IdentityTokenLifetime ?? 300,
+      // IdentityServer's RefreshTokenExpiration: Absolute (1, its default) ends a token AbsoluteRefreshTokenLifetime
+      // after the sign-in; Sliding (0) extends it by SlidingRefreshTokenLifetime at each use, never past that end.
       RefreshToken: (_ctx, token, client) => {
         const settings = settingsOfClient(client);
         const absolute = settings.AbsoluteRefreshTokenLifetime || 2592000;
-        // Sliding lifetime: each use extends the token, never past its absolute end.
-        const sliding = settings.SlidingRefreshTokenLifetime || absolute;
         const left = absolute - (Math.floor(Date.now() / 1000) - (token.iat ?? Math.floor(Date.now() / 1000)));
+        if (settings.RefreshTokenExpiration !== 0) return Math.max(1, left);
+        const sliding = settings.SlidingRefreshTokenLifetime || absolute;
         return Math.max(1, Math.min(sliding, left));
       },
       Interaction: 3600,

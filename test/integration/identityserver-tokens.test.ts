@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jose';
 import * as oidc from 'openid-client';
 import { uniqueEmail, useHarness, UNLIMITED_SIGN_IN } from '../support/harness';
@@ -482,4 +483,29 @@ test('a reference-token client gets opaque tokens; an API introspects them with 
     error: 'invalid_request',
     error_description: GRANT_NOT_ALLOWED,
   });
+});
+
+test("refresh tokens live as IdentityServer's RefreshTokenExpiration says: Absolute (its default) or Sliding", async () => {
+  const lifetimes = { AbsoluteRefreshTokenLifetime: 7200, SlidingRefreshTokenLifetime: 600 };
+  const expiresIn = async (clientId: string, settings: Record<string, unknown>) => {
+    await putClient(clientId, { ...SHOP, ...lifetimes, ...settings });
+    const email = uniqueEmail(`expiry-${clientId}`);
+    await h.admin('POST', '/api/v1/profile/', { email, password: PASSWORD });
+    const rp = await relyingParty(h.api.publicUrl, clientId, 'shop-secret-sixteen!');
+    const started = await flow.start(rp, 'openid offline_access');
+    const tokens = await flow.tokens(rp, started, await flow.signIn(started, email, PASSWORD));
+    expect(tokens.refresh_token).toBeDefined();
+    const stored = await h.context.db
+      .selectFrom('oidc_payloads')
+      .select('expires_at')
+      .where('model', '=', 'RefreshToken')
+      .where(sql<boolean>`payload->>'clientId' = ${clientId}`)
+      .executeTakeFirstOrThrow();
+    return Math.round((stored.expires_at!.getTime() - Date.now()) / 1000);
+  };
+  expect(await expiresIn('absolute-default', {})).toBeGreaterThan(7100);
+  expect(await expiresIn('absolute', { RefreshTokenExpiration: 1 })).toBeGreaterThan(7100);
+  const sliding = await expiresIn('sliding', { RefreshTokenExpiration: 0 });
+  expect(sliding).toBeGreaterThan(500);
+  expect(sliding).toBeLessThanOrEqual(600);
 });

@@ -88,6 +88,13 @@ export function accountRouter({ provider, db, ring, issuer, config }: AccountDep
   }
   type SignedInUser = NonNullable<Awaited<ReturnType<typeof signedInUser>>>;
 
+  /** Whether the signed-in user typed their own password: checked as at sign-in (it counts toward the lockout). */
+  async function isTheirPassword(user: { id: string; email: string }, password: string | undefined) {
+    if (password === undefined) return false;
+    const check = await checkPassword(db, config, user.email, password);
+    return check.status === 'valid' && check.userId === user.id;
+  }
+
   /** A sign-in that is not recent: the password again (or, without one, a new sign-in) before anything changes. */
   function reauthentication(res: Response, user: { email: string; hasPassword: boolean }, error?: string) {
     if (!user.hasPassword) return html(res, 403, signInAgainPage(RECENT_SIGN_IN_MINUTES));
@@ -138,9 +145,7 @@ export function accountRouter({ provider, db, ring, issuer, config }: AccountDep
     if (!user) return;
     // The password form: checked as at sign-in (counted toward the lockout, the same time whatever the outcome).
     if (req.body && typeof req.body === 'object' && 'password' in req.body) {
-      const entered = passwordForm.safeParse(req.body);
-      const check = entered.success ? await checkPassword(db, config, user.email, entered.data.password) : undefined;
-      if (check?.status !== 'valid' || check.userId !== user.id)
+      if (!(await isTheirPassword(user, passwordForm.safeParse(req.body).data?.password)))
         return reauthentication(res, user, 'That password is not right.');
       return enrolment(res, user.email, fresh(user.id));
     }
@@ -179,9 +184,7 @@ export function accountRouter({ provider, db, ring, issuer, config }: AccountDep
    */
   async function confirmedByPassword(req: Request, user: SignedInUser): Promise<string | undefined> {
     if (!user.hasPassword) return user.recent ? undefined : signInAgainPage(RECENT_SIGN_IN_MINUTES);
-    const entered = passwordForm.safeParse(req.body);
-    const check = entered.success ? await checkPassword(db, config, user.email, entered.data.password) : undefined;
-    if (check?.status === 'valid' && check.userId === user.id) return undefined;
+    if (await isTheirPassword(user, passwordForm.safeParse(req.body).data?.password)) return undefined;
     return mfaSettingsPage(await countRecoveryCodes(db, user.id), true, 'That password is not right.');
   }
 
@@ -250,8 +253,7 @@ export function accountRouter({ provider, db, ring, issuer, config }: AccountDep
     const parsed = changeForm.safeParse(req.body);
     if (!parsed.success || !user.hasPassword) return overview(res, user, undefined, 'Fill in all three fields.', 400);
     const { current, password, confirm } = parsed.data;
-    const check = await checkPassword(db, config, user.email, current);
-    if (check.status !== 'valid' || check.userId !== user.id)
+    if (!(await isTheirPassword(user, current)))
       return overview(res, user, undefined, 'Your current password is not right.', 400);
     if (password !== confirm) return overview(res, user, undefined, 'The two new passwords are not the same.', 400);
     const violations = passwordPolicyViolations(password, config.Auth.PasswordPolicy);

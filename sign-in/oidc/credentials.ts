@@ -7,6 +7,7 @@ import { matchTotp, recoveryCodeHash } from '../../platform/security/totp';
 import type { Db } from '../../platform/store/database';
 import { consumeRecoveryCode, findTotpCredential, useTotpStep } from '../../platform/store/mfa';
 import {
+  countSignInAttempt,
   findLockoutEnd,
   findSignInUser,
   releaseSignInAttempt,
@@ -34,6 +35,15 @@ export type SecondFactorCheck =
   | { status: 'valid'; method: 'mfa' | 'recovery-code' }
   | { status: 'invalid'; lockedNow?: boolean }
   | { status: 'locked'; message: string; lockedNow: boolean };
+
+/**
+ * Whether a client address has used up its sign-in budget (Auth:SignInRateLimit, across every account and API
+ * process): the sign-in pages and the password grant count each password or code submission here.
+ */
+export async function overSignInBudget(db: Db, config: AppConfig, address: string | undefined): Promise<boolean> {
+  const { PermitLimit, WindowSeconds } = config.Auth.SignInRateLimit;
+  return (await countSignInAttempt(db, address ?? 'unknown', WindowSeconds)) > PermitLimit;
+}
 
 /** A native hash of nothing anyone knows: an unknown e-mail costs one verification, like a known one. */
 let dummyHash: Promise<string> | undefined;

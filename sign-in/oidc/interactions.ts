@@ -12,11 +12,16 @@ import type { Db } from '../../platform/store/database';
 import { isSsoDomainEmail } from '../../platform/store/federation';
 import { listProvisionedApps } from '../../platform/store/provisions';
 import { domainOf, findUserEmail } from '../../platform/store/users';
-import { countSignInAttempt } from '../../platform/store/sign-in';
 import { provisioningWorkflowId } from '../../provisioning/workflows/ids';
 import { provisionExistingUser } from '../../provisioning/workflows/provisioning';
 import { settingsOf } from './clients';
-import { checkPassword, checkSecondFactor, type PasswordCheck, type SecondFactorCheck } from './credentials';
+import {
+  checkPassword,
+  checkSecondFactor,
+  overSignInBudget,
+  type PasswordCheck,
+  type SecondFactorCheck,
+} from './credentials';
 import { codePage, consentPage, emailPage, passwordPage, renderErrorPage } from './pages';
 import { recordAuditEvent, type AuditEvent } from '../../platform/store/audit-events';
 import { countRecoveryCodes, findRecoveryUserById } from '../../platform/store/accounts';
@@ -105,10 +110,7 @@ export function interactionRouter(deps: InteractionDependencies): Router {
   }
 
   /** The per-address budget across every account; a refusal says when to come back. */
-  async function overBudget(req: Request): Promise<boolean> {
-    const { PermitLimit, WindowSeconds } = config.Auth.SignInRateLimit;
-    return (await countSignInAttempt(db, req.ip ?? 'unknown', WindowSeconds)) > PermitLimit;
-  }
+  const overBudget = (req: Request) => overSignInBudget(db, config, req.ip);
   /**
    * The one answer for every failed password: an unknown e-mail and a locked account read the same as a wrong
    * password, so the page tells no one whether an account exists; it says how the lockout works instead.

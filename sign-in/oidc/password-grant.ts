@@ -5,10 +5,12 @@ import { PASSWORD_GRANT } from '../../platform/config/client-rules';
 import { recordAuditEvent } from '../../platform/store/audit-events';
 import type { Db } from '../../platform/store/database';
 import { isSsoDomainEmail } from '../../platform/store/federation';
-import { countSignInAttempt } from '../../platform/store/sign-in';
 import { claimsOf, type ScopeClaims } from './claims';
 import { allowedScopesOf, type ClientSettings } from './clients';
-import { checkPassword } from './credentials';
+import { checkPassword, overSignInBudget } from './credentials';
+import { formField } from './forms';
+import { FIELD_BOUNDS } from '../../platform/security/field-bounds';
+import { z } from 'zod';
 import { RESOURCE_PREFIX, resourceOfScopes, resourceServer, type ApiResources } from './resources';
 
 export interface PasswordGrantDependencies {
@@ -17,6 +19,11 @@ export interface PasswordGrantDependencies {
   scopes: ScopeClaims;
   apiResources: ApiResources;
 }
+
+const grantForm = z.object({
+  username: formField(FIELD_BOUNDS.email).pipe(z.string().min(1)),
+  password: formField(FIELD_BOUNDS.password).pipe(z.string().min(1)),
+});
 
 /** Every refusal reads the same to the client, as IdentityServer's `invalid_grant`; the audit trail says why. */
 const refused = (description: string) => new errors.InvalidGrant(description);
@@ -36,14 +43,16 @@ export function registerPasswordGrant(provider: Provider, deps: PasswordGrantDep
     PASSWORD_GRANT,
     async (ctx: KoaContextWithOIDC) => {
       const client = ctx.oidc.client!;
-      const params = ctx.oidc.params as { username?: string; password?: string; scope?: string };
+      // Bounded, without NUL, as the sign-in forms take them: the store could not hold anything else.
+      const entered = grantForm.safeParse(ctx.oidc.params);
+      if (!entered.success) throw new errors.InvalidRequest('username and password are required, within their bounds');
+      const params = { ...entered.data, scope: (ctx.oidc.params as { scope?: string }).scope };
       const audit = (type: 'sign-in-failed' | 'sign-in-succeeded' | 'locked-out', userId?: string, detail = {}) =>
         recordAuditEvent(db, { type, userId, clientId: client.clientId, clientAddress: ctx.ip, detail });
-      if (!params.username || !params.password) throw new errors.InvalidRequest('username and password are required');
-
-      const { PermitLimit, WindowSeconds } = config.Auth.SignInRateLimit;
-      if ((await countSignInAttempt(db, ctx.ip, WindowSeconds)) > PermitLimit)
-        throw refused(`too many sign-in attempts from this address; retry in ${WindowSeconds} seconds`);
+      if (await overSignInBudget(db, config, ctx.ip))
+        throw refused(
+          `too many sign-in attempts from this address; retry in ${config.Auth.SignInRateLimit.WindowSeconds} seconds`,
+        );
       if (await isSsoDomainEmail(db, params.username)) {
         await audit('sign-in-failed', undefined, { reason: 'sso-required', grant: PASSWORD_GRANT });
         throw refused("this account signs in through its organization's identity provider");

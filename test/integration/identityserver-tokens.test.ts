@@ -410,6 +410,19 @@ describe('the resource-owner password grant, for the clients migrated with it', 
     ]);
   });
 
+  test('a username or password the store cannot hold (NUL, too long) is a clear 400, not a fault', async () => {
+    for (const form of [
+      { username: 'a\u0000@example.com', password: PASSWORD },
+      { username: `${'a'.repeat(300)}@example.com`, password: PASSWORD },
+      { username: 'someone@example.com', password: 'x'.repeat(2000) },
+      { username: '', password: PASSWORD },
+    ]) {
+      const answer = await token('mobile-legacy', 'mobile-legacy-secret!', form);
+      expect(answer.status).toBe(400);
+      expect((await answer.json()).error).toBe('invalid_request');
+    }
+  });
+
   test('a client that did not have the grant is refused it, and the admin API never gives it to a client', async () => {
     const email = uniqueEmail('ropc-other');
     await h.admin('POST', '/api/v1/profile/', { email, password: PASSWORD });

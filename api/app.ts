@@ -33,6 +33,7 @@ import { accountAdminOperations } from '../sign-in/api/account-admin';
 import type { RecoveryMails } from '../sign-in/recovery/router';
 import { ROUTES } from './openapi/routes';
 import { createWorkflowRunner } from '../provisioning/workflow-runner';
+import { createSignOut } from '../provisioning/sign-out';
 import { requestObservability } from '../platform/observability/http';
 import { routeOf } from './route-labels';
 import { logger, type Logger } from '../platform/observability/logger';
@@ -119,11 +120,11 @@ export function createApiApp({
   const operations: Operations = {
     ...healthOperations({ db, temporal }),
     ...apiDocumentOperations(publicUrl),
-    ...profileOperations({ db, run, passwordPolicy: config.Auth.PasswordPolicy }),
+    ...profileOperations({ db, run, passwordPolicy: config.Auth.PasswordPolicy, issuer: publicUrl }),
     ...registerOperations({ config, db, run, mails: signIn && mails }),
     ...scimTokensOperations({ db }),
-    ...accountAdminOperations({ db, mails: signIn && mails }),
-    ...clientsOperations({ db, apps }),
+    ...accountAdminOperations({ db, mails: signIn && mails, signOut: createSignOut({ db, run, issuer: publicUrl }) }),
+    ...clientsOperations({ db, apps, allow }),
     // Upstream providers' client secrets are sealed at rest: the routes exist where the key ring does.
     ...(dataProtection && oidcProvidersOperations({ db, ring: dataProtection, allow })),
     ...samlProvidersOperations({ db }),
@@ -137,6 +138,7 @@ export function createApiApp({
       passwordPolicy: config.Auth.PasswordPolicy,
       scimUrl,
       documentationUrl: `${publicUrl}/docs/scim`,
+      issuer: publicUrl,
     }),
   };
   mountRoutes(app, ROUTES, operations, { admin: [identityAdmin], scim: [requireScimToken(db)], public: [] });

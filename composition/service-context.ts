@@ -3,6 +3,7 @@ import { createConfigAppProvider, createStoreAppProvider, type AppProvider } fro
 import { createTccClient, type TccClient, type TccClientOptions } from '../provisioning/activities/tcc-client';
 import type { AppConfig } from '../platform/config/schema';
 import { parseAllowList } from '../platform/security/callback-address';
+import { createGuardedFetch, type GuardedFetch } from '../platform/security/guarded-fetch';
 import type { Kysely } from 'kysely';
 import { connectSource } from '../migration/source/connection';
 import type { SourceDatabase } from '../migration/source/schema';
@@ -21,6 +22,8 @@ export interface ServiceContext {
   source?: Kysely<SourceDatabase>;
   /** DataProtection:Keys; every process that touches a secret at rest has one (see MISSING_KEY_MESSAGE). */
   dataProtection?: KeyRing;
+  /** Requests to addresses clients registered (back-channel logout), under the same rule as app callbacks. */
+  outbound: GuardedFetch;
   close: () => Promise<void>;
 }
 
@@ -50,7 +53,9 @@ export async function createServiceContext(
         `store: encrypted the API keys of ${sealed} provisioning apps stored before keys were protected at rest`,
       );
   }
-  const http = createTccClient(parseAllowList(config.Auth.AllowedInternalTargets), options.http);
+  const allow = parseAllowList(config.Auth.AllowedInternalTargets);
+  const http = createTccClient(allow, options.http);
+  const outbound = createGuardedFetch(allow);
   const apps =
     options.appProvider?.({ db, config }) ??
     (config.Provisioning.AppProvider === 'Store'
@@ -65,8 +70,10 @@ export async function createServiceContext(
     apps,
     source,
     dataProtection,
+    outbound,
     async close() {
       http.close();
+      outbound.close();
       await source?.destroy();
       await db.destroy();
     },

@@ -104,7 +104,32 @@ export function createWorkflowRunner(client: Client, taskQueue: string, deadline
     }
   }
 
-  return Object.assign(run, { isRunning });
+  /**
+   * Starts a workflow that goes on without the caller (a sign-out's notices to clients): answers once Temporal has it,
+   * never waits for its result.
+   */
+  async function startDetached<W extends Workflow>(
+    workflow: W,
+    options: { workflowId: string; args: Parameters<W>; userId: string },
+  ): Promise<void> {
+    const startOptions = {
+      taskQueue,
+      workflowId: options.workflowId,
+      args: options.args,
+      typedSearchAttributes: [{ key: USER_ID, value: options.userId }],
+      staticSummary: `${workflow.name} for user ${options.userId}`,
+    } as unknown as WorkflowStartOptions<W>; // as in run()
+    try {
+      await client.connection.withDeadline(Date.now() + START_DEADLINE_MS, () =>
+        client.workflow.start(workflow, startOptions),
+      );
+    } catch (error) {
+      if (unreachable(error)) throw new TemporalUnavailableError(error);
+      throw error;
+    }
+  }
+
+  return Object.assign(run, { isRunning, startDetached });
 }
 
 export type WorkflowRunner = ReturnType<typeof createWorkflowRunner>;

@@ -10,4 +10,6 @@ export interface ScimDependencies {
   scimUrl: string;
   /** The public page that documents the service's SCIM rules (the ServiceProviderConfig's documentationUri). */
   documentationUrl: string;
+  /** Api:PublicUrl, the issuer of the sessions a deactivation ends (back-channel logout tokens name it). */
+  issuer: string;
 }

@@ -97,7 +97,7 @@ function parseUser(body: unknown, policy: PasswordPolicy): ScimUserInput & { ema
   return { ...parsed.data, email, emailList: emailListOf(parsed.data, email) };
 }
 
-export function scimUsersOperations({ db, run, passwordPolicy, scimUrl }: ScimDependencies): Operations {
+export function scimUsersOperations({ db, run, passwordPolicy, scimUrl, issuer }: ScimDependencies): Operations {
   const usersUrl = `${scimUrl}/Users`;
 
   const { load, send, reads } = resourceReads<ScimUserRow, UserFilter>({
@@ -113,7 +113,7 @@ export function scimUsersOperations({ db, run, passwordPolicy, scimUrl }: ScimDe
     if (!active) {
       await run(deactivateAndDeprovision, {
         workflowId: deactivationWorkflowId(row.id),
-        args: [{ userId: row.id }],
+        args: [{ userId: row.id, issuer }],
         search: { userId: row.id, trigger: 'scim' },
       });
       return;

@@ -18,6 +18,7 @@ import {
   type ProvisioningActivities,
   type ProvisioningDependencies,
 } from '../provisioning/activities';
+import { createSignOutActivities, type SignOutDependencies } from '../provisioning/activities/sign-out';
 
 export const WORKFLOWS_PATH = require.resolve('./workflows');
 /** What every workflow bundle is built from: the workflow code and the failure converter the sandbox encodes with. */
@@ -88,16 +89,19 @@ export const PROVISIONING_WORKER_LIMITS = {
   maxConcurrentLocalActivityExecutions: 200,
 } satisfies Partial<WorkerOptions>;
 
-/** `activities` replaces the ones built from `dependencies` (a test wraps them to fail at a chosen step). */
+/**
+ * The service's task queue: provisioning and the notices of a user's end to apps and clients (back-channel logout).
+ * `activities` replaces the provisioning ones built from `dependencies` (a test wraps them to fail at a chosen step).
+ */
 export function createProvisioningWorker(
   home: WorkerHome,
-  dependencies: ProvisioningDependencies,
+  dependencies: ProvisioningDependencies & SignOutDependencies,
   activities?: ProvisioningActivities,
 ): Promise<Worker> {
   return createWorker(
     home,
     home.temporal.TaskQueue,
-    activities ?? createProvisioningActivities(dependencies),
+    { ...createSignOutActivities(dependencies), ...(activities ?? createProvisioningActivities(dependencies)) },
     PROVISIONING_WORKER_LIMITS,
   );
 }

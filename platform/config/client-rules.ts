@@ -34,6 +34,10 @@ export function publicClientGrantProblem(client: { RequireClientSecret?: boolean
 export const unofferedGrantTypes = (grantTypes: string[]) =>
   grantTypes.filter((g) => !(OFFERED_GRANT_TYPES as readonly string[]).includes(g));
 
+/** A back-channel logout URI the service can post to: an absolute http(s) address (others are reported). */
+export const isBackChannelLogoutUri = (value: unknown): value is string =>
+  typeof value === 'string' && URL.canParse(value) && ['http:', 'https:'].includes(new URL(value).protocol);
+
 /** An IdentityServer client setting the service does not honour, as the cutover report names it. */
 export interface UnsupportedSetting {
   setting: string;
@@ -56,8 +60,9 @@ const UNSUPPORTED: Array<{ setting: string; applies: (value: unknown) => boolean
   },
   {
     setting: 'BackChannelLogoutUri',
-    applies: present,
-    effect: 'back-channel logout tokens are not sent yet: the client is not told when the user signs out',
+    applies: (v) => present(v) && !isBackChannelLogoutUri(v),
+    effect:
+      'not an absolute http or https address: no logout token is sent, so the client is not told when the user signs out',
   },
   {
     setting: 'RequireRequestObject',

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { isForbiddenKey } from '../security/object-keys';
 import { isAddressOrCidr } from '../security/trusted-proxies';
 import { callbackUrlProblem, describeAllowListEntryProblem, parseAllowList } from '../security/callback-address';
+import { isBackChannelLogoutUri } from './client-rules';
 
 /** Booleans arrive as strings from environment variables and flags; "false" must stay false. */
 const flag = z.union([
@@ -97,6 +98,15 @@ export const clientConfigSchema = z.object({
   AbsoluteRefreshTokenLifetime: z.coerce.number().int().min(0).default(2592000),
   SlidingRefreshTokenLifetime: z.coerce.number().int().min(0).default(1296000),
   RefreshTokenUsage: refreshTokenUsage.default(1),
+  /** Where back-channel logout tokens are posted (OpenID Connect Back-Channel Logout 1.0); IdentityServer's name. */
+  BackChannelLogoutUri: z
+    .string()
+    .max(2000)
+    .refine(isBackChannelLogoutUri, 'must be an absolute http or https URL')
+    .nullable()
+    .optional(),
+  /** Whether logout tokens carry the session id (`sid`); IdentityServer's default is true. */
+  BackChannelLogoutSessionRequired: flag.optional(),
 });
 
 export const configSchema = z

@@ -69,3 +69,9 @@ export const mailsSent = new Counter({
 });
 
 export const metricsRegistry = register;
+
+export const logoutDeliveries = new Counter({
+  name: 'backchannel_logout_deliveries_total',
+  help: 'Back-channel logout tokens sent to clients, by client and outcome (delivered, retried, gave-up, skipped)',
+  labelNames: ['client', 'outcome'] as const,
+});

@@ -12,6 +12,7 @@ import * as scimEmails from './schema-migrations/0009_scim_emails';
 import * as userRemovals from './schema-migrations/0010_user_removals';
 import * as revokedAccessTokens from './schema-migrations/0011_revoked_access_tokens';
 import * as accountRecovery from './schema-migrations/0012_account_recovery';
+import * as signOutNotices from './schema-migrations/0013_sign_out_notices';
 import type { Database } from './schema';
 import { logger } from '../observability/logger';
 import { shuttingDown } from '../observability/shutdown';
@@ -86,6 +87,7 @@ const provider: MigrationProvider = {
       '0010_user_removals': userRemovals,
       '0011_revoked_access_tokens': revokedAccessTokens,
       '0012_account_recovery': accountRecovery,
+      '0013_sign_out_notices': signOutNotices,
     }),
 };
 

@@ -1,5 +1,8 @@
-import { sql } from 'kysely';
+import { sql, type Transaction } from 'kysely';
 import type { Db } from './database';
+import type { Database, SignOutNotice } from './schema';
+
+export type { SignOutNotice };
 
 /**
  * The development cookie keys kept beside the provider's artefacts: the first API process on a database stores
@@ -136,28 +139,60 @@ const SIGN_IN_MODELS = [
   'BackchannelAuthenticationRequest',
 ];
 
+/** What ending a user's sign-ins found: how many sessions, and the clients to tell (back-channel logout). */
+export interface EndedSignIns {
+  sessions: number;
+  signOuts: SignOutNotice[];
+}
+
 /**
- * Ends every sign-in of the user: sessions, grants, refresh tokens, codes and opaque access tokens of the provider,
- * refresh tokens carried over by the migration, and (by `users.sessions_revoked_at`) the service's own admin-API
- * tokens issued until now. Answers how many sessions there were.
+ * The clients of ended sessions that take back-channel logout tokens (an enabled client with a BackChannelLogoutUri),
+ * each with the session id its ID tokens carried; a client is told once per session.
  */
-export async function endEverySignInOf(db: Db, userId: string): Promise<number> {
-  return db.transaction().execute(async (trx) => {
-    const ended = await trx
-      .deleteFrom('oidc_payloads')
-      .where(sql<boolean>`payload ? 'accountId'`)
-      .where(sql<string>`payload->>'accountId'`, '=', userId)
-      .where('model', 'in', SIGN_IN_MODELS)
-      .returning('model')
-      .execute();
-    await trx.deleteFrom('grants').where('subject_id', '=', userId).execute();
-    await trx
-      .updateTable('users')
-      .set({ sessions_revoked_at: sql<Date>`now()` })
-      .where('id', '=', userId)
-      .execute();
-    return ended.filter((row) => row.model === 'Session').length;
-  });
+async function signOutNoticesOf(trx: Transaction<Database>, sessions: unknown[]): Promise<SignOutNotice[]> {
+  const notices = sessions.flatMap((payload) =>
+    Object.entries((payload as { authorizations?: Record<string, { sid?: unknown }> }).authorizations ?? {})
+      .filter(([, authorization]) => typeof authorization?.sid === 'string')
+      .map(([clientId, authorization]) => ({ clientId, sid: authorization.sid as string })),
+  );
+  if (notices.length === 0) return [];
+  const listening = await trx
+    .selectFrom('clients')
+    .select('client_id')
+    .where('client_id', 'in', [...new Set(notices.map((n) => n.clientId))])
+    .where('enabled', '=', true)
+    .where(sql<string>`coalesce(settings->>'BackChannelLogoutUri', '')`, '<>', '')
+    .execute();
+  const told = new Set(listening.map((row) => row.client_id));
+  return notices.filter((n) => told.has(n.clientId));
+}
+
+/**
+ * Ends every sign-in of the user, inside a transaction the caller holds (a removal ends them with the user): sessions,
+ * grants, refresh tokens, codes and opaque access tokens of the provider, refresh tokens carried over by the
+ * migration, and (by `users.sessions_revoked_at`) the service's own admin-API tokens issued until now.
+ */
+export async function endSignInsIn(trx: Transaction<Database>, userId: string): Promise<EndedSignIns> {
+  const ended = await trx
+    .deleteFrom('oidc_payloads')
+    .where(sql<boolean>`payload ? 'accountId'`)
+    .where(sql<string>`payload->>'accountId'`, '=', userId)
+    .where('model', 'in', SIGN_IN_MODELS)
+    .returning(['model', 'payload'])
+    .execute();
+  await trx.deleteFrom('grants').where('subject_id', '=', userId).execute();
+  await trx
+    .updateTable('users')
+    .set({ sessions_revoked_at: sql<Date>`now()` })
+    .where('id', '=', userId)
+    .execute();
+  const sessions = ended.filter((row) => row.model === 'Session').map((row) => row.payload);
+  return { sessions: sessions.length, signOuts: await signOutNoticesOf(trx, sessions) };
+}
+
+/** Ends every sign-in of the user (endSignInsIn) in a transaction of its own. */
+export function endEverySignInOf(db: Db, userId: string): Promise<EndedSignIns> {
+  return db.transaction().execute((trx) => endSignInsIn(trx, userId));
 }
 
 /** The user's live sessions: when each signed in, and the clients it authorized. */

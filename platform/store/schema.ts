@@ -100,10 +100,21 @@ export interface CreationReservationsTable {
 }
 
 /** What a deletion or deactivation step answered, under its workflow run's key (store/user-removals.ts). */
+/**
+ * A client to tell that a user's session with it ended (OpenID Connect Back-Channel Logout): the client, and the
+ * session id (`sid`) its ID tokens carried.
+ */
+export interface SignOutNotice {
+  clientId: string;
+  sid: string;
+}
+
 export interface UserRemovalsTable {
   removal_id: string;
   found: boolean;
   app_ids: Json<string[]>;
+  /** The clients told of the sign-out (back-channel logout), each with its session id. */
+  sign_outs: ColumnType<SignOutNotice[], string | undefined, string>;
   created_at: Generated<Date>;
 }
 

@@ -5,7 +5,8 @@ import { DuplicateUserError, normalize } from './users';
 import { isUniqueViolation } from './errors';
 import { scimPage } from './scim-page';
 import { updatedAny } from './row-counts';
-import { removeOnce } from './user-removals';
+import { removeOnce, type Removal } from './user-removals';
+import { endSignInsIn } from './oidc-payloads';
 
 export const SCIM_USER_COLUMNS = [
   'id',
@@ -78,11 +79,7 @@ export async function updateScimUser(db: Db, id: string, changes: ScimUserChange
  * The spec's soft-delete: the user stays (and still shows in SCIM filters) but is inactive and provisioned nowhere.
  * Under a `removalId` a second run answers what the first did, the apps it took the user from included.
  */
-export async function deactivateUserReturningApps(
-  db: Db,
-  id: string,
-  removalId?: string,
-): Promise<{ found: boolean; appIds: string[] }> {
+export async function deactivateUserReturningApps(db: Db, id: string, removalId?: string): Promise<Removal> {
   return removeOnce(db, removalId, async (trx) => {
     const updated = await trx
       .updateTable('users')
@@ -90,7 +87,9 @@ export async function deactivateUserReturningApps(
       .where('id', '=', id)
       .executeTakeFirst();
     const removed = await trx.deleteFrom('user_provisions').where('user_id', '=', id).returning('app_id').execute();
-    return { found: updatedAny(updated), appIds: removed.map((r) => r.app_id) };
+    // A deactivated user is signed out everywhere, and the clients that listen are told.
+    const { signOuts } = await endSignInsIn(trx, id);
+    return { found: updatedAny(updated), appIds: removed.map((r) => r.app_id), signOuts };
   });
 }
 

@@ -1,12 +1,14 @@
 import type { Transaction } from 'kysely';
 import type { Db } from './database';
-import type { Database } from './schema';
+import type { Database, SignOutNotice } from './schema';
 import { deleteCreatedBefore } from './retention';
 
 /** What removing a user (deleting or deactivating it) found, and the apps it took the user from. */
 export interface Removal {
   found: boolean;
   appIds: string[];
+  /** The clients whose sessions with the user the removal ended, to be told by back-channel logout. */
+  signOuts: SignOutNotice[];
 }
 
 /**
@@ -32,7 +34,12 @@ export async function removeOnce(
     const removal = await remove(trx);
     const inserted = await trx
       .insertInto('user_removals')
-      .values({ removal_id: removalId, found: removal.found, app_ids: JSON.stringify(removal.appIds) })
+      .values({
+        removal_id: removalId,
+        found: removal.found,
+        app_ids: JSON.stringify(removal.appIds),
+        sign_outs: JSON.stringify(removal.signOuts),
+      })
       .onConflict((oc) => oc.column('removal_id').doNothing())
       .returning('removal_id')
       .executeTakeFirst();
@@ -44,10 +51,10 @@ export async function removeOnce(
 async function storedRemoval(trx: Transaction<Database>, removalId: string): Promise<Removal | undefined> {
   const row = await trx
     .selectFrom('user_removals')
-    .select(['found', 'app_ids'])
+    .select(['found', 'app_ids', 'sign_outs'])
     .where('removal_id', '=', removalId)
     .executeTakeFirst();
-  return row && { found: row.found, appIds: row.app_ids };
+  return row && { found: row.found, appIds: row.app_ids, signOuts: row.sign_outs };
 }
 
 export function purgeOldRemovals(db: Db): Promise<number> {

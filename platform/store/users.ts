@@ -1,10 +1,11 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Db } from './database';
-import type { Database, UserRow } from './schema';
+import type { Database, SignOutNotice, UserRow } from './schema';
 import { safeStringMap } from '../security/object-keys';
 import { isUniqueViolation } from './errors';
 import { deletedAny } from './row-counts';
 import { removeOnce } from './user-removals';
+import { endSignInsIn } from './oidc-payloads';
 import { logger } from '../observability/logger';
 
 /** The user as provisioning, the API and downstream apps see it: never the password hash. */
@@ -161,18 +162,20 @@ export async function deleteUserReturningApps(
   db: Db,
   userId: string,
   removalId?: string,
-): Promise<{ deleted: boolean; appIds: string[] }> {
-  const { found, appIds } = await removeOnce(db, removalId, async (trx) => {
+): Promise<{ deleted: boolean; appIds: string[]; signOuts: SignOutNotice[] }> {
+  const { found, appIds, signOuts } = await removeOnce(db, removalId, async (trx) => {
     const provisions = await trx
       .selectFrom('user_provisions')
       .select('app_id')
       .where('user_id', '=', userId)
       .orderBy('provisioned_at')
       .execute();
+    // The user's sessions end with it, and the clients that listen are told (back-channel logout).
+    const { signOuts } = await endSignInsIn(trx, userId);
     const result = await trx.deleteFrom('users').where('id', '=', userId).executeTakeFirst();
-    return { found: deletedAny(result), appIds: provisions.map((p) => p.app_id) };
+    return { found: deletedAny(result), appIds: provisions.map((p) => p.app_id), signOuts };
   });
-  return { deleted: found, appIds };
+  return { deleted: found, appIds, signOuts };
 }
 
 /** The domain of an e-mail address, lower case (what SSO domains are matched against). */

@@ -15,6 +15,8 @@ import {
   type UserProfile,
 } from '../../platform/store/users';
 import type { AppRef } from '../../platform/store/provisioning-apps';
+import type { SignOutNotice } from '../../platform/store/schema';
+import type { Removal } from '../../platform/store/user-removals';
 import type { AppProvider, ProvisioningApp } from './apps';
 import type { TccClient, TryRequestBody } from './tcc-client';
 import {
@@ -270,12 +272,15 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
      * answers what the first found, so the replay after a lost worker still tells the apps. A refused creation passes
      * none: its replay creates the user again, and that user must go too.
      */
-    async deleteUser(userId: string, removalId?: string): Promise<{ deleted: boolean; appIds: string[] }> {
+    async deleteUser(
+      userId: string,
+      removalId?: string,
+    ): Promise<{ deleted: boolean; appIds: string[]; signOuts: SignOutNotice[] }> {
       return deleteUserReturningApps(db, userId, removalId);
     },
 
     /** The SCIM soft-delete; `removalId` as for deleteUser. */
-    async deactivateUser(userId: string, removalId?: string): Promise<{ found: boolean; appIds: string[] }> {
+    async deactivateUser(userId: string, removalId?: string): Promise<Removal> {
       return deactivateUserReturningApps(db, userId, removalId);
     },
 

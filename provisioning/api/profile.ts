@@ -43,10 +43,13 @@ export function profileOperations({
   db,
   run,
   passwordPolicy,
+  issuer,
 }: {
   db: Db;
   run: WorkflowRunner;
   passwordPolicy: PasswordPolicy;
+  /** Api:PublicUrl, the issuer of the sessions a deletion ends (back-channel logout tokens name it). */
+  issuer: string;
 }): Operations {
   return {
     createUser: async (req, res) => {
@@ -89,7 +92,7 @@ export function profileOperations({
       const userId = userIdParam.parse(pathParam(req, 'userId'));
       const result = await run(deleteUserAndDeprovision, {
         workflowId: deletionWorkflowId(userId),
-        args: [{ userId }],
+        args: [{ userId, issuer }],
         search: { userId, trigger: 'admin-api' },
       });
       if (!result.deleted) return sendProblem(res, userNotFound(`id ${userId}`));

@@ -3,6 +3,7 @@ import type { FirstStep, ProvisioningActivities } from '../activities';
 import type { NewUser } from '../../platform/store/users';
 import { FIRST_STEP, STORE } from './activity-policies';
 import { deprovisionInBackground } from './background';
+import { signOutInBackground } from './sign-out';
 import type { Trigger } from './ids';
 import { deleteRefusedUser } from './refused-creation';
 import { recordOutcome } from '../../platform/temporal/search-attributes';
@@ -110,22 +111,34 @@ export async function reactivateAndProvision(input: { userId: string }): Promise
  */
 const removalId = transactionId;
 
-/** Deletion answers as soon as the user is gone. */
-export async function deleteUserAndDeprovision(input: {
+/**
+ * Who removes a user, and the issuer its sessions' ID tokens named (Api:PublicUrl): the clients of those sessions are
+ * told with it (back-channel logout); without one (sign-in off) there are no sessions to tell of.
+ */
+export interface RemovalInput {
   userId: string;
-}): Promise<{ deleted: boolean; appIds: string[] }> {
-  const { deleted, appIds } = await untilLanded.deleteUser(input.userId, removalId());
-  if (deleted) await deprovisionInBackground(input.userId, appIds);
+  issuer?: string;
+}
+
+/** Deletion answers as soon as the user is gone; apps and clients are told in the background. */
+export async function deleteUserAndDeprovision(input: RemovalInput): Promise<{ deleted: boolean; appIds: string[] }> {
+  const { deleted, appIds, signOuts } = await untilLanded.deleteUser(input.userId, removalId());
+  if (deleted) {
+    await deprovisionInBackground(input.userId, appIds);
+    // Absent from the answer of a step recorded before removals ended sessions.
+    await signOutInBackground(input.issuer, input.userId, signOuts ?? []);
+  }
   recordOutcome(deleted ? 'deleted' : 'not-found');
   return { deleted, appIds };
 }
 
-/** The SCIM soft-delete: the user is kept but inactive, its provision records are gone, and each app is told. */
-export async function deactivateAndDeprovision(input: {
-  userId: string;
-}): Promise<{ found: boolean; appIds: string[] }> {
-  const { found, appIds } = await untilLanded.deactivateUser(input.userId, removalId());
-  if (found) await deprovisionInBackground(input.userId, appIds);
+/** The SCIM soft-delete: the user is kept but inactive, signed out, its provision records gone, and each app told. */
+export async function deactivateAndDeprovision(input: RemovalInput): Promise<{ found: boolean; appIds: string[] }> {
+  const { found, appIds, signOuts } = await untilLanded.deactivateUser(input.userId, removalId());
+  if (found) {
+    await deprovisionInBackground(input.userId, appIds);
+    await signOutInBackground(input.issuer, input.userId, signOuts ?? []);
+  }
   recordOutcome(found ? 'deactivated' : 'not-found');
   return { found, appIds };
 }

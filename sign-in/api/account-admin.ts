@@ -12,9 +12,9 @@ import {
   type AuditEventType,
 } from '../../platform/store/audit-events';
 import type { Db } from '../../platform/store/database';
-import { endEverySignInOf } from '../../platform/store/oidc-payloads';
 import { findUser } from '../../platform/store/users';
 import type { RecoveryMails } from '../recovery/router';
+import type { SignOut } from '../../provisioning/sign-out';
 
 const userIdParam = z.string().min(1).max(FIELD_BOUNDS.id);
 
@@ -35,7 +35,15 @@ export const auditQuerySchema = z
  * What an operator does for a user who is stuck (IdentityAdmin): unlock, remove two-step sign-in, end every sign-in,
  * send the reset mail; and the audit trail. Each action is recorded with who did it.
  */
-export function accountAdminOperations({ db, mails }: { db: Db; mails?: RecoveryMails }): Operations {
+export function accountAdminOperations({
+  db,
+  mails,
+  signOut,
+}: {
+  db: Db;
+  mails?: RecoveryMails;
+  signOut: SignOut;
+}): Operations {
   /** The user of the path, or a 404 answered. */
   async function userOf(req: Request, res: Response): Promise<string | undefined> {
     const userId = userIdParam.parse(pathParam(req, 'userId'));
@@ -63,7 +71,7 @@ export function accountAdminOperations({ db, mails }: { db: Db; mails?: Recovery
     endUserSessions: async (req, res) => {
       const userId = await userOf(req, res);
       if (!userId) return;
-      const sessions = await endEverySignInOf(db, userId);
+      const sessions = await signOut.everywhere(userId);
       await recordAuditEvent(db, { type: 'sessions-revoked', userId, ...byAdmin(req), detail: { sessions } });
       res.status(204).end();
     },

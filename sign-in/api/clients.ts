@@ -13,6 +13,7 @@ import { deleteClient, findClient, listClients, putClient, type ClientRow } from
 import type { Db } from '../../platform/store/database';
 import { sendProblem, type Problem } from '../../platform/http/problem';
 import { redirectUri, storableDate } from '../../platform/http/fields';
+import { callbackUrlProblem, type AllowList } from '../../platform/security/callback-address';
 
 /** IdentityServer's field names (`RedirectUris`), with camelCase (`redirectUris`) accepted too. */
 const pascalCase = (key: string) => key.charAt(0).toUpperCase() + key.slice(1);
@@ -33,8 +34,6 @@ const IDENTITY_SERVER_SETTINGS = [
   'LogoUri',
   'FrontChannelLogoutUri',
   'FrontChannelLogoutSessionRequired',
-  'BackChannelLogoutUri',
-  'BackChannelLogoutSessionRequired',
   'AllowAccessTokensViaBrowser',
   'AllowPlainTextPkce',
   'RequireRequestObject',
@@ -150,7 +149,7 @@ const notFound = (clientId: string): Problem => ({
 });
 
 /** `/api/v1/clients`: the OpenID Connect clients, as IdentityServer's configuration describes them. */
-export function clientsOperations({ db, apps }: { db: Db; apps: AppProvider }): Operations {
+export function clientsOperations({ db, apps, allow }: { db: Db; apps: AppProvider; allow: AllowList }): Operations {
   return {
     listClients: async (_req, res) => {
       res.json((await listClients(db)).map(clientView));
@@ -186,6 +185,10 @@ export function clientsOperations({ db, apps }: { db: Db; apps: AppProvider }): 
         return invalid(
           'RedirectUris: redirect URIs are used only by the authorization_code grant; add it to AllowedGrantTypes, or leave RedirectUris out',
         );
+      // Logout tokens are posted from the worker under the rule app callbacks follow: an internal address is refused
+      // unless Auth:AllowedInternalTargets lists it.
+      const logoutUriProblem = body.BackChannelLogoutUri && callbackUrlProblem(body.BackChannelLogoutUri, allow);
+      if (logoutUriProblem) return invalid(`BackChannelLogoutUri ${logoutUriProblem}`);
       const known = await Promise.all(body.ProvisioningApps.map((appId) => apps.getApp(appId)));
       const unknown = body.ProvisioningApps.filter((_, i) => !known[i]);
       if (unknown.length > 0) return invalid(`ProvisioningApps: no provisioning app ${unknown.join(', ')}`);

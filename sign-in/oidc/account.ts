@@ -13,7 +13,8 @@ import { mfaEnrolPage, notSignedInPage, reauthPage, signInAgainPage } from './pa
 import { accountPage, mfaOffPage, mfaSettingsPage, recoveryCodesPage, signedOutEverywherePage } from './account-pages';
 import { countRecoveryCodes, removeMfa, replaceRecoveryCodes, setPasswordHash } from '../../platform/store/accounts';
 import { recordAuditEvent } from '../../platform/store/audit-events';
-import { endEverySignInOf, listSessionsOf } from '../../platform/store/oidc-payloads';
+import { listSessionsOf } from '../../platform/store/oidc-payloads';
+import type { SignOut } from '../../provisioning/sign-out';
 import { hashPassword } from '../../platform/security/password-hashing';
 import { passwordPolicyViolations } from '../../platform/security/password-policy';
 import { recoveryCodeHash } from '../../platform/security/totp';
@@ -67,13 +68,14 @@ export interface AccountDependencies {
   ring: KeyRing;
   issuer: string;
   config: AppConfig;
+  signOut: SignOut;
 }
 
 /**
  * `/account/mfa`: a signed-in user (the provider's session cookie) without two-step verification enrols an
  * authenticator app. The session cookie is SameSite=Lax, so a form posted from another site arrives without it.
  */
-export function accountRouter({ provider, db, ring, issuer, config }: AccountDependencies): Router {
+export function accountRouter({ provider, db, ring, issuer, config, signOut }: AccountDependencies): Router {
   const router = Router();
   const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 5 });
   const html = sendPage;
@@ -267,7 +269,7 @@ export function accountRouter({ provider, db, ring, issuer, config }: AccountDep
   router.post(`${ACCOUNT_PAGE}/sessions/end`, form, async (req, res) => {
     const user = await signedInUser(req, res);
     if (!user) return html(res, 401, notSignedInPage());
-    const sessions = await endEverySignInOf(db, user.id);
+    const sessions = await signOut.everywhere(user.id);
     await recordAuditEvent(db, {
       type: 'sessions-revoked',
       userId: user.id,

@@ -2,7 +2,12 @@ import type { ClientConfig } from '../../platform/config/schema';
 import { clientSecretMatches, tagSecret } from '../../platform/security/client-secrets';
 import { liveClientSecrets, type ClientRow, type NewClientRow, type StoredSecret } from '../../platform/store/clients';
 import type { Db } from '../../platform/store/database';
-import { DEVICE_CODE_GRANT, PASSWORD_GRANT, unsupportedSettingsOf } from '../../platform/config/client-rules';
+import {
+  DEVICE_CODE_GRANT,
+  isBackChannelLogoutUri,
+  PASSWORD_GRANT,
+  unsupportedSettingsOf,
+} from '../../platform/config/client-rules';
 
 /** IdentityServer client settings the provider reads, under IdentityServer's names (as the migration stores them). */
 export interface ClientSettings {
@@ -23,6 +28,10 @@ export interface ClientSettings {
   AccessTokenType?: number;
   /** Set by the migration on the clients it made of ApiResources: an audience, not a client. */
   apiResource?: boolean;
+  /** Where logout tokens are posted (OpenID Connect Back-Channel Logout 1.0). */
+  BackChannelLogoutUri?: string | null;
+  /** Whether logout tokens carry the session id (`sid`); IdentityServer's default is true. */
+  BackChannelLogoutSessionRequired?: boolean;
 }
 
 export const settingsOf = (row: Pick<ClientRow, 'settings'>) => row.settings as ClientSettings;
@@ -70,6 +79,12 @@ export function clientMetadata(row: ClientRow, identityScopes: ReadonlySet<strin
           : []),
       ].join(' ') || undefined,
     id_token_signed_response_alg: 'RS256',
+    ...(isBackChannelLogoutUri(settings.BackChannelLogoutUri)
+      ? {
+          backchannel_logout_uri: settings.BackChannelLogoutUri,
+          backchannel_logout_session_required: settings.BackChannelLogoutSessionRequired !== false,
+        }
+      : {}),
     'urn:identity-service:settings': settings,
     'urn:identity-service:cors-origins': row.cors_origins,
     'urn:identity-service:allowed-scopes': row.allowed_scopes,

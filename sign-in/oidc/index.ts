@@ -17,6 +17,7 @@ import { storedApiResources } from './resources';
 import { logger } from '../../platform/observability/logger';
 import type { Mailer } from '../../platform/email/mailer';
 import { recoveryRouter, type RecoveryMails } from '../recovery/router';
+import { createSignOut, type SignOut } from '../../provisioning/sign-out';
 
 /**
  * Federation's dependencies (the issuer is Api:PublicUrl), with the configuration in place of the allow-list, and
@@ -72,6 +73,7 @@ async function buildSignIn(
   deps: SignInDependencies,
   cookieKeyList: string[],
   federation: Federation,
+  signOut: SignOut,
   log: (line: string) => void,
 ) {
   const { db, ring, issuer } = deps;
@@ -86,6 +88,7 @@ async function buildSignIn(
     apiResources: storedApiResources(db),
     scopesAsString: deps.config.Oidc.EmitScopesAsSpaceDelimitedStringInJwt,
     config: deps.config,
+    signOut,
   });
   return {
     callback: provider.callback(),
@@ -98,7 +101,7 @@ async function buildSignIn(
       federation,
       mails: deps.mails,
     }),
-    account: accountRouter({ provider, db, ring, issuer, config: deps.config }),
+    account: accountRouter({ provider, db, ring, issuer, config: deps.config, signOut }),
   };
 }
 
@@ -120,16 +123,24 @@ export async function createSignIn(deps: SignInDependencies): Promise<Router> {
     issuer: deps.issuer,
     allow: parseAllowList(config.Auth.AllowedInternalTargets),
   });
-  let current = await buildSignIn(deps, cookieKeyList, federation, log);
+  const signOut = createSignOut({ db, run: deps.run, issuer: deps.issuer });
+  let current = await buildSignIn(deps, cookieKeyList, federation, signOut, log);
   // Recovery needs no provider: its pages stay the same when the provider is rebuilt.
-  const recovery = recoveryRouter({ db, config, mailer: deps.mailer, publicUrl: deps.issuer, mails: deps.mails });
+  const recovery = recoveryRouter({
+    db,
+    config,
+    mailer: deps.mailer,
+    publicUrl: deps.issuer,
+    mails: deps.mails,
+    signOut,
+  });
   let checkedAt = Date.now();
   let checking: Promise<void> | undefined;
 
   async function rebuildIfChanged(): Promise<void> {
     const now = await providerSettingsVersion(db);
     if (now === version) return;
-    current = await buildSignIn(deps, cookieKeyList, federation, log);
+    current = await buildSignIn(deps, cookieKeyList, federation, signOut, log);
     version = now;
     log('sign-in: scopes or signing keys changed; the provider now uses them');
   }

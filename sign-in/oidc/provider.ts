@@ -27,6 +27,9 @@ import { RESOURCE_PREFIX, resourceOfScopes, resourceServer, type ApiResources } 
 import { accessTokenShape, idpClaimOf } from './token-shape';
 import type { AppConfig } from '../../platform/config/schema';
 import { registerPasswordGrant } from './password-grant';
+import type { SignOut } from '../../provisioning/sign-out';
+import { logoutDeliveries } from '../../platform/observability/metrics';
+import { logger } from '../../platform/observability/logger';
 
 /**
  * IdentityServer issues a refresh token for `offline_access` whatever the prompt; oidc-provider, following OpenID
@@ -123,6 +126,8 @@ export interface ProviderDependencies {
   scopesAsString: boolean;
   /** The lockout, rate limit and confirmation rules the password grant holds as the sign-in pages do. */
   config: AppConfig;
+  /** Tells the clients of a session that ends at /connect/endsession (back-channel logout). */
+  signOut: SignOut;
 }
 
 const settingsOfClient = (client: { metadata(): Record<string, unknown> } | undefined): ClientSettings =>
@@ -245,6 +250,8 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
       // Not offered: the service's own admin API does not check DPoP proofs, so a bound token must not be issued
       // (clients with RequireDPoP are reported as unsupported), nor advertised in discovery.
       dPoP: { enabled: false },
+      // Logout tokens go out through a workflow that retries them (backchannelLogout below), not from the request.
+      backchannelLogout: { enabled: true },
       // Only the client a token was issued to may introspect it (oidc-provider's default lets any confidential
       // client read any token's claims).
       introspection: { enabled: true, allowedPolicy: (_ctx, client, token) => mayIntrospect(client, token) },
@@ -329,6 +336,16 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
   // Duende IdentityServer puts the session id (`sid`) in every ID token and user access token; oidc-provider only for
   // clients that registered for session-bound logout.
   provider.Client.prototype.includeSid = () => true;
+  // At /connect/endsession oidc-provider hands each client of the session with a back-channel logout URI to this,
+  // and waits: the notice is started as a workflow (sign-out.ts) that signs, sends and retries the logout token, so
+  // the user's sign-out never waits on a client. A notice that cannot be started is logged and counted there.
+  provider.Client.prototype.backchannelLogout = function (this: { clientId: string }, sub: string, sid: string) {
+    return deps.signOut.notify(sub, [{ clientId: this.clientId, sid }]);
+  };
+  provider.on('backchannel.error', (_ctx: unknown, error: Error, client: { clientId: string }) => {
+    logoutDeliveries.inc({ client: client.clientId, outcome: 'not-started' });
+    logger.error(`sign-in: back-channel logout to client ${client.clientId} not started: ${error.message}`);
+  });
   // Stored secrets are IdentityServer hashes: a presented secret is hashed and compared with each unexpired one.
   provider.Client.prototype.compareClientSecret = function (this: { clientId: string }, actual: string) {
     return verifyClientSecret(db, this.clientId, actual);

@@ -22,7 +22,7 @@ import {
 } from '../../platform/store/accounts';
 import { recordAuditEvent } from '../../platform/store/audit-events';
 import type { Db } from '../../platform/store/database';
-import { endEverySignInOf } from '../../platform/store/oidc-payloads';
+import type { SignOut } from '../../provisioning/sign-out';
 import { emailForm, formField } from '../oidc/forms';
 import { confirmationMail, noPasswordMail, passwordResetMail } from './mails';
 import {
@@ -109,8 +109,8 @@ export type RecoveryMails = ReturnType<typeof recoveryMails>;
  * password?" asks for an address and answers the same, in the same time, whether or not an account has it; the link
  * opens a form for the new password; a confirmation link confirms the address.
  */
-export function recoveryRouter(deps: RecoveryDependencies & { mails: RecoveryMails }): Router {
-  const { db, config, mails } = deps;
+export function recoveryRouter(deps: RecoveryDependencies & { mails: RecoveryMails; signOut: SignOut }): Router {
+  const { db, config, mails, signOut } = deps;
   const router = Router();
   const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 5 });
   const html = sendPage;
@@ -178,7 +178,7 @@ export function recoveryRouter(deps: RecoveryDependencies & { mails: RecoveryMai
     const userId = await takeAccountToken(db, 'password-reset', token);
     if (!userId) return html(res, 400, linkExpiredPage(RECOVERY_PATHS.forgot));
     await setPasswordHash(db, userId, hash);
-    const sessions = await endEverySignInOf(db, userId);
+    const sessions = await signOut.everywhere(userId);
     await recordAuditEvent(db, { type: 'password-reset-completed', userId, clientAddress: clientAddress(req) });
     await recordAuditEvent(db, {
       type: 'sessions-revoked',

@@ -264,11 +264,13 @@ test('discovery lists what IdentityServer listed for the same configuration, and
   expect(discovery.end_session_endpoint).toBe(`${h.api.publicUrl}/connect/endsession`);
   expect(discovery.device_authorization_endpoint).toBe(`${h.api.publicUrl}/connect/deviceauthorization`);
   expect(discovery.grant_types_supported).toContain('urn:ietf:params:oauth:grant-type:device_code');
-  // Not served, so not advertised: DPoP, back-channel logout, pushed requests.
+  // Back-channel logout as IdentityServer advertises it (back-channel-logout.test.ts sends the tokens).
+  expect(discovery).toMatchObject({ backchannel_logout_supported: true, backchannel_logout_session_supported: true });
+  // Not served, so not advertised: DPoP, pushed requests, front-channel logout.
   for (const absent of [
     'dpop_signing_alg_values_supported',
-    'backchannel_logout_supported',
     'pushed_authorization_request_endpoint',
+    'frontchannel_logout_supported',
   ])
     expect(discovery).not.toHaveProperty(absent);
   // Advertised endpoints answer.

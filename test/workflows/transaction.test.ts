@@ -103,7 +103,7 @@ function stubs(apps: Record<string, AppBehaviour>, faults: StepFaults) {
     deleteUser: () => {
       calls.push('deleteUser');
       user = undefined;
-      return Promise.resolve({ deleted: true, appIds: [] });
+      return Promise.resolve({ deleted: true, appIds: [], signOuts: [] });
     },
     discardCredential: () => {
       calls.push('discardCredential');

@@ -23,23 +23,29 @@ async function provisionedUser(): Promise<string> {
 test('a deletion run twice under one key answers the same both times; under none, the second finds nothing', async () => {
   const userId = await provisionedUser();
   const first = await deleteUserReturningApps(db(), userId, `deletion:${userId}@run`);
-  expect(first).toEqual({ deleted: true, appIds: ['crm', 'wiki'] });
+  expect(first).toEqual({ deleted: true, appIds: ['crm', 'wiki'], signOuts: [] });
   expect(await deleteUserReturningApps(db(), userId, `deletion:${userId}@run`)).toEqual(first);
   expect(await deleteUserReturningApps(db(), userId, `deletion:${userId}@another-run`)).toEqual({
     deleted: false,
     appIds: [],
+    signOuts: [],
   });
-  expect(await deleteUserReturningApps(db(), userId)).toEqual({ deleted: false, appIds: [] });
+  expect(await deleteUserReturningApps(db(), userId)).toEqual({ deleted: false, appIds: [], signOuts: [] });
 });
 
 test('a deactivation run twice under one key answers the apps it took the user from both times', async () => {
   const userId = await provisionedUser();
   const first = await deactivateUserReturningApps(db(), userId, `deactivation:${userId}@run`);
-  expect(first).toEqual({ found: true, appIds: expect.arrayContaining(['crm', 'wiki']) as string[] });
+  expect(first).toEqual({
+    found: true,
+    appIds: expect.arrayContaining(['crm', 'wiki']) as string[],
+    signOuts: [],
+  });
   expect(await deactivateUserReturningApps(db(), userId, `deactivation:${userId}@run`)).toEqual(first);
   expect(await deactivateUserReturningApps(db(), userId, `deactivation:${userId}@later`)).toEqual({
     found: true,
     appIds: [],
+    signOuts: [],
   });
 });
 
@@ -50,8 +56,8 @@ test('two runs under one key at the same time: one removes, both answer what it 
     deleteUserReturningApps(db(), userId, `deletion:${userId}@overlap`),
   ]);
   expect(answers).toEqual([
-    { deleted: true, appIds: ['crm', 'wiki'] },
-    { deleted: true, appIds: ['crm', 'wiki'] },
+    { deleted: true, appIds: ['crm', 'wiki'], signOuts: [] },
+    { deleted: true, appIds: ['crm', 'wiki'], signOuts: [] },
   ]);
 });
 

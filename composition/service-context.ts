@@ -22,6 +22,8 @@ export interface ServiceContext {
   source?: Kysely<SourceDatabase>;
   /** DataProtection:Keys; every process that touches a secret at rest has one (see MISSING_KEY_MESSAGE). */
   dataProtection?: KeyRing;
+  /** Migration:SourceDataProtection, for the migration's refresh-token pass. */
+  sourceDataProtection: AppConfig['Migration']['SourceDataProtection'];
   /** Requests to addresses clients registered (back-channel logout), under the same rule as app callbacks. */
   outbound: GuardedFetch;
   close: () => Promise<void>;
@@ -70,6 +72,7 @@ export async function createServiceContext(
     apps,
     source,
     dataProtection,
+    sourceDataProtection: config.Migration.SourceDataProtection,
     outbound,
     async close() {
       http.close();
@@ -85,4 +88,5 @@ export const migrationDependencies = (context: ServiceContext): MigrationDepende
   target: context.db,
   source: context.source,
   dataProtection: context.dataProtection,
+  sourceDataProtection: context.sourceDataProtection,
 });

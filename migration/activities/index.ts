@@ -2,6 +2,7 @@ import type { KeyRing } from '../../platform/security/data-protection';
 import { ApplicationFailure, Context, log } from '@temporalio/activity';
 import type { Kysely } from 'kysely';
 import type { SourceDatabase } from '../source/schema';
+import type { SourceDataProtectionSettings } from '../source/data-protection-keys';
 import { countUsers, userIdAt } from '../source/users';
 import { anyUserCreatedBy } from '../../platform/store/migrated-users';
 import type { Db } from '../../platform/store/database';
@@ -14,7 +15,8 @@ import {
 import { clientsPass, scopesPass } from './passes/configuration';
 import { rolesPass } from './passes/roles';
 import { loginsPass, mfaPass, userRolesPass } from './passes/user-children';
-import { oidcProvidersPass, refreshTokensPass, samlProvidersPass } from './passes/providers';
+import { oidcProvidersPass, samlProvidersPass } from './passes/providers';
+import { refreshTokensPass } from './passes/refresh-tokens';
 import { usersPass } from './passes/users';
 import type { MigrationOptions, PageResult, Pass, PassName, UserPartition } from './types';
 import { addCounts, type Counts } from '../../platform/store/migration-counts';
@@ -27,6 +29,7 @@ export interface MigrationDependencies {
   /** Absent on a worker that has no Source:ConnectionString: its migration activities fail with a clear message. */
   source?: Kysely<SourceDatabase>;
   dataProtection?: KeyRing;
+  sourceDataProtection?: SourceDataProtectionSettings;
 }
 
 /** Each pass of the plan (plan.ts) by its name. */
@@ -53,7 +56,12 @@ function cannotHeal(error: unknown): boolean {
   return [207, 208, 229, 230].includes(sqlServer ?? -1) || ['42703', '42P01', '42501'].includes(e.code ?? '');
 }
 
-export function createMigrationActivities({ target, source, dataProtection }: MigrationDependencies) {
+export function createMigrationActivities({
+  target,
+  source,
+  dataProtection,
+  sourceDataProtection,
+}: MigrationDependencies) {
   function requireSource(): Kysely<SourceDatabase> {
     if (!source) throw new Error('this worker has no Migration:Source:ConnectionString, so it cannot read the source');
     return source;
@@ -114,7 +122,7 @@ export function createMigrationActivities({ target, source, dataProtection }: Mi
     }): Promise<PageResult> {
       Context.current().heartbeat(input.cursor);
       const page = await PASS_IMPLEMENTATIONS[input.pass](
-        { source: requireSource(), target, options: input.options, dataProtection },
+        { source: requireSource(), target, options: input.options, dataProtection, sourceDataProtection },
         input.cursor,
         input.until,
       ).catch((error: unknown) => {

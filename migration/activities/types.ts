@@ -1,6 +1,7 @@
 import type { KeyRing } from '../../platform/security/data-protection';
 import type { Kysely } from 'kysely';
 import type { SourceDatabase } from '../source/schema';
+import type { SourceDataProtectionSettings } from '../source/data-protection-keys';
 import type { Db } from '../../platform/store/database';
 
 /** Everything a run needs to know that may appear in workflow history: no connection string, no key. */
@@ -31,6 +32,14 @@ export interface PageResult extends Counts {
   next: string | null;
   /** The clients pass: how many clients will work as they did at IdentityServer, and how many will notice the cutover. */
   readiness?: ClientReadiness;
+  /** The refresh-tokens pass: how many were (or, in a dry run, would be) carried over, and why the others were not. */
+  refreshTokens?: RefreshTokenTally;
+}
+
+export interface RefreshTokenTally {
+  carriedOver: number;
+  /** Tokens not carried over, by reason (stock-refresh-tokens.ts: NOT_CARRIED). */
+  notCarried: Record<string, number>;
 }
 
 export interface ClientReadiness {
@@ -45,6 +54,8 @@ export interface PassContext {
   options: MigrationOptions;
   /** Protects TOTP secrets at rest and keys the recovery-code hashes. */
   dataProtection?: KeyRing;
+  /** Migration:SourceDataProtection: how to open what the source protected (its refresh tokens). */
+  sourceDataProtection?: SourceDataProtectionSettings;
 }
 
 /**

@@ -106,7 +106,7 @@ export async function readApiResourcesPage(source: Kysely<SourceDatabase>, after
 }
 
 /** Whether the source table has the column: INFORMATION_SCHEMA, the same on SQL Server and PostgreSQL. */
-async function hasColumn(source: Kysely<SourceDatabase>, table: string, column: string): Promise<boolean> {
+export async function hasColumn(source: Kysely<SourceDatabase>, table: string, column: string): Promise<boolean> {
   const found = await sql<{
     n: number;
   }>`select count(*) as n from INFORMATION_SCHEMA.COLUMNS where TABLE_NAME = ${table} and COLUMN_NAME = ${column}`.execute(
@@ -120,13 +120,15 @@ export async function grantKeyColumn(source: Kysely<SourceDatabase>): Promise<'I
   return (await hasColumn(source, 'PersistedGrants', 'Id')) ? 'Id' : 'Key';
 }
 
-/** A page of the refresh tokens that are neither consumed nor expired at `now`, after `after` in `keyColumn` order. */
-export const readLiveRefreshTokens = (
+/**
+ * A page of the refresh tokens, after `after` in `keyColumn` order: every one, so the report can say why the expired
+ * and consumed ones were not carried over.
+ */
+export const readRefreshTokens = (
   source: Kysely<SourceDatabase>,
   keyColumn: 'Id' | 'Key',
   after: unknown,
   pageSize: number,
-  now: Date,
 ) =>
   source
     .selectFrom('PersistedGrants')
@@ -144,8 +146,6 @@ export const readLiveRefreshTokens = (
     ])
     .$if(keyColumn === 'Id', (q) => q.select('Id'))
     .where('Type', '=', 'refresh_token')
-    .where('ConsumedTime', 'is', null)
-    .where((eb) => eb.or([eb('Expiration', 'is', null), eb('Expiration', '>', now)]))
     .$if(after !== undefined, (q) => q.where(keyColumn, '>', after as string))
     .orderBy(keyColumn)
     .offset(0)

@@ -93,6 +93,12 @@ export interface SourceDatabase {
   ClientGrantTypes: { Id: Generated<number>; GrantType: string; ClientId: number };
   ClientCorsOrigins: { Id: Generated<number>; Origin: string; ClientId: number };
   ClientClaims: { Id: Generated<number>; Type: string; Value: string; ClientId: number };
+  /** EF Core's key ring store (PersistKeysToDbContext): each row one key or revocation element as XmlKeyManager wrote it. */
+  DataProtectionKeys: {
+    Id: Generated<number>;
+    FriendlyName: string | null;
+    Xml: string | null;
+  };
   PersistedGrants: {
     Id: Generated<number>;
     Key: string | null;

@@ -9,7 +9,13 @@ import {
 import type { MigrationActivities } from '../activities';
 import { addCounts, noCounts, type Counts } from '../../platform/store/migration-counts';
 import { PASS_PLAN, PASSES, planOf, type PassName, type PlannedPass } from '../activities/plan';
-import { userCursor, type ClientReadiness, type MigrationOptions, type UserPartition } from '../activities/types';
+import {
+  userCursor,
+  type ClientReadiness,
+  type MigrationOptions,
+  type RefreshTokenTally,
+  type UserPartition,
+} from '../activities/types';
 import type { SourceValidation } from '../activities/validation';
 
 const markers = proxyActivities<MigrationActivities>({
@@ -32,6 +38,8 @@ export interface PassReport extends Counts {
   pass: PassName;
   /** The clients pass: clients that will work as at IdentityServer, and those that will notice the cutover. */
   readiness?: ClientReadiness;
+  /** The refresh-tokens pass: how many were (or would be) carried over, and why the others were not. */
+  refreshTokens?: RefreshTokenTally;
   warnings: string[];
   moreWarnings: number;
   pages: number;
@@ -148,6 +156,12 @@ async function pageThrough(input: PassInput): Promise<PassReport> {
       const sum = (report.readiness ??= { ready: 0, willNotice: 0 });
       sum.ready += page.readiness.ready;
       sum.willNotice += page.readiness.willNotice;
+    }
+    if (page.refreshTokens) {
+      const sum = (report.refreshTokens ??= { carriedOver: 0, notCarried: {} });
+      sum.carriedOver += page.refreshTokens.carriedOver;
+      for (const [reason, count] of Object.entries(page.refreshTokens.notCarried))
+        sum.notCarried[reason] = (sum.notCarried[reason] ?? 0) + count;
     }
     if (page.next === null) return { ...report, seconds: elapsed(started, report.seconds) };
     cursor = page.next;

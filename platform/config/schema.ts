@@ -296,6 +296,27 @@ export const configSchema = z
         /** GET /admin/migration/status exists only when mapped. */
         MapStatusEndpoint: flag.default(false),
         Source: z.object({ ConnectionString: z.string().min(1).optional() }).prefault({}),
+        /**
+         * The source's ASP.NET Core Data Protection, to open the refresh tokens a stock IdentityServer protected:
+         * ApplicationName is its application discriminator (SetApplicationName, or by default its content root path);
+         * the key ring is the key-*.xml files at KeyRingPath, or else the source's DataProtectionKeys table.
+         */
+        SourceDataProtection: z
+          .object({
+            ApplicationName: z.string().min(1).max(2000).optional(),
+            KeyRingPath: z.string().min(1).optional(),
+          })
+          .prefault({}),
+        /**
+         * Until this moment, a refresh token or a sign-in e-mail not found here is looked up in the source (read only)
+         * and adopted; off when unset. ConnectionString: a read-only login to the source (default Source's).
+         */
+        ReadThrough: z
+          .object({
+            Until: z.coerce.date().optional(),
+            ConnectionString: z.string().min(1).optional(),
+          })
+          .prefault({}),
         Target: z.object({ ConnectionString: z.string().min(1).optional() }).prefault({}),
       })
       .prefault({}),

@@ -13,6 +13,7 @@ import * as userRemovals from './schema-migrations/0010_user_removals';
 import * as revokedAccessTokens from './schema-migrations/0011_revoked_access_tokens';
 import * as accountRecovery from './schema-migrations/0012_account_recovery';
 import * as signOutNotices from './schema-migrations/0013_sign_out_notices';
+import * as stockRefreshTokens from './schema-migrations/0014_stock_refresh_tokens';
 import type { Database } from './schema';
 import { logger } from '../observability/logger';
 import { shuttingDown } from '../observability/shutdown';
@@ -88,6 +89,7 @@ const provider: MigrationProvider = {
       '0011_revoked_access_tokens': revokedAccessTokens,
       '0012_account_recovery': accountRecovery,
       '0013_sign_out_notices': signOutNotices,
+      '0014_stock_refresh_tokens': stockRefreshTokens,
     }),
 };
 

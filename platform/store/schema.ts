@@ -254,6 +254,10 @@ export interface GrantsTable {
   expiration: Date | null;
   consumed_time: Date | null;
   data: string;
+  /** The key is the source's hash of the handle (a stock IdentityServer's), not the handle. */
+  key_hashed: Generated<boolean>;
+  /** `data` is sealed under the service's data-protection ring. */
+  data_sealed: Generated<boolean>;
 }
 
 export interface SigningKeysTable {

@@ -81,6 +81,7 @@ async function buildSignIn(
   if (sealed > 0) log(`sign-in: sealed ${sealed} signing keys stored before private keys were protected at rest`);
   const provider = createOidcProvider({
     db,
+    ring,
     issuer,
     signingKeys: await loadSigningKeys(db, ring),
     cookieKeys: cookieKeyList,

@@ -1,28 +1,20 @@
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
+import { unprotectText, type KeyRing } from '../../platform/security/data-protection';
+import { persistedGrantKeys } from '../../platform/security/persisted-grant-keys';
 import type { Db } from '../../platform/store/database';
-import { takeMigratedRefreshToken } from '../../platform/store/grants';
+import {
+  migratedRefreshTokenData,
+  takeMigratedRefreshToken,
+  type MigratedRefreshTokenData,
+} from '../../platform/store/grants';
 import type { AdapterPayload, OidcAdapter } from './adapter';
 import { RESOURCE_PREFIX } from './resources';
 import { logger } from '../../platform/observability/logger';
 
-/**
- * The service's refresh-token data shape: what `grants.data` holds for a migrated refresh token (the spec leaves
- * translating the source's own shape to a source fork that keeps handles verbatim). The subject, client, creation
- * and expiry come from the row itself.
- */
-export const migratedRefreshTokenData = z.object({
-  /** Every scope the token was granted, space-separated, offline_access included. */
-  scope: z.string().min(1),
-  /** The API resource (its name) the access tokens it buys are for; by default the one of its scopes. */
-  resource: z.string().optional(),
-  /** When the user signed in, in seconds since the epoch. */
-  authTime: z.number().int().optional(),
-  amr: z.array(z.string()).optional(),
-});
-
 export interface AdoptionDependencies {
   db: Db;
+  /** The service's ring, which seals the data of tokens carried over from a stock IdentityServer. */
+  ring: KeyRing;
   /** The adapters of the two models an adopted token becomes. */
   refreshTokens: OidcAdapter;
   grants: OidcAdapter;
@@ -44,11 +36,11 @@ export async function adoptMigratedRefreshToken(
   handle: string,
 ): Promise<AdapterPayload | undefined> {
   const { db } = deps;
-  const row = await takeMigratedRefreshToken(db, handle);
+  const row = await takeMigratedRefreshToken(db, handle, persistedGrantKeys(handle));
   if (!row) return undefined;
-  let data: z.infer<typeof migratedRefreshTokenData>;
+  let data: MigratedRefreshTokenData;
   try {
-    data = migratedRefreshTokenData.parse(JSON.parse(row.data));
+    data = migratedRefreshTokenData.parse(JSON.parse(row.data_sealed ? unprotectText(row.data, deps.ring) : row.data));
   } catch {
     logger.warn(`sign-in: migrated refresh token of client ${row.client_id} has data not in the service's shape`);
     return undefined;

@@ -2,6 +2,7 @@ import Provider, { type Configuration, type KoaContextWithOIDC } from 'oidc-prov
 import type { Db } from '../../platform/store/database';
 import { findClient } from '../../platform/store/clients';
 import type { SigningJwk } from '../../platform/store/signing-keys';
+import type { KeyRing } from '../../platform/security/data-protection';
 import { createPostgresAdapter, isStorableKey } from './adapter';
 import { DISCOVERY_PATH, OIDC_ROUTES } from '../../platform/http/sign-in-paths';
 import { claimsOf, tokenClaimsOf, type ScopeClaims } from './claims';
@@ -117,6 +118,8 @@ function errorPageText(out: { error: string; error_description?: string }, clien
 
 export interface ProviderDependencies {
   db: Db;
+  /** The service's data-protection ring: it seals what the migration carried over (refresh-token data). */
+  ring: KeyRing;
   issuer: string;
   signingKeys: SigningJwk[];
   cookieKeys: string[];
@@ -174,6 +177,7 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
           (await adoptMigratedRefreshToken(
             {
               db,
+              ring: deps.ring,
               refreshTokens: stored('RefreshToken'),
               grants: stored('Grant'),
               identityScopes: scopes.names,

@@ -211,7 +211,7 @@ describe('a real run copies every pass of the mapping table', () => {
     expect(unprotectText(globex.client_secret!, h.context.dataProtection!)).toBe('oidc-secret');
   });
 
-  test('refresh tokens are skipped with a warning unless both options are set', async () => {
+  test('refresh tokens are skipped with a warning unless MigrateRefreshTokens is set', async () => {
     expect(await countOf('grants')).toBe(0);
     expect(pass(report, 'refresh-tokens').warnings.join('\n')).toMatch(/users log in again/);
   });
@@ -291,6 +291,7 @@ describe('a real run copies every pass of the mapping table', () => {
   test('refresh tokens are copied when MigrateRefreshTokens and SourceGrantKeysAreUnhashed are both true', async () => {
     const withGrants = await run({ version: 'v5', migrateRefreshTokens: true, sourceGrantKeysAreUnhashed: true });
     expect(pass(withGrants, 'refresh-tokens').created).toBe(10);
+    expect(pass(withGrants, 'refresh-tokens').refreshTokens).toEqual({ carriedOver: 10, notCarried: { expired: 10 } });
     const keys = await sql<{ key: string }>`select key from grants order by key limit 1`.execute(h.context.db);
     expect(keys.rows[0].key).toMatch(/^handle-/);
   }, 120_000);

@@ -1,14 +1,12 @@
 import type { Selectable } from 'kysely';
 import type { SourceDatabase } from '../../source/schema';
-import { grantKeyColumn, readLiveRefreshTokens } from '../../source/configuration';
 import { protectText } from '../../../platform/security/data-protection';
 import {
-  insertGrants,
   insertOidcProviders,
   insertSamlProviders,
   insertSsoDomains,
 } from '../../../platform/store/migrated-configuration';
-import { keysetPage, pageById } from '../pages';
+import { pageById } from '../pages';
 import { countWrites, type Pass, type PassContext, type PageResult } from '../types';
 
 /** `AllowedDomains` is a comma-separated list: one SSO domain record per domain. */
@@ -96,47 +94,3 @@ export const oidcProvidersPass = providersPass('oidc', 'OidcProviderConfiguratio
     })),
   ),
 );
-
-/**
- * Refresh tokens only from a source fork that keeps grant keys verbatim: a stock source stores a hash of each
- * handle, which can never be redeemed again, so those are counted and skipped with a warning.
- */
-export const refreshTokensPass: Pass = async (ctx, cursor) => {
-  const { source, target, options } = ctx;
-  const now = new Date();
-  const keyColumn = await grantKeyColumn(source);
-  const { rows: grants, page } = await keysetPage(
-    cursor,
-    options.pageSize,
-    (after) => readLiveRefreshTokens(source, keyColumn, after, options.pageSize, now),
-    (g) => (keyColumn === 'Id' ? g.Id : g.Key),
-  );
-  if (!(options.migrateRefreshTokens && options.sourceGrantKeysAreUnhashed)) {
-    page.skipped = grants.length;
-    if (!cursor) {
-      page.warnings.push(
-        options.migrateRefreshTokens
-          ? 'MigrateRefreshTokens is set but SourceGrantKeysAreUnhashed is not: a stock source keeps only hashes of refresh-token handles, so refresh tokens were skipped and users log in again'
-          : 'refresh tokens were not migrated (MigrateRefreshTokens is false); users log in again',
-      );
-    }
-    return page;
-  }
-  if (grants.length === 0 || options.dryRun) return page;
-  const rows = grants
-    .filter((g) => g.Key)
-    .map((g) => ({
-      key: g.Key!,
-      type: g.Type,
-      subject_id: g.SubjectId,
-      session_id: g.SessionId,
-      client_id: g.ClientId,
-      description: g.Description,
-      creation_time: g.CreationTime,
-      expiration: g.Expiration,
-      consumed_time: g.ConsumedTime,
-      data: g.Data,
-    }));
-  countWrites(page, grants.length, await insertGrants(target, rows));
-  return page;
-};

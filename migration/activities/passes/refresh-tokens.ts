@@ -1,0 +1,113 @@
+import { grantKeyColumn, readRefreshTokens } from '../../source/configuration';
+import { loadSourceKeyRing } from '../../source/data-protection-keys';
+import { NOT_CARRIED, openStockRefreshToken, type NotCarriedReason } from '../../source/stock-refresh-tokens';
+import { protectText } from '../../../platform/security/data-protection';
+import { insertGrants } from '../../../platform/store/migrated-configuration';
+import { keysetPage } from '../pages';
+import { countWrites, type Pass, type RefreshTokenTally } from '../types';
+
+const tally = (): RefreshTokenTally => ({ carriedOver: 0, notCarried: {} });
+const notCarried = (t: RefreshTokenTally, reason: NotCarriedReason) =>
+  (t.notCarried[reason] = (t.notCarried[reason] ?? 0) + 1);
+
+/**
+ * IdentityServer's refresh tokens (MigrateRefreshTokens), so clients keep them across the cutover:
+ *
+ * - from a stock source (SourceGrantKeysAreUnhashed false), whose `Key` is a hash of the handle and whose `Data` is
+ *   protected by ASP.NET Core Data Protection: each live token is opened with the source's key ring and application
+ *   name (Migration:SourceDataProtection), translated into the service's refresh-token data, sealed under the service's
+ *   own ring (so the source's ring is not needed afterwards) and kept under the hashed key, to be adopted when a client
+ *   presents the handle;
+ * - from a source fork that keeps handles verbatim (SourceGrantKeysAreUnhashed true): copied as they are.
+ *
+ * Every token that is not carried over is counted with its reason (expired, consumed, wrong application name, missing
+ * key, unknown payload version…), and a dry run says how many would be: no run fails on one.
+ */
+export const refreshTokensPass: Pass = async (ctx, cursor) => {
+  const { source, target, options } = ctx;
+  const now = new Date();
+  const keyColumn = await grantKeyColumn(source);
+  const { rows: grants, page } = await keysetPage(
+    cursor,
+    options.pageSize,
+    (after) => readRefreshTokens(source, keyColumn, after, options.pageSize),
+    (g) => (keyColumn === 'Id' ? g.Id : g.Key),
+  );
+  if (!options.migrateRefreshTokens) {
+    page.skipped = grants.length;
+    if (!cursor)
+      page.warnings.push('refresh tokens were not migrated (MigrateRefreshTokens is false); users log in again');
+    return page;
+  }
+  const counted = (page.refreshTokens = tally());
+  const live = grants.filter((g) => {
+    if (g.ConsumedTime) notCarried(counted, NOT_CARRIED.consumed);
+    else if (g.Expiration && g.Expiration <= now) notCarried(counted, NOT_CARRIED.expired);
+    else if (!g.Key) notCarried(counted, NOT_CARRIED.unreadable);
+    else return true;
+    return false;
+  });
+
+  if (options.sourceGrantKeysAreUnhashed) {
+    counted.carriedOver = live.length;
+    page.skipped = grants.length - live.length;
+    if (live.length === 0 || options.dryRun) return page;
+    const rows = live.map((g) => ({
+      key: g.Key!,
+      type: g.Type,
+      subject_id: g.SubjectId,
+      session_id: g.SessionId,
+      client_id: g.ClientId,
+      description: g.Description,
+      creation_time: g.CreationTime,
+      expiration: g.Expiration,
+      consumed_time: g.ConsumedTime,
+      data: g.Data,
+    }));
+    countWrites(page, live.length, await insertGrants(target, rows));
+    return page;
+  }
+
+  const keyRing = live.length > 0 ? await loadSourceKeyRing(source, ctx.sourceDataProtection ?? {}) : undefined;
+  const protection = { ring: keyRing?.ring, applicationName: ctx.sourceDataProtection?.ApplicationName };
+  const carried = live.flatMap((g) => {
+    const opened = openStockRefreshToken(g, protection, now);
+    if (!opened.carried) {
+      notCarried(counted, opened.reason);
+      return [];
+    }
+    return [{ grant: g, opened }];
+  });
+  counted.carriedOver = carried.length;
+  page.skipped = grants.length - carried.length;
+  if (carried.length === 0 || options.dryRun) return page;
+  if (!ctx.dataProtection) {
+    // Nothing is kept in the clear: without the service's ring the opened data could not be sealed.
+    page.warnings.push(
+      'this worker has no DataProtection:Keys, so the refresh tokens it opened could not be sealed and were not kept',
+    );
+    page.skipped += carried.length;
+    counted.carriedOver = 0;
+    return page;
+  }
+  const ring = ctx.dataProtection;
+  const rows = carried.map(({ grant, opened }) => ({
+    key: grant.Key!,
+    type: 'refresh_token',
+    subject_id: opened.subjectId,
+    session_id: grant.SessionId,
+    client_id: grant.ClientId,
+    description: grant.Description,
+    creation_time: grant.CreationTime,
+    expiration: opened.expiration,
+    consumed_time: null,
+    data: protectText(JSON.stringify(opened.data), ring),
+    key_hashed: true,
+    data_sealed: true,
+  }));
+  const written = await insertGrants(target, rows);
+  countWrites(page, rows.length, written);
+  // A token an earlier run carried over is already here: this run's count is of the new ones.
+  counted.carriedOver = written;
+  return page;
+};

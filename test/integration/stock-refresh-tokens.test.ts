@@ -1,0 +1,233 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { createRemoteJWKSet, jwtVerify } from 'jose';
+import * as oidc from 'openid-client';
+import { Client as PgClient } from 'pg';
+import type { MigrationOptions } from '../../migration/activities/types';
+import { migrationOptions, startOrAttachMigration } from '../../migration/runner/control';
+import type { MigrationReport } from '../../migration/workflows/migration';
+import { connectSource } from '../../migration/source/connection';
+import { loadSourceKeyRing } from '../../migration/source/data-protection-keys';
+import { openStockRefreshToken } from '../../migration/source/stock-refresh-tokens';
+import { keyXml, protect } from '../../platform/security/aspnet-data-protection';
+import { persistedGrantKeys } from '../../platform/security/persisted-grant-keys';
+import { useHarness } from '../support/harness';
+import { relyingParty } from '../support/relying-party';
+import { useGeneratedSource } from '../support/scratch-store';
+
+// Refresh tokens a stock Duende IdentityServer issued (issue "Cutover without a forced re-login", items 1, 2 and 4):
+// PersistedGrants rows made to the published format (hashed keys, PersistentGrantSerializer's envelope, a payload
+// protected by ASP.NET Core Data Protection under the application's name) are carried over by the migration and
+// redeemed by the handle the client holds, with openid-client as the client.
+const APPLICATION_NAME = '/srv/identity-server';
+const PURPOSES = [APPLICATION_NAME, 'PersistentGrantSerializer'];
+const ringKey = { id: randomUUID(), masterKey: randomBytes(64) };
+const strangerKey = { id: randomUUID(), masterKey: randomBytes(64) };
+const keyRingPath = mkdtempSync(join(tmpdir(), 'source-key-ring-'));
+writeFileSync(
+  join(keyRingPath, `key-${ringKey.id}.xml`),
+  keyXml({ ...ringKey, created: new Date(Date.now() - 86_400_000), expires: new Date(Date.now() + 80 * 86_400_000) }),
+);
+
+const source = useGeneratedSource(10);
+const h = useHarness(() => ({
+  apps: {},
+  migrationSource: source().url,
+  config: {
+    Oidc: { ReloadSeconds: 0 },
+    Migration: { SourceDataProtection: { ApplicationName: APPLICATION_NAME, KeyRingPath: keyRingPath } },
+  },
+}));
+
+const userId = (n: number) => `user-${String(n).padStart(8, '0')}`;
+const SCOPES = ['openid', 'profile', 'orders.read', 'offline_access'];
+const authTime = Math.floor(Date.now() / 1000) - 3600;
+
+/** Duende IdentityServer 6/7's RefreshToken (Version 5), as its PersistentGrantSerializer writes it. */
+const refreshTokenV5 = (n: number) =>
+  JSON.stringify({
+    CreationTime: new Date().toISOString(),
+    Lifetime: 2_592_000,
+    ConsumedTime: null,
+    AccessTokens: {},
+    Subject: {
+      AuthenticationType: 'Identity.Application',
+      Claims: [
+        { Type: 'sub', Value: userId(n) },
+        { Type: 'auth_time', Value: String(authTime), ValueType: 'http://www.w3.org/2001/XMLSchema#integer64' },
+        { Type: 'idp', Value: 'local' },
+        { Type: 'amr', Value: 'pwd' },
+      ],
+    },
+    Version: 5,
+    ClientId: 'web',
+    SessionId: 'B0C1D2E3F4',
+    Description: null,
+    AuthorizedScopes: SCOPES,
+    AuthorizedResourceIndicators: null,
+    ProofType: 0,
+  });
+
+/** IdentityServer4's and Duende 5's RefreshToken (Version 4): the claims live in the access token it came with. */
+const refreshTokenV4 = (n: number) =>
+  JSON.stringify({
+    CreationTime: new Date().toISOString(),
+    Lifetime: 2_592_000,
+    ConsumedTime: null,
+    AccessToken: {
+      Audiences: ['orders-api'],
+      Issuer: 'https://identity.example.com',
+      CreationTime: new Date().toISOString(),
+      Lifetime: 3600,
+      Type: 'access_token',
+      ClientId: 'web',
+      AccessTokenType: 0,
+      Claims: [
+        { Type: 'client_id', Value: 'web' },
+        ...SCOPES.map((scope) => ({ Type: 'scope', Value: scope })),
+        { Type: 'sub', Value: userId(n) },
+        { Type: 'auth_time', Value: String(authTime) },
+        { Type: 'amr', Value: 'pwd' },
+      ],
+      Version: 4,
+    },
+    Version: 4,
+  });
+
+/** PersistentGrantSerializer's envelope around a payload protected by Data Protection. */
+const protectedData = (json: string, key = ringKey, purposes = PURPOSES) =>
+  JSON.stringify({
+    PersistentGrantDataContainerVersion: 1,
+    DataProtected: true,
+    Payload: protect(key, purposes, Buffer.from(json)).toString('base64url'),
+  });
+
+/** Today's handles: 32 random bytes as upper-case hex with the `-1` suffix; older ones are base64. */
+const HANDLE_V6 = `${randomBytes(32).toString('hex').toUpperCase()}-1`;
+const HANDLE_OLD = randomBytes(32).toString('base64');
+
+const future = new Date(Date.now() + 30 * 86_400_000);
+const past = new Date(Date.now() - 86_400_000);
+/** The source's refresh tokens: two live ones to carry over, and one of each kind the report must explain. */
+const GRANTS: Array<{ key: string; subject: number; data: string; expiration?: Date; consumed?: boolean }> = [
+  { key: persistedGrantKeys(HANDLE_V6)[0], subject: 3, data: protectedData(refreshTokenV5(3)) },
+  { key: persistedGrantKeys(HANDLE_OLD)[0], subject: 4, data: protectedData(refreshTokenV4(4)) },
+  { key: 'expired', subject: 5, data: protectedData(refreshTokenV5(5)), expiration: past },
+  { key: 'consumed', subject: 6, data: protectedData(refreshTokenV5(6)), consumed: true },
+  { key: 'other-app', subject: 7, data: protectedData(refreshTokenV5(7), ringKey, ['/other/app', PURPOSES[1]]) },
+  { key: 'stranger-key', subject: 8, data: protectedData(refreshTokenV5(8), strangerKey) },
+  { key: 'version-3', subject: 9, data: protectedData(JSON.stringify({ Version: 3, ClientId: 'web' })) },
+];
+
+async function migrate(overrides: Partial<MigrationOptions>): Promise<MigrationReport> {
+  const handle = await startOrAttachMigration(h.client, h.config, migrationOptions(h.config, overrides));
+  const report = await handle.result();
+  expect(report.state).toBe('Completed');
+  return report;
+}
+const jwks = () => createRemoteJWKSet(new URL(`${h.api.publicUrl}/.well-known/openid-configuration/jwks`));
+const refreshPass = (report: MigrationReport) => report.passes.find((p) => p.pass === 'refresh-tokens')!;
+
+beforeAll(async () => {
+  const pg = new PgClient({ connectionString: source().url });
+  await pg.connect();
+  try {
+    await pg.query('delete from "PersistedGrants"');
+    for (const grant of GRANTS)
+      await pg.query(
+        `insert into "PersistedGrants" ("Key","Type","SubjectId","SessionId","ClientId","CreationTime","Expiration","ConsumedTime","Data")
+         values ($1, 'refresh_token', $2, 'B0C1D2E3F4', 'web', now(), $3, $4, $5)`,
+        [grant.key, userId(grant.subject), grant.expiration ?? future, grant.consumed ? new Date() : null, grant.data],
+      );
+  } finally {
+    await pg.end();
+  }
+  await migrate({ version: 'stock-1', migrateClients: true });
+}, 120_000);
+
+const NOT_CARRIED = {
+  expired: 1,
+  consumed: 1,
+  'wrong application name (the payload does not open for it)': 1,
+  'missing key (the key that protected it is not in the key ring)': 1,
+  'unknown payload version': 1,
+};
+
+test('a dry run says how many refresh tokens would carry over and why the others would not, and keeps nothing', async () => {
+  const report = await migrate({ version: 'stock-dry', dryRun: true, migrateRefreshTokens: true });
+  expect(refreshPass(report).refreshTokens).toEqual({ carriedOver: 2, notCarried: NOT_CARRIED });
+  expect(await h.context.db.selectFrom('grants').select('key').execute()).toEqual([]);
+});
+
+test('the migration carries the live tokens over sealed under the service ring; a client redeems each by its handle', async () => {
+  const report = await migrate({ version: 'stock-2', migrateRefreshTokens: true });
+  expect(refreshPass(report).refreshTokens).toEqual({ carriedOver: 2, notCarried: NOT_CARRIED });
+  const kept = await h.context.db.selectFrom('grants').selectAll().orderBy('subject_id').execute();
+  expect(kept.map((g) => [g.subject_id, g.key_hashed, g.data_sealed])).toEqual([
+    [userId(3), true, true],
+    [userId(4), true, true],
+  ]);
+  // Nothing of the token's data is kept in the clear, and the source's handle is not kept at all.
+  expect(kept.map((g) => g.data).join()).not.toMatch(/orders\.read|user-0/);
+  expect(kept.map((g) => g.key)).not.toContain(HANDLE_V6);
+
+  const rp = await relyingParty(h.api.publicUrl, 'web', 'web-secret');
+  for (const [handle, n] of [
+    [HANDLE_V6, 3],
+    [HANDLE_OLD, 4],
+  ] as const) {
+    const tokens = await oidc.refreshTokenGrant(rp, handle);
+    expect(tokens.claims()).toMatchObject({ sub: userId(n), aud: 'web', auth_time: authTime });
+    // The access token is for the API of the token's scopes, as it was at IdentityServer.
+    const access = await jwtVerify(tokens.access_token, jwks(), { issuer: h.api.publicUrl, audience: 'orders-api' });
+    expect(access.payload).toMatchObject({ sub: userId(n), client_id: 'web', scope: ['orders.read'] });
+    // The web client's RefreshTokenUsage is OneTimeOnly: the source's handle is rotated, and used once only.
+    expect(tokens.refresh_token).not.toBe(handle);
+    await oidc.refreshTokenGrant(rp, tokens.refresh_token!);
+    await expect(oidc.refreshTokenGrant(rp, handle)).rejects.toMatchObject({ error: 'invalid_grant' });
+  }
+});
+
+test('the stored hash presented as a handle redeems nothing', async () => {
+  const rp = await relyingParty(h.api.publicUrl, 'web', 'web-secret');
+  for (const key of [...persistedGrantKeys(HANDLE_V6), ...persistedGrantKeys(HANDLE_OLD)])
+    await expect(oidc.refreshTokenGrant(rp, key)).rejects.toMatchObject({ error: 'invalid_grant' });
+});
+
+test("without KeyRingPath, the key ring comes from the source's DataProtectionKeys table (EF Core's store)", async () => {
+  const db = connectSource(source().url).db;
+  try {
+    await db
+      .insertInto('DataProtectionKeys')
+      .values({
+        FriendlyName: `key-${ringKey.id}`,
+        Xml: keyXml({ ...ringKey, created: past, expires: future }),
+      })
+      .execute();
+    const loaded = await loadSourceKeyRing(db, {});
+    expect(loaded?.from).toMatch(/DataProtectionKeys/);
+    const row = {
+      SubjectId: userId(3),
+      SessionId: null,
+      ClientId: 'web',
+      CreationTime: new Date(),
+      Expiration: future,
+      ConsumedTime: null,
+      Data: protectedData(refreshTokenV5(3)),
+    };
+    expect(openStockRefreshToken(row, { ring: loaded?.ring, applicationName: APPLICATION_NAME }, new Date())).toEqual({
+      carried: true,
+      subjectId: userId(3),
+      expiration: future,
+      data: { scope: SCOPES.join(' '), authTime, amr: ['pwd'] },
+    });
+    // The same token without the application name, or with another, is named for what is missing.
+    expect(openStockRefreshToken(row, { ring: loaded?.ring }, new Date())).toMatchObject({
+      reason: expect.stringMatching(/^no application name/),
+    });
+  } finally {
+    await db.destroy();
+  }
+});

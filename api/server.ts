@@ -26,6 +26,7 @@ import { purgeAuditEvents } from '../platform/store/audit-events';
 import { createMailer } from '../platform/email/mailer';
 import { configureBranding } from '../platform/http/html';
 import { recoveryMails } from '../sign-in/recovery/router';
+import { readThroughWindow } from '../composition/read-through-window';
 
 /** What the API clears out every hour: rows kept only for a while, each table with its own retention. */
 const purges = (config: AppConfig): Array<[string, (db: Db) => Promise<unknown>]> => [
@@ -64,9 +65,10 @@ const startingUp: RequestListener = (_req, res) => {
 
 export async function startApi(
   config: AppConfig,
-  { db, http, apps, dataProtection }: Pick<ServiceContext, 'db' | 'http' | 'apps' | 'dataProtection'>,
+  context: Pick<ServiceContext, 'db' | 'http' | 'apps' | 'dataProtection' | 'source' | 'sourceDataProtection'>,
   temporal: Client,
 ): Promise<RunningApi> {
+  const { db, http, apps, dataProtection } = context;
   if (config.Auth.AdminApiKeys.length === 0)
     logger.warn('api: Auth:AdminApiKeys is empty, so every admin request is refused');
   await purgeAbandonedCredentials(db);
@@ -81,6 +83,7 @@ export async function startApi(
   configureBranding(config.SignIn);
   const mailer = createMailer(config);
   const mails = recoveryMails({ db, config, mailer, publicUrl });
+  const window = readThroughWindow(config, context);
   const signIn = dataProtection
     ? await createSignIn({
         config,
@@ -90,6 +93,7 @@ export async function startApi(
         issuer: publicUrl,
         mailer,
         mails,
+        readThrough: window.readThrough,
       })
     : undefined;
   if (!signIn) logger.warn(`api: sign-in is off: ${MISSING_KEY_MESSAGE}`);
@@ -118,7 +122,7 @@ export async function startApi(
     close: () => {
       clearInterval(purge);
       mailer.close();
-      return closeServer(server);
+      return closeServer(server).finally(() => window.close());
     },
   };
 }

@@ -120,6 +120,20 @@ export async function grantKeyColumn(source: Kysely<SourceDatabase>): Promise<'I
   return (await hasColumn(source, 'PersistedGrants', 'Id')) ? 'Id' : 'Key';
 }
 
+/** What the migration reads of a PersistedGrants row. */
+const GRANT_COLUMNS = [
+  'Key',
+  'Type',
+  'SubjectId',
+  'SessionId',
+  'ClientId',
+  'Description',
+  'CreationTime',
+  'Expiration',
+  'ConsumedTime',
+  'Data',
+] as const;
+
 /**
  * A page of the refresh tokens, after `after` in `keyColumn` order: every one, so the report can say why the expired
  * and consumed ones were not carried over.
@@ -132,18 +146,7 @@ export const readRefreshTokens = (
 ) =>
   source
     .selectFrom('PersistedGrants')
-    .select([
-      'Key',
-      'Type',
-      'SubjectId',
-      'SessionId',
-      'ClientId',
-      'Description',
-      'CreationTime',
-      'Expiration',
-      'ConsumedTime',
-      'Data',
-    ])
+    .select(GRANT_COLUMNS)
     .$if(keyColumn === 'Id', (q) => q.select('Id'))
     .where('Type', '=', 'refresh_token')
     .$if(after !== undefined, (q) => q.where(keyColumn, '>', after as string))
@@ -151,3 +154,12 @@ export const readRefreshTokens = (
     .offset(0)
     .fetch(pageSize)
     .execute();
+
+/** The refresh token stored under one of these keys (the source's hashes of a handle), whatever its state. */
+export const readRefreshTokenByKeys = (source: Kysely<SourceDatabase>, keys: string[]) =>
+  source
+    .selectFrom('PersistedGrants')
+    .select(GRANT_COLUMNS)
+    .where('Type', '=', 'refresh_token')
+    .where('Key', 'in', keys)
+    .executeTakeFirst();

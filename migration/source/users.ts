@@ -163,3 +163,30 @@ export const readDuplicateEmails = (source: Kysely<SourceDatabase>) =>
     .having((eb) => eb.fn.countAll(), '>', 1)
     .orderBy('NormalizedEmail')
     .execute();
+
+/**
+ * The source user with this e-mail, as ASP.NET Identity finds one (NormalizedEmail, upper-cased), and the id before
+ * it in key order: the bounds (before, id] that hold only this user for the user-keyed passes. Undefined when there
+ * is none, or when several users share the address (the migration reports those; none of them is guessed at).
+ */
+export async function findUserBoundsByEmail(
+  source: Kysely<SourceDatabase>,
+  email: string,
+): Promise<{ id: string; before: string | null } | undefined> {
+  const matches = await source
+    .selectFrom('AspNetUsers')
+    .select('Id')
+    .where('NormalizedEmail', '=', email.toUpperCase())
+    .orderBy('Id')
+    .offset(0)
+    .fetch(2)
+    .execute();
+  if (matches.length !== 1) return undefined;
+  const id = matches[0].Id;
+  const before = await source
+    .selectFrom('AspNetUsers')
+    .select((eb) => eb.fn.max('Id').as('id'))
+    .where('Id', '<', id)
+    .executeTakeFirst();
+  return { id, before: (before?.id as string | null | undefined) ?? null };
+}

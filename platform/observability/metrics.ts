@@ -75,3 +75,9 @@ export const logoutDeliveries = new Counter({
   help: 'Back-channel logout tokens sent to clients, by client and outcome (delivered, retried, gave-up, skipped)',
   labelNames: ['client', 'outcome'] as const,
 });
+
+export const readThroughs = new Counter({
+  name: 'read_through_total',
+  help: 'Look-ups in the source during the read-through window, by kind (refresh-token, user) and outcome (adopted, migrated, not-found, or why a token was not carried over)',
+  labelNames: ['kind', 'outcome'] as const,
+});

@@ -5,6 +5,7 @@ import { hashPassword, verifyPassword } from '../../platform/security/password-h
 import { cheaperThanNative, verifyAnyPassword } from '../../platform/security/password-formats';
 import { matchTotp, recoveryCodeHash } from '../../platform/security/totp';
 import type { Db } from '../../platform/store/database';
+import type { SourceReadThrough } from './read-through';
 import { consumeRecoveryCode, findTotpCredential, useTotpStep } from '../../platform/store/mfa';
 import {
   countSignInAttempt,
@@ -66,10 +67,19 @@ function lockedMessage(until: Date): string {
  * one. The attempt is counted before the hash is checked (reserveSignInAttempt), so parallel guesses cannot outrun
  * the lockout, and a locked account's password is not checked at all.
  */
-export function checkPassword(db: Db, config: AppConfig, email: string, password: string): Promise<PasswordCheck> {
+export function checkPassword(
+  db: Db,
+  config: AppConfig,
+  email: string,
+  password: string,
+  readThrough?: SourceReadThrough,
+): Promise<PasswordCheck> {
   return atPasswordFloor(async () => {
     const { MaxFailedAttempts, Minutes } = config.Auth.Lockout;
-    const user = await findSignInUser(db, email);
+    let user = await findSignInUser(db, email);
+    // During the cutover's read-through window a user the last sweep missed is migrated now, then checked as any
+    // other: its hash, lockout and two-step sign-in as the source had them. The floor above keeps the time the same.
+    if (!user && readThrough && (await readThrough.user(email))) user = await findSignInUser(db, email);
     const reservation =
       user?.active && user.password_hash
         ? await reserveSignInAttempt(db, user.id, MaxFailedAttempts, Minutes)

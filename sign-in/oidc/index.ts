@@ -18,6 +18,7 @@ import { logger } from '../../platform/observability/logger';
 import type { Mailer } from '../../platform/email/mailer';
 import { recoveryRouter, type RecoveryMails } from '../recovery/router';
 import { createSignOut, type SignOut } from '../../provisioning/sign-out';
+import type { SourceReadThrough } from './read-through';
 
 /**
  * Federation's dependencies (the issuer is Api:PublicUrl), with the configuration in place of the allow-list, and
@@ -27,6 +28,8 @@ export type SignInDependencies = Omit<FederationDependencies, 'allow'> & {
   config: AppConfig;
   mailer: Mailer;
   mails: RecoveryMails;
+  /** The cutover's read-through window (Migration:ReadThrough), while it is configured. */
+  readThrough?: SourceReadThrough;
 };
 
 /**
@@ -90,6 +93,7 @@ async function buildSignIn(
     scopesAsString: deps.config.Oidc.EmitScopesAsSpaceDelimitedStringInJwt,
     config: deps.config,
     signOut,
+    readThrough: deps.readThrough,
   });
   return {
     callback: provider.callback(),
@@ -101,6 +105,7 @@ async function buildSignIn(
       run: deps.run,
       federation,
       mails: deps.mails,
+      readThrough: deps.readThrough,
     }),
     account: accountRouter({ provider, db, ring, issuer, config: deps.config, signOut }),
   };

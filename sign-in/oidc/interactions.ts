@@ -1,3 +1,4 @@
+import type { SourceReadThrough } from './read-through';
 import express, { Router, type ErrorRequestHandler, type Request, type Response } from 'express';
 import { errors } from 'oidc-provider';
 import type Provider from 'oidc-provider';
@@ -44,6 +45,8 @@ export interface InteractionDependencies {
   federation: Federation;
   /** The confirmation mail, sent again from the page that says an address is not confirmed yet. */
   mails: RecoveryMails;
+  /** The cutover's read-through window, while it is configured. */
+  readThrough?: SourceReadThrough;
 }
 
 const passwordForm = z.object({
@@ -224,7 +227,7 @@ export function interactionRouter(deps: InteractionDependencies): Router {
       return emailStep(res, 400, details, ssoRequired(domainOf(email)), email);
     }
     if (await overBudget(req)) return html(res, 429, passwordStep(details.uid, email, tooMany()));
-    const check: PasswordCheck = await checkPassword(db, config, email, password);
+    const check: PasswordCheck = await checkPassword(db, config, email, password, deps.readThrough);
     if (check.status !== 'valid') {
       await audit(req, details, { type: 'sign-in-failed', userId: check.userId, detail: { reason: check.reason } });
       if (check.lockedNow) await audit(req, details, { type: 'locked-out', userId: check.userId });

@@ -8,6 +8,7 @@ import { isSsoDomainEmail } from '../../platform/store/federation';
 import { claimsOf, type ScopeClaims } from './claims';
 import { allowedScopesOf, type ClientSettings } from './clients';
 import { checkPassword, overSignInBudget } from './credentials';
+import type { SourceReadThrough } from './read-through';
 import { formField } from './forms';
 import { FIELD_BOUNDS } from '../../platform/security/field-bounds';
 import { z } from 'zod';
@@ -18,6 +19,7 @@ export interface PasswordGrantDependencies {
   config: AppConfig;
   scopes: ScopeClaims;
   apiResources: ApiResources;
+  readThrough?: SourceReadThrough;
 }
 
 const grantForm = z.object({
@@ -57,7 +59,7 @@ export function registerPasswordGrant(provider: Provider, deps: PasswordGrantDep
         await audit('sign-in-failed', undefined, { reason: 'sso-required', grant: PASSWORD_GRANT });
         throw refused("this account signs in through its organization's identity provider");
       }
-      const check = await checkPassword(db, config, params.username, params.password);
+      const check = await checkPassword(db, config, params.username, params.password, deps.readThrough);
       if (check.status !== 'valid') {
         await audit('sign-in-failed', check.userId, { reason: check.reason, grant: PASSWORD_GRANT });
         if (check.lockedNow) await audit('locked-out', check.userId);

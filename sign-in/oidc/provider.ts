@@ -29,6 +29,7 @@ import { accessTokenShape, idpClaimOf } from './token-shape';
 import type { AppConfig } from '../../platform/config/schema';
 import { registerPasswordGrant } from './password-grant';
 import type { SignOut } from '../../provisioning/sign-out';
+import type { SourceReadThrough } from './read-through';
 import { logoutDeliveries } from '../../platform/observability/metrics';
 import { logger } from '../../platform/observability/logger';
 
@@ -131,6 +132,8 @@ export interface ProviderDependencies {
   config: AppConfig;
   /** Tells the clients of a session that ends at /connect/endsession (back-channel logout). */
   signOut: SignOut;
+  /** The cutover's read-through window, while it is configured. */
+  readThrough?: SourceReadThrough;
 }
 
 const settingsOfClient = (client: { metadata(): Record<string, unknown> } | undefined): ClientSettings =>
@@ -172,19 +175,19 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
     RefreshToken: {
       async find(id: string) {
         if (!isStorableKey(id)) return undefined;
+        const adoption = {
+          db,
+          ring: deps.ring,
+          refreshTokens: stored('RefreshToken'),
+          grants: stored('Grant'),
+          identityScopes: scopes.names,
+          resourceOf: (requested: string[]) => resourceOfScopes(apiResources, requested),
+        };
         return (
           (await stored('RefreshToken').find(id)) ??
-          (await adoptMigratedRefreshToken(
-            {
-              db,
-              ring: deps.ring,
-              refreshTokens: stored('RefreshToken'),
-              grants: stored('Grant'),
-              identityScopes: scopes.names,
-              resourceOf: (requested) => resourceOfScopes(apiResources, requested),
-            },
-            id,
-          ))
+          (await adoptMigratedRefreshToken(adoption, id)) ??
+          // During the read-through window, a token the source rotated after the last sweep is carried over now.
+          ((await deps.readThrough?.refreshToken(id)) ? await adoptMigratedRefreshToken(adoption, id) : undefined)
         );
       },
     },
@@ -334,7 +337,7 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
   const provider = new Provider(issuer, configuration);
   provider.use(revokeJwtAccessTokens(db, issuer));
   provider.use(discoveryParity(scopes));
-  registerPasswordGrant(provider, { db, config: deps.config, scopes, apiResources });
+  registerPasswordGrant(provider, { db, config: deps.config, scopes, apiResources, readThrough: deps.readThrough });
   // Behind a TLS-terminating proxy the public URL is https while this process speaks http.
   if (issuer.startsWith('https:')) provider.proxy = true;
   // Duende IdentityServer puts the session id (`sid`) in every ID token and user access token; oidc-provider only for

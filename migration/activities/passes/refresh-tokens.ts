@@ -1,10 +1,41 @@
 import { grantKeyColumn, readRefreshTokens } from '../../source/configuration';
 import { loadSourceKeyRing } from '../../source/data-protection-keys';
-import { NOT_CARRIED, openStockRefreshToken, type NotCarriedReason } from '../../source/stock-refresh-tokens';
-import { protectText } from '../../../platform/security/data-protection';
+import {
+  NOT_CARRIED,
+  openStockRefreshToken,
+  type NotCarriedReason,
+  type Opened,
+  type SourceGrantRow,
+} from '../../source/stock-refresh-tokens';
+import { protectText, type KeyRing } from '../../../platform/security/data-protection';
 import { insertGrants } from '../../../platform/store/migrated-configuration';
 import { keysetPage } from '../pages';
 import { countWrites, type Pass, type RefreshTokenTally } from '../types';
+
+/**
+ * A carried-over token as the store keeps it: under the source's hashed key (found only by hashing a presented handle)
+ * and with its data sealed under the service's ring. The migration and the read-through write the same row.
+ */
+export function sealedGrantRow(
+  grant: SourceGrantRow & { Key: string | null; Description: string | null },
+  opened: Extract<Opened, { carried: true }>,
+  ring: KeyRing,
+) {
+  return {
+    key: grant.Key!,
+    type: 'refresh_token',
+    subject_id: opened.subjectId,
+    session_id: grant.SessionId,
+    client_id: grant.ClientId,
+    description: grant.Description,
+    creation_time: grant.CreationTime,
+    expiration: opened.expiration,
+    consumed_time: null,
+    data: protectText(JSON.stringify(opened.data), ring),
+    key_hashed: true,
+    data_sealed: true,
+  };
+}
 
 const tally = (): RefreshTokenTally => ({ carriedOver: 0, notCarried: {} });
 const notCarried = (t: RefreshTokenTally, reason: NotCarriedReason) =>
@@ -90,21 +121,7 @@ export const refreshTokensPass: Pass = async (ctx, cursor) => {
     counted.carriedOver = 0;
     return page;
   }
-  const ring = ctx.dataProtection;
-  const rows = carried.map(({ grant, opened }) => ({
-    key: grant.Key!,
-    type: 'refresh_token',
-    subject_id: opened.subjectId,
-    session_id: grant.SessionId,
-    client_id: grant.ClientId,
-    description: grant.Description,
-    creation_time: grant.CreationTime,
-    expiration: opened.expiration,
-    consumed_time: null,
-    data: protectText(JSON.stringify(opened.data), ring),
-    key_hashed: true,
-    data_sealed: true,
-  }));
+  const rows = carried.map(({ grant, opened }) => sealedGrantRow(grant, opened, ctx.dataProtection!));
   const written = await insertGrants(target, rows);
   countWrites(page, rows.length, written);
   // A token an earlier run carried over is already here: this run's count is of the new ones.

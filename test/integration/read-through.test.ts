@@ -1,0 +1,210 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes, randomUUID } from 'node:crypto';
+import * as oidc from 'openid-client';
+import { Client as PgClient } from 'pg';
+import { migrationOptions, startOrAttachMigration } from '../../migration/runner/control';
+import { createReadThrough } from '../../migration/read-through';
+import { connectSource } from '../../migration/source/connection';
+import { keyXml, protect } from '../../platform/security/aspnet-data-protection';
+import { persistedGrantKeys } from '../../platform/security/persisted-grant-keys';
+import { FIXTURE_PASSWORD } from '../fixtures/source/generate';
+import { useHarness } from '../support/harness';
+import { codeFlow } from '../support/code-flow';
+import { relyingParty } from '../support/relying-party';
+import { counterValue } from '../support/metrics';
+import { TEST_ADMIN_URL, useGeneratedSource } from '../support/scratch-store';
+import { textOf } from '../support/sign-in-flow';
+import { totp } from '../support/totp';
+
+// The cutover's dual read (issue "Cutover without a forced re-login", item 3): after the last sweep, users and refresh
+// tokens keep arriving at the source until the clients are repointed. Until Migration:ReadThrough:Until they are read
+// through, over a PostgreSQL login that may only SELECT (so any write to the source would fail the test), and adopted.
+const APPLICATION_NAME = '/srv/identity-server';
+const ringKey = { id: randomUUID(), masterKey: randomBytes(64) };
+const keyRingPath = mkdtempSync(join(tmpdir(), 'read-through-ring-'));
+writeFileSync(
+  join(keyRingPath, `key-${ringKey.id}.xml`),
+  keyXml({ ...ringKey, created: new Date(Date.now() - 86_400_000), expires: new Date(Date.now() + 80 * 86_400_000) }),
+);
+const READER = `read_through_${randomBytes(4).toString('hex')}`;
+let readerUrl = '';
+
+const source = useGeneratedSource(10, async (pg) => {
+  const database = (await pg.query<{ db: string }>('select current_database() as db')).rows[0].db;
+  await pg.query(`create role ${READER} login`);
+  await pg.query(`grant connect on database "${database}" to ${READER}`);
+  await pg.query(`grant usage on schema public to ${READER}`);
+  await pg.query(`grant select on all tables in schema public to ${READER}`);
+  const url = new URL(TEST_ADMIN_URL);
+  url.username = READER;
+  url.pathname = `/${database}`;
+  readerUrl = url.href;
+});
+afterAll(async () => {
+  const admin = new PgClient({ connectionString: TEST_ADMIN_URL });
+  await admin.connect();
+  // The source database is dropped by now or soon; its grants go with it, and the role is the cluster's.
+  await admin.query(`drop role if exists ${READER}`).catch(() => undefined);
+  await admin.end();
+});
+
+const h = useHarness(() => ({
+  apps: {},
+  migrationSource: source().url,
+  config: {
+    Oidc: { ReloadSeconds: 0 },
+    Migration: {
+      SourceDataProtection: { ApplicationName: APPLICATION_NAME, KeyRingPath: keyRingPath },
+      ReadThrough: { Until: new Date(Date.now() + 3600_000).toISOString(), ConnectionString: readerUrl },
+    },
+  },
+}));
+
+const CALLBACK = 'https://web.example.com/callback';
+const flow = codeFlow(CALLBACK);
+const userId = (n: number) => `user-${String(n).padStart(8, '0')}`;
+
+/** A user who registered at the source after the last sweep: a copy of fixture user n under a new id and e-mail. */
+async function arriveAtSource(pg: PgClient, n: number, id: string, email: string) {
+  const from = userId(n);
+  await pg.query(
+    `insert into "AspNetUsers" ("Id","UserName","NormalizedUserName","Email","NormalizedEmail","EmailConfirmed","PasswordHash","SecurityStamp","ConcurrencyStamp","PhoneNumberConfirmed","TwoFactorEnabled","LockoutEnabled","AccessFailedCount")
+     select $2::text, $3::text, upper($3::text), $3::text, upper($3::text), "EmailConfirmed", "PasswordHash", "SecurityStamp", "ConcurrencyStamp", "PhoneNumberConfirmed", "TwoFactorEnabled", "LockoutEnabled", 0
+     from "AspNetUsers" where "Id" = $1`,
+    [from, id, email],
+  );
+  await pg.query(
+    `insert into "AspNetUserClaims" ("UserId","ClaimType","ClaimValue") select $2::text, "ClaimType", "ClaimValue" from "AspNetUserClaims" where "UserId" = $1`,
+    [from, id],
+  );
+  await pg.query(`insert into "AspNetUserRoles" select $2::text, "RoleId" from "AspNetUserRoles" where "UserId" = $1`, [
+    from,
+    id,
+  ]);
+  await pg.query(
+    `insert into "AspNetUserLogins" select "LoginProvider", "ProviderKey" || '-late', "ProviderDisplayName", $2::text from "AspNetUserLogins" where "UserId" = $1`,
+    [from, id],
+  );
+  await pg.query(
+    `insert into "AspNetUserTokens" select $2::text, "LoginProvider", "Name", "Value" from "AspNetUserTokens" where "UserId" = $1`,
+    [from, id],
+  );
+}
+
+/** A refresh token the source issued (and rotated) after the last sweep, as Duende 6/7 stores one. */
+const HANDLE = `${randomBytes(32).toString('hex').toUpperCase()}-1`;
+const refreshTokenData = JSON.stringify({
+  PersistentGrantDataContainerVersion: 1,
+  DataProtected: true,
+  Payload: protect(
+    ringKey,
+    [APPLICATION_NAME, 'PersistentGrantSerializer'],
+    Buffer.from(
+      JSON.stringify({
+        CreationTime: new Date().toISOString(),
+        Lifetime: 2_592_000,
+        Subject: { Claims: [{ Type: 'sub', Value: userId(2) }] },
+        Version: 5,
+        ClientId: 'web',
+        AuthorizedScopes: ['openid', 'profile', 'orders.read', 'offline_access'],
+      }),
+    ),
+  ).toString('base64url'),
+});
+
+beforeAll(async () => {
+  const handle = await startOrAttachMigration(
+    h.client,
+    h.config,
+    migrationOptions(h.config, { version: 'before-cutover', migrateClients: true }),
+  );
+  expect((await handle.result()).state).toBe('Completed');
+  const pg = new PgClient({ connectionString: source().url });
+  await pg.connect();
+  try {
+    await arriveAtSource(pg, 4, 'user-late-4', 'late4@example.com');
+    await arriveAtSource(pg, 10, 'user-late-10', 'late10@example.com');
+    await pg.query(
+      `insert into "PersistedGrants" ("Key","Type","SubjectId","ClientId","CreationTime","Expiration","Data")
+       values ($1, 'refresh_token', $2, 'web', now(), now() + interval '30 days', $3)`,
+      [persistedGrantKeys(HANDLE)[0], userId(2), refreshTokenData],
+    );
+  } finally {
+    await pg.end();
+  }
+}, 120_000);
+
+const signIn = async (email: string) => {
+  const rp = await relyingParty(h.api.publicUrl, 'web', 'web-secret');
+  const started = await flow.start(rp, 'openid profile');
+  return { rp, started, answer: await flow.signIn(started, email, FIXTURE_PASSWORD) };
+};
+
+test('a user who registered at the source after the sweep signs in: migrated on the spot with claims, roles and logins', async () => {
+  const { rp, started, answer } = await signIn('late4@example.com');
+  const tokens = await flow.tokens(rp, started, answer);
+  expect(tokens.claims()).toMatchObject({ sub: 'user-late-4' });
+  const user = await h.context.db
+    .selectFrom('users')
+    .select(['first_name', 'migration_version'])
+    .where('id', '=', 'user-late-4')
+    .executeTakeFirstOrThrow();
+  expect(user).toEqual({ first_name: 'Given4', migration_version: 'read-through' });
+  const roles = await h.context.db
+    .selectFrom('user_roles')
+    .select('role_id')
+    .where('user_id', '=', 'user-late-4')
+    .execute();
+  expect(roles).toHaveLength(1);
+  const logins = await h.context.db
+    .selectFrom('user_logins')
+    .select('provider_key')
+    .where('user_id', '=', 'user-late-4')
+    .execute();
+  expect(logins).toEqual([{ provider_key: 'g-4-late' }]);
+  expect(await counterValue('read_through_total', { kind: 'user', outcome: 'migrated' })).toBe(1);
+});
+
+test("a late user with two-step sign-in at the source is asked for the code of the source's authenticator key", async () => {
+  const { rp, started, answer } = await signIn('late10@example.com');
+  expect(textOf(answer)).toMatch(/code/i);
+  const tokens = await flow.tokens(rp, started, await started.page.submit('/code', { code: totp('JBSWY3DPEHPK3PXP') }));
+  expect(tokens.claims()).toMatchObject({ sub: 'user-late-10', amr: ['pwd', 'mfa'] });
+});
+
+test('an address the source does not know either is refused as any unknown address is', async () => {
+  const { answer } = await signIn('nobody-anywhere@example.com');
+  expect(answer).not.toBeInstanceOf(URL);
+  expect(textOf(answer)).toMatch(/not right|incorrect|wrong/i);
+  expect(await counterValue('read_through_total', { kind: 'user', outcome: 'not-found' })).toBeGreaterThanOrEqual(1);
+});
+
+test('a refresh token the source issued after the sweep is read through and redeemed by its handle', async () => {
+  const rp = await relyingParty(h.api.publicUrl, 'web', 'web-secret');
+  const tokens = await oidc.refreshTokenGrant(rp, HANDLE);
+  expect(tokens.claims()).toMatchObject({ sub: userId(2) });
+  expect(await counterValue('read_through_total', { kind: 'refresh-token', outcome: 'adopted' })).toBe(1);
+  await expect(oidc.refreshTokenGrant(rp, HANDLE)).rejects.toMatchObject({ error: 'invalid_grant' });
+  await expect(oidc.refreshTokenGrant(rp, `${'0'.repeat(64)}-1`)).rejects.toMatchObject({ error: 'invalid_grant' });
+  expect(
+    await counterValue('read_through_total', { kind: 'refresh-token', outcome: 'not-found' }),
+  ).toBeGreaterThanOrEqual(1);
+});
+
+test('after the deadline nothing reads the source', async () => {
+  // A source that fails any query: a read would reject.
+  const closed = connectSource(source().url).db;
+  await closed.destroy();
+  const over = createReadThrough({
+    target: h.context.db,
+    source: closed,
+    until: new Date(Date.now() - 1000),
+    dataProtection: h.context.dataProtection!,
+    sourceDataProtection: { ApplicationName: APPLICATION_NAME, KeyRingPath: keyRingPath },
+  });
+  await expect(over.user('late4@example.com')).resolves.toBe(false);
+  await expect(over.refreshToken(HANDLE)).resolves.toBe(false);
+  expect(over.open()).toBe(false);
+});

@@ -6,6 +6,10 @@ import { parseSourceConnectionString } from '../../migration/source/connection';
 import type { SourceDatabase } from '../../migration/source/schema';
 import type { Db } from '../../platform/store/database';
 import { recordingMssql } from '../support/recording-dialect';
+import { readRefreshTokenByKeys } from '../../migration/source/configuration';
+import { findUserBoundsByEmail } from '../../migration/source/users';
+import { loadSourceKeyRing } from '../../migration/source/data-protection-keys';
+import { persistedGrantKeys } from '../../platform/security/persisted-grant-keys';
 import { testMigrationOptions } from '../support/scratch-store';
 
 const options = testMigrationOptions({
@@ -127,6 +131,24 @@ describe('source queries compile to valid SQL Server SQL', () => {
     const probe = queries.find((q) => q.sql.includes('"AspNetUserTokens"'))!;
     expect(probe.sql).not.toMatch(/\blimit\b/i);
     expect(probe.sql).toMatch(/order by .* offset @\d+ rows fetch next @\d+ rows only$/);
+  });
+
+  test('the read-through window and the key ring read the source with T-SQL too', async () => {
+    const { db, queries } = recordingMssql<SourceDatabase>((q) =>
+      q.sql.includes('INFORMATION_SCHEMA') ? [{ n: 1 }] : q.sql.includes('"NormalizedEmail"') ? [{ Id: 'user-7' }] : [],
+    );
+    await readRefreshTokenByKeys(db, persistedGrantKeys('ABC-1'));
+    expect(await findUserBoundsByEmail(db, 'late@example.com')).toEqual({ id: 'user-7', before: null });
+    await loadSourceKeyRing(db, {});
+    expect(queries.map((q) => q.sql)).toEqual([
+      'select "Key", "Type", "SubjectId", "SessionId", "ClientId", "Description", "CreationTime", "Expiration", "ConsumedTime", "Data" from "PersistedGrants" where "Type" = @1 and "Key" in (@2, @3)',
+      'select "Id" from "AspNetUsers" where "NormalizedEmail" = @1 order by "Id" offset @2 rows fetch next @3 rows only',
+      'select max("Id") as "id" from "AspNetUsers" where "Id" < @1',
+      'select count(*) as n from INFORMATION_SCHEMA.COLUMNS where TABLE_NAME = @1 and COLUMN_NAME = @2',
+      'select "Xml" from "DataProtectionKeys"',
+    ]);
+    // ASP.NET Identity's normalizer upper-cases the address.
+    expect(queries[1].parameters[0]).toBe('LATE@EXAMPLE.COM');
   });
 });
 

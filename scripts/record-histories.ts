@@ -10,6 +10,10 @@ import { startOrAttachMigration, migrationOptions } from '../migration/runner/co
 import { createScratchDatabase, generateSource } from '../test/fixtures/source/generate';
 import { startHarness, uniqueEmail, type Harness } from '../test/support/harness';
 import { TEST_ADMIN_URL } from '../test/support/scratch-store';
+import { codeFlow } from '../test/support/code-flow';
+import { relyingParty } from '../test/support/relying-party';
+import { closeServer, listen, listeningUrl } from '../platform/net/listen';
+import { createServer, type Server } from 'node:http';
 
 const label = process.argv[2] ?? new Date().toISOString().slice(0, 10);
 const out = join(__dirname, '..', 'test', 'fixtures', 'histories', label);
@@ -38,6 +42,27 @@ async function runsOf(
   return runs.sort((a, b) => a.started - b.started);
 }
 
+/** A client with a back-channel logout endpoint (a loopback server answering 200), and one sign-in of the user to it. */
+async function signInToLogoutClient(h: Harness, email: string, password: string): Promise<void> {
+  const receiver = createServer((_req, res) => res.writeHead(200).end());
+  await listen(receiver, 0, '127.0.0.1', 'logout receiver', 'none');
+  logoutReceivers.push(receiver);
+  const callback = 'https://replay.example.com/callback';
+  const client = await h.admin('PUT', '/api/v1/clients/replay-client', {
+    AllowedGrantTypes: ['authorization_code'],
+    RedirectUris: [callback],
+    AllowedScopes: ['openid'],
+    ClientSecrets: [{ Value: 'replay-client-secret' }],
+    BackChannelLogoutUri: `${listeningUrl(receiver, '127.0.0.1')}/logout`,
+  });
+  if (client.status !== 201) throw new Error(`the client answered ${client.status}`);
+  const flow = codeFlow(callback);
+  const rp = await relyingParty(h.api.publicUrl, 'replay-client', 'replay-client-secret');
+  const started = await flow.start(rp, 'openid');
+  await flow.tokens(rp, started, await flow.signIn(started, email, password));
+}
+const logoutReceivers: Server[] = [];
+
 async function main(): Promise<void> {
   mkdirSync(out, { recursive: true });
   await globalSetup();
@@ -58,6 +83,8 @@ async function main(): Promise<void> {
     const userId = created.body.userId as string;
     const duplicate = await h.admin('POST', '/api/v1/profile/', { email: created.body.email });
     if (duplicate.status !== 409) throw new Error(`duplicate answered ${duplicate.status}`);
+    // The user signs in to a client that takes back-channel logout tokens, so its deletion tells the client too.
+    await signInToLogoutClient(h, created.body.email as string, 'a long passphrase');
     const deleted = await h.admin('DELETE', `/api/v1/profile/${userId}`);
     if (deleted.status !== 204) throw new Error(`deletion answered ${deleted.status}`);
 
@@ -86,6 +113,7 @@ async function main(): Promise<void> {
       await save(h, `${String(index).padStart(2, '0')}-${run.type}`, run.workflowId, run.runId);
     }
   } finally {
+    for (const receiver of logoutReceivers) await closeServer(receiver);
     await h.stop();
     await source.drop();
     await globalTeardown();

@@ -61,6 +61,22 @@ export function createReadThrough(deps: ReadThroughDependencies) {
     return ring.loaded;
   };
   const count = (kind: 'refresh-token' | 'user', outcome: string) => readThroughs.inc({ kind, outcome });
+  /**
+   * A source that cannot be read (a lost connection, a key ring folder gone) fails the look-up, not the request: the
+   * token or the sign-in is then treated as unknown, and the failure is logged and counted.
+   */
+  const guarded =
+    <A extends unknown[]>(kind: 'refresh-token' | 'user', lookUp: (...args: A) => Promise<boolean>) =>
+    async (...args: A): Promise<boolean> => {
+      if (!open()) return false;
+      try {
+        return await lookUp(...args);
+      } catch (error) {
+        count(kind, 'error');
+        logger.error(`read-through: the source could not be read for a ${kind}: ${(error as Error).message}`);
+        return false;
+      }
+    };
 
   return {
     /** Whether the window is open now. */
@@ -70,8 +86,7 @@ export function createReadThrough(deps: ReadThroughDependencies) {
      * A refresh token the source holds under one of the hashes of `handle`, written here as the migration writes one
      * (sealed, under the hashed key) for the provider to adopt; false when there is none or it cannot be carried over.
      */
-    async refreshToken(handle: string): Promise<boolean> {
-      if (!open()) return false;
+    refreshToken: guarded('refresh-token', async (handle: string) => {
       const grant = await readRefreshTokenByKeys(deps.source, persistedGrantKeys(handle));
       if (!grant) {
         count('refresh-token', 'not-found');
@@ -93,14 +108,13 @@ export function createReadThrough(deps: ReadThroughDependencies) {
         `read-through: a refresh token of client ${grant.ClientId} for user ${opened.subjectId} came from the source`,
       );
       return true;
-    },
+    }),
 
     /**
      * The source user with this e-mail, migrated here on the spot (claims folded, roles, logins, two-step sign-in) by
      * the migration's own passes; false when the source has no such user.
      */
-    async user(email: string): Promise<boolean> {
-      if (!open()) return false;
+    user: guarded('user', async (email: string) => {
       const bounds = await findUserBoundsByEmail(deps.source, email);
       if (!bounds) {
         count('user', 'not-found');
@@ -117,7 +131,7 @@ export function createReadThrough(deps: ReadThroughDependencies) {
       count('user', 'migrated');
       logger.info(`read-through: user ${bounds.id} was migrated from the source at sign-in`);
       return true;
-    },
+    }),
   };
 }
 

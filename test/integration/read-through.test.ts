@@ -7,6 +7,7 @@ import { Client as PgClient } from 'pg';
 import { migrationOptions, startOrAttachMigration } from '../../migration/runner/control';
 import { createReadThrough } from '../../migration/read-through';
 import { connectSource } from '../../migration/source/connection';
+import { freePort } from '../../dev/ports';
 import { keyXml, protect } from '../../platform/security/aspnet-data-protection';
 import { persistedGrantKeys } from '../../platform/security/persisted-grant-keys';
 import { FIXTURE_PASSWORD } from '../fixtures/source/generate';
@@ -193,18 +194,42 @@ test('a refresh token the source issued after the sweep is read through and rede
   ).toBeGreaterThanOrEqual(1);
 });
 
-test('after the deadline nothing reads the source', async () => {
-  // A source that fails any query: a read would reject.
-  const closed = connectSource(source().url).db;
-  await closed.destroy();
-  const over = createReadThrough({
+/**
+ * A read-through over a source nothing answers (a loopback port no server listens on): every query fails, so a read
+ * would be counted as an error.
+ */
+async function overClosedSource(until: Date) {
+  const unreachable = connectSource(`postgres://postgres@127.0.0.1:${await freePort()}/none`).db;
+  closeAfterwards.push(() => unreachable.destroy());
+  return createReadThrough({
     target: h.context.db,
-    source: closed,
-    until: new Date(Date.now() - 1000),
+    source: unreachable,
+    until,
     dataProtection: h.context.dataProtection!,
     sourceDataProtection: { ApplicationName: APPLICATION_NAME, KeyRingPath: keyRingPath },
   });
+}
+const closeAfterwards: Array<() => Promise<void>> = [];
+afterAll(() => Promise.all(closeAfterwards.map((close) => close())));
+const errors = () =>
+  Promise.all([
+    counterValue('read_through_total', { kind: 'user', outcome: 'error' }),
+    counterValue('read_through_total', { kind: 'refresh-token', outcome: 'error' }),
+  ]);
+
+test('a source that cannot be read fails the look-up, not the request, and says so', async () => {
+  const failing = await overClosedSource(new Date(Date.now() + 60_000));
+  const before = await errors();
+  await expect(failing.user('late4@example.com')).resolves.toBe(false);
+  await expect(failing.refreshToken(HANDLE)).resolves.toBe(false);
+  expect(await errors()).toEqual([before[0] + 1, before[1] + 1]);
+});
+
+test('after the deadline nothing reads the source', async () => {
+  const over = await overClosedSource(new Date(Date.now() - 1000));
+  const before = await errors();
   await expect(over.user('late4@example.com')).resolves.toBe(false);
   await expect(over.refreshToken(HANDLE)).resolves.toBe(false);
   expect(over.open()).toBe(false);
+  expect(await errors()).toEqual(before);
 });

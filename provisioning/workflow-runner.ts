@@ -47,11 +47,22 @@ function unreachable(error: unknown): boolean {
 
 /** Starts a workflow on the service's task queue and waits for its result, up to the API's deadline. */
 export function createWorkflowRunner(client: Client, taskQueue: string, deadlineSeconds: number) {
+  /** Starts a run on the task queue within START_DEADLINE_MS. */
+  function start<W extends Workflow>(
+    workflow: W,
+    options: Record<string, unknown> & { workflowId: string; args: Parameters<W> },
+  ): Promise<WorkflowHandle<W>> {
+    // The SDK types args through a conditional type that generic callers cannot satisfy.
+    const startOptions = { taskQueue, ...options } as unknown as WorkflowStartOptions<W>;
+    return client.connection.withDeadline(Date.now() + START_DEADLINE_MS, () =>
+      client.workflow.start(workflow, startOptions),
+    );
+  }
+
   async function run<W extends Workflow>(workflow: W, options: RunOptions<W>): Promise<Awaited<ReturnType<W>>> {
     let handle: WorkflowHandle<W>;
     try {
-      const startOptions = {
-        taskQueue,
+      handle = await start(workflow, {
         workflowId: options.workflowId,
         args: options.args,
         typedSearchAttributes: [
@@ -63,10 +74,7 @@ export function createWorkflowRunner(client: Client, taskQueue: string, deadline
         // A second request for an id that is running waits on that run instead of starting another.
         workflowIdConflictPolicy: 'USE_EXISTING',
         workflowIdReusePolicy: options.onEnded === 'result' ? 'REJECT_DUPLICATE' : 'ALLOW_DUPLICATE',
-      } as unknown as WorkflowStartOptions<W>; // the SDK types args through a conditional type that generic callers cannot satisfy
-      handle = await client.connection.withDeadline(Date.now() + START_DEADLINE_MS, () =>
-        client.workflow.start(workflow, startOptions),
-      );
+      });
     } catch (error) {
       if (error instanceof WorkflowExecutionAlreadyStartedError) {
         if (options.onEnded !== 'result') throw new AttemptInProgressError(options.workflowId);
@@ -112,17 +120,13 @@ export function createWorkflowRunner(client: Client, taskQueue: string, deadline
     workflow: W,
     options: { workflowId: string; args: Parameters<W>; userId: string },
   ): Promise<void> {
-    const startOptions = {
-      taskQueue,
-      workflowId: options.workflowId,
-      args: options.args,
-      typedSearchAttributes: [{ key: USER_ID, value: options.userId }],
-      staticSummary: `${workflow.name} for user ${options.userId}`,
-    } as unknown as WorkflowStartOptions<W>; // as in run()
     try {
-      await client.connection.withDeadline(Date.now() + START_DEADLINE_MS, () =>
-        client.workflow.start(workflow, startOptions),
-      );
+      await start(workflow, {
+        workflowId: options.workflowId,
+        args: options.args,
+        typedSearchAttributes: [{ key: USER_ID, value: options.userId }],
+        staticSummary: `${workflow.name} for user ${options.userId}`,
+      });
     } catch (error) {
       if (unreachable(error)) throw new TemporalUnavailableError(error);
       throw error;

@@ -1,4 +1,6 @@
+import type { Selectable } from 'kysely';
 import { z } from 'zod';
+import type { SourceDatabase } from './schema';
 import {
   DataProtectionError,
   unprotect,
@@ -33,15 +35,10 @@ export const NOT_CARRIED = {
 export type NotCarriedReason = (typeof NOT_CARRIED)[keyof typeof NOT_CARRIED];
 
 /** A PersistedGrants row, as far as carrying a refresh token over reads it. */
-export interface SourceGrantRow {
-  SubjectId: string | null;
-  SessionId: string | null;
-  ClientId: string;
-  CreationTime: Date;
-  Expiration: Date | null;
-  ConsumedTime: Date | null;
-  Data: string;
-}
+export type SourceGrantRow = Pick<
+  Selectable<SourceDatabase['PersistedGrants']>,
+  'SubjectId' | 'SessionId' | 'ClientId' | 'CreationTime' | 'Expiration' | 'ConsumedTime' | 'Data'
+>;
 
 /** How the source protected its grants: its key ring and application name, when the operator supplied them. */
 export interface SourceProtection {

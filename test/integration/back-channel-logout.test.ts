@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { createRemoteJWKSet, decodeJwt, jwtVerify, type JWTPayload } from 'jose';
 import * as oidc from 'openid-client';
-import { uniqueEmail, useHarness, UNLIMITED_SIGN_IN } from '../support/harness';
+import { uniqueEmail, useHarness, SIGN_IN_HARNESS } from '../support/harness';
 import { codeFlow } from '../support/code-flow';
 import { authorizationRequest, relyingParty } from '../support/relying-party';
 import { browser, textOf, type Visit } from '../support/sign-in-flow';
@@ -13,11 +13,7 @@ import { deleteUserReturningApps } from '../../platform/store/users';
 // OpenID Connect Back-Channel Logout 1.0 (issue "Drop-in for IdentityServer's clients and APIs", item 4). The clients
 // here receive logout tokens as their developers write the endpoint: jose checks the signature against the published
 // JWKS, the issuer, the audience, the `logout+jwt` type and the event, and the endpoint answers 200 or 400.
-const h = useHarness({
-  apps: {},
-  ownDatabase: true,
-  config: { Oidc: { ReloadSeconds: 0 }, Auth: { ...UNLIMITED_SIGN_IN } },
-});
+const h = useHarness(SIGN_IN_HARNESS);
 
 const PASSWORD = 'correct horse battery 9';
 const CALLBACK = 'https://apps.example.com/callback';

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jose';
 import * as oidc from 'openid-client';
-import { uniqueEmail, useHarness, UNLIMITED_SIGN_IN } from '../support/harness';
+import { uniqueEmail, useHarness, SIGN_IN_HARNESS } from '../support/harness';
 import { codeFlow } from '../support/code-flow';
 import { relyingParty } from '../support/relying-party';
 import { hashClientSecret } from '../../platform/security/client-secrets';
@@ -12,11 +12,7 @@ import { browser, GRANT_NOT_ALLOWED, textOf, type Visit } from '../support/sign-
 // Tokens as Duende IdentityServer writes them (issue "Drop-in for IdentityServer's clients and APIs", items 1 and 3):
 // every access token is verified here with jose against the published JWKS, and read by two APIs written as their
 // users write them (jose's jwtVerify with their own name as the audience), never with the service's own code.
-const h = useHarness({
-  apps: {},
-  ownDatabase: true,
-  config: { Oidc: { ReloadSeconds: 0 }, Auth: { ...UNLIMITED_SIGN_IN } },
-});
+const h = useHarness(SIGN_IN_HARNESS);
 
 const CALLBACK = 'https://shop.example.com/callback';
 const PASSWORD = 'correct horse battery 9';

@@ -1,14 +1,9 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import * as oidc from 'openid-client';
 import { Client as PgClient } from 'pg';
-import { migrationOptions, startOrAttachMigration } from '../../migration/runner/control';
 import { createReadThrough } from '../../migration/read-through';
 import { connectSource } from '../../migration/source/connection';
 import { freePort } from '../../dev/ports';
-import { keyXml, protect } from '../../platform/security/aspnet-data-protection';
 import { persistedGrantKeys } from '../../platform/security/persisted-grant-keys';
 import { FIXTURE_PASSWORD } from '../fixtures/source/generate';
 import { useHarness } from '../support/harness';
@@ -16,19 +11,17 @@ import { codeFlow } from '../support/code-flow';
 import { relyingParty } from '../support/relying-party';
 import { counterValue } from '../support/metrics';
 import { TEST_ADMIN_URL, useGeneratedSource } from '../support/scratch-store';
+import { migrateCompletely } from '../support/migration-runs';
+import { keyRingFolder, newSourceKey, protectedGrantData, SOURCE_APPLICATION_NAME } from '../support/source-protection';
 import { textOf } from '../support/sign-in-flow';
 import { totp } from '../support/totp';
 
 // The cutover's dual read (issue "Cutover without a forced re-login", item 3): after the last sweep, users and refresh
 // tokens keep arriving at the source until the clients are repointed. Until Migration:ReadThrough:Until they are read
 // through, over a PostgreSQL login that may only SELECT (so any write to the source would fail the test), and adopted.
-const APPLICATION_NAME = '/srv/identity-server';
-const ringKey = { id: randomUUID(), masterKey: randomBytes(64) };
-const keyRingPath = mkdtempSync(join(tmpdir(), 'read-through-ring-'));
-writeFileSync(
-  join(keyRingPath, `key-${ringKey.id}.xml`),
-  keyXml({ ...ringKey, created: new Date(Date.now() - 86_400_000), expires: new Date(Date.now() + 80 * 86_400_000) }),
-);
+const APPLICATION_NAME = SOURCE_APPLICATION_NAME;
+const ringKey = newSourceKey();
+const keyRingPath = keyRingFolder(ringKey);
 const READER = `read_through_${randomBytes(4).toString('hex')}`;
 let readerUrl = '';
 
@@ -96,32 +89,20 @@ async function arriveAtSource(pg: PgClient, n: number, id: string, email: string
 
 /** A refresh token the source issued (and rotated) after the last sweep, as Duende 6/7 stores one. */
 const HANDLE = `${randomBytes(32).toString('hex').toUpperCase()}-1`;
-const refreshTokenData = JSON.stringify({
-  PersistentGrantDataContainerVersion: 1,
-  DataProtected: true,
-  Payload: protect(
-    ringKey,
-    [APPLICATION_NAME, 'PersistentGrantSerializer'],
-    Buffer.from(
-      JSON.stringify({
-        CreationTime: new Date().toISOString(),
-        Lifetime: 2_592_000,
-        Subject: { Claims: [{ Type: 'sub', Value: userId(2) }] },
-        Version: 5,
-        ClientId: 'web',
-        AuthorizedScopes: ['openid', 'profile', 'orders.read', 'offline_access'],
-      }),
-    ),
-  ).toString('base64url'),
-});
+const refreshTokenData = protectedGrantData(
+  JSON.stringify({
+    CreationTime: new Date().toISOString(),
+    Lifetime: 2_592_000,
+    Subject: { Claims: [{ Type: 'sub', Value: userId(2) }] },
+    Version: 5,
+    ClientId: 'web',
+    AuthorizedScopes: ['openid', 'profile', 'orders.read', 'offline_access'],
+  }),
+  ringKey,
+);
 
 beforeAll(async () => {
-  const handle = await startOrAttachMigration(
-    h.client,
-    h.config,
-    migrationOptions(h.config, { version: 'before-cutover', migrateClients: true }),
-  );
-  expect((await handle.result()).state).toBe('Completed');
+  await migrateCompletely(h, { version: 'before-cutover', migrateClients: true });
   const pg = new PgClient({ connectionString: source().url });
   await pg.connect();
   try {
@@ -147,24 +128,21 @@ test('a user who registered at the source after the sweep signs in: migrated on 
   const { rp, started, answer } = await signIn('late4@example.com');
   const tokens = await flow.tokens(rp, started, answer);
   expect(tokens.claims()).toMatchObject({ sub: 'user-late-4' });
-  const user = await h.context.db
-    .selectFrom('users')
-    .select(['first_name', 'migration_version'])
-    .where('id', '=', 'user-late-4')
-    .executeTakeFirstOrThrow();
-  expect(user).toEqual({ first_name: 'Given4', migration_version: 'read-through' });
-  const roles = await h.context.db
-    .selectFrom('user_roles')
-    .select('role_id')
-    .where('user_id', '=', 'user-late-4')
-    .execute();
-  expect(roles).toHaveLength(1);
-  const logins = await h.context.db
-    .selectFrom('user_logins')
-    .select('provider_key')
-    .where('user_id', '=', 'user-late-4')
-    .execute();
-  expect(logins).toEqual([{ provider_key: 'g-4-late' }]);
+  const db = h.context.db;
+  const ofUser = <T extends 'users' | 'user_roles' | 'user_logins'>(
+    table: T,
+    column: T extends 'users' ? 'id' : 'user_id',
+  ) =>
+    db
+      .selectFrom(table as 'user_logins')
+      .selectAll()
+      .where(column as 'user_id', '=', 'user-late-4')
+      .execute();
+  expect(await ofUser('users', 'id')).toEqual([
+    expect.objectContaining({ first_name: 'Given4', migration_version: 'read-through' }),
+  ]);
+  expect(await ofUser('user_roles', 'user_id')).toHaveLength(1);
+  expect(await ofUser('user_logins', 'user_id')).toEqual([expect.objectContaining({ provider_key: 'g-4-late' })]);
   expect(await counterValue('read_through_total', { kind: 'user', outcome: 'migrated' })).toBe(1);
 });
 

@@ -3,13 +3,12 @@ import * as oidc from 'openid-client';
 import { sql } from 'kysely';
 import { Client as PgClient } from 'pg';
 import type { MigrationOptions } from '../../migration/activities/types';
-import { migrationOptions, startOrAttachMigration } from '../../migration/runner/control';
-import type { MigrationReport } from '../../migration/workflows/migration';
 import { importSigningKey } from '../../platform/store/signing-keys';
 import { FIXTURE_PASSWORD } from '../fixtures/source/generate';
 import { freePort } from '../../dev/ports';
 import { startApi } from '../../api/server';
 import { useHarness } from '../support/harness';
+import { migrateCompletely } from '../support/migration-runs';
 import { authorizationRequest, relyingParty as relyingPartyOf } from '../support/relying-party';
 import { codeFlow } from '../support/code-flow';
 import { useGeneratedSource } from '../support/scratch-store';
@@ -47,12 +46,7 @@ const emailOf = (n: number) => `user${n}@example.com`;
 const currentStep = () => Math.floor(Date.now() / 30_000);
 
 /** A migration run of the generated source into the harness's store; fails unless it completes. */
-async function migrate(overrides: Partial<MigrationOptions>): Promise<MigrationReport> {
-  const handle = await startOrAttachMigration(h.client, h.config, migrationOptions(h.config, overrides));
-  const report = await handle.result();
-  expect(report.state).toBe('Completed');
-  return report;
-}
+const migrate = (overrides: Partial<MigrationOptions>) => migrateCompletely(h, overrides);
 
 beforeAll(async () => {
   await migrate({ version: 'sign-in-1', migrateClients: true });

@@ -1,35 +1,28 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import * as oidc from 'openid-client';
 import { Client as PgClient } from 'pg';
 import type { MigrationOptions } from '../../migration/activities/types';
-import { migrationOptions, startOrAttachMigration } from '../../migration/runner/control';
 import type { MigrationReport } from '../../migration/workflows/migration';
 import { connectSource } from '../../migration/source/connection';
 import { loadSourceKeyRing } from '../../migration/source/data-protection-keys';
 import { openStockRefreshToken } from '../../migration/source/stock-refresh-tokens';
-import { keyXml, protect } from '../../platform/security/aspnet-data-protection';
+import { keyXml } from '../../platform/security/aspnet-data-protection';
 import { persistedGrantKeys } from '../../platform/security/persisted-grant-keys';
 import { useHarness } from '../support/harness';
 import { relyingParty } from '../support/relying-party';
 import { useGeneratedSource } from '../support/scratch-store';
+import { migrateCompletely, passOf } from '../support/migration-runs';
+import { keyRingFolder, newSourceKey, protectedGrantData, SOURCE_APPLICATION_NAME } from '../support/source-protection';
 
 // Refresh tokens a stock Duende IdentityServer issued (issue "Cutover without a forced re-login", items 1, 2 and 4):
 // PersistedGrants rows made to the published format (hashed keys, PersistentGrantSerializer's envelope, a payload
 // protected by ASP.NET Core Data Protection under the application's name) are carried over by the migration and
 // redeemed by the handle the client holds, with openid-client as the client.
-const APPLICATION_NAME = '/srv/identity-server';
-const PURPOSES = [APPLICATION_NAME, 'PersistentGrantSerializer'];
-const ringKey = { id: randomUUID(), masterKey: randomBytes(64) };
-const strangerKey = { id: randomUUID(), masterKey: randomBytes(64) };
-const keyRingPath = mkdtempSync(join(tmpdir(), 'source-key-ring-'));
-writeFileSync(
-  join(keyRingPath, `key-${ringKey.id}.xml`),
-  keyXml({ ...ringKey, created: new Date(Date.now() - 86_400_000), expires: new Date(Date.now() + 80 * 86_400_000) }),
-);
+const APPLICATION_NAME = SOURCE_APPLICATION_NAME;
+const ringKey = newSourceKey();
+const strangerKey = newSourceKey();
+const keyRingPath = keyRingFolder(ringKey);
 
 const source = useGeneratedSource(10);
 const h = useHarness(() => ({
@@ -96,13 +89,7 @@ const refreshTokenV4 = (n: number) =>
     Version: 4,
   });
 
-/** PersistentGrantSerializer's envelope around a payload protected by Data Protection. */
-const protectedData = (json: string, key = ringKey, purposes = PURPOSES) =>
-  JSON.stringify({
-    PersistentGrantDataContainerVersion: 1,
-    DataProtected: true,
-    Payload: protect(key, purposes, Buffer.from(json)).toString('base64url'),
-  });
+const protectedData = (json: string, key = ringKey, purposes?: string[]) => protectedGrantData(json, key, purposes);
 
 /** Today's handles: 32 random bytes as upper-case hex with the `-1` suffix; older ones are base64. */
 const HANDLE_V6 = `${randomBytes(32).toString('hex').toUpperCase()}-1`;
@@ -116,19 +103,18 @@ const GRANTS: Array<{ key: string; subject: number; data: string; expiration?: D
   { key: persistedGrantKeys(HANDLE_OLD)[0], subject: 4, data: protectedData(refreshTokenV4(4)) },
   { key: 'expired', subject: 5, data: protectedData(refreshTokenV5(5)), expiration: past },
   { key: 'consumed', subject: 6, data: protectedData(refreshTokenV5(6)), consumed: true },
-  { key: 'other-app', subject: 7, data: protectedData(refreshTokenV5(7), ringKey, ['/other/app', PURPOSES[1]]) },
+  {
+    key: 'other-app',
+    subject: 7,
+    data: protectedData(refreshTokenV5(7), ringKey, ['/other/app', 'PersistentGrantSerializer']),
+  },
   { key: 'stranger-key', subject: 8, data: protectedData(refreshTokenV5(8), strangerKey) },
   { key: 'version-3', subject: 9, data: protectedData(JSON.stringify({ Version: 3, ClientId: 'web' })) },
 ];
 
-async function migrate(overrides: Partial<MigrationOptions>): Promise<MigrationReport> {
-  const handle = await startOrAttachMigration(h.client, h.config, migrationOptions(h.config, overrides));
-  const report = await handle.result();
-  expect(report.state).toBe('Completed');
-  return report;
-}
+const migrate = (overrides: Partial<MigrationOptions>) => migrateCompletely(h, overrides);
 const jwks = () => createRemoteJWKSet(new URL(`${h.api.publicUrl}/.well-known/openid-configuration/jwks`));
-const refreshPass = (report: MigrationReport) => report.passes.find((p) => p.pass === 'refresh-tokens')!;
+const refreshPass = (report: MigrationReport) => passOf(report, 'refresh-tokens');
 
 beforeAll(async () => {
   const pg = new PgClient({ connectionString: source().url });

@@ -276,3 +276,10 @@ export async function storedPasswordHash(h: Harness, userId: string): Promise<st
 
 /** Sign-in submissions without the per-address budget, for files that sign in many times from loopback. */
 export const UNLIMITED_SIGN_IN = { SignInRateLimit: { PermitLimit: 100_000, WindowSeconds: 60 } } as const;
+
+/** A store of its own, no apps, the provider reloading at every request, and no sign-in budget: for sign-in files. */
+export const SIGN_IN_HARNESS: HarnessOptions = {
+  apps: {},
+  ownDatabase: true,
+  config: { Oidc: { ReloadSeconds: 0 }, Auth: { ...UNLIMITED_SIGN_IN } },
+};

@@ -1,9 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser } from 'playwright-core';
-import { launchChromium, startReturnApp } from '../support/chromium';
-import { stopAfterAll, useHarness, UNLIMITED_SIGN_IN } from '../support/harness';
+import { SCREENSHOTS, useBrowserClient } from '../support/chromium';
+import { useHarness, UNLIMITED_SIGN_IN } from '../support/harness';
 import { authorizationRequest, relyingParty } from '../support/relying-party';
 import { smtpTo, useMailCatcher } from '../support/smtp';
 import { totp } from '../support/totp';
@@ -20,30 +18,9 @@ const h = useHarness(() => ({
     Auth: { ...UNLIMITED_SIGN_IN },
   },
 }));
-const SCREENSHOTS = join(__dirname, '..', '..', 'test-output', 'screenshots');
 const PASSWORD = 'a long passphrase 7';
 const NEW_PASSWORD = 'another long passphrase 8';
-
-let browser: Browser;
-let app: Awaited<ReturnType<typeof startReturnApp>> | undefined;
-let callback: string;
-
-beforeAll(async () => {
-  mkdirSync(SCREENSHOTS, { recursive: true });
-  browser = await launchChromium();
-  app = await startReturnApp();
-  callback = app.callback;
-  const put = await h.admin('PUT', '/api/v1/clients/account-app', {
-    ClientName: 'Account app',
-    RequireClientSecret: false,
-    AllowedGrantTypes: ['authorization_code'],
-    RedirectUris: [callback],
-    AllowedScopes: ['openid', 'profile'],
-  });
-  expect(put.status).toBe(201);
-}, 60_000);
-
-stopAfterAll(() => [browser, app]);
+const accountApp = useBrowserClient(h, { id: 'account-app', name: 'Account app', scopes: ['openid', 'profile'] });
 
 const SCREENS = [
   { name: 'phone', viewport: { width: 390, height: 844 } },
@@ -55,7 +32,7 @@ for (const screen of SCREENS) {
     // A long address, as people have: it must wrap on a phone, not push the page sideways.
     const email = `firstname.middlename.lastname.${randomUUID().slice(0, 6)}@subsidiary.example-corporation.test`;
     expect((await h.admin('POST', '/api/v1/profile/', { email, password: PASSWORD })).status).toBe(201);
-    const context = await browser.newContext({ viewport: screen.viewport, deviceScaleFactor: 2 });
+    const context = await accountApp.browser.newContext({ viewport: screen.viewport, deviceScaleFactor: 2 });
     const page = await context.newPage();
     const seen = async (step: string) => {
       await page.screenshot({ path: join(SCREENSHOTS, `account-${screen.name}-${step}.png`), fullPage: true });
@@ -66,7 +43,7 @@ for (const screen of SCREENS) {
     };
     const rp = await relyingParty(h.api.publicUrl, 'account-app');
     const signInPage = async () => {
-      const { url } = await authorizationRequest(rp, { redirect_uri: callback, scope: 'openid profile' });
+      const { url } = await authorizationRequest(rp, { redirect_uri: accountApp.callback, scope: 'openid profile' });
       await page.goto(url);
       await page.fill('#email', email);
       await page.click('button[type=submit]');
@@ -104,7 +81,7 @@ for (const screen of SCREENS) {
     await signInPage();
     await page.fill('#password', NEW_PASSWORD);
     await page.click('button[type=submit]');
-    await page.waitForURL(`${callback}**`);
+    await page.waitForURL(`${accountApp.callback}**`);
     await page.goto(`${h.api.publicUrl}/account`);
     await seen('6-account');
     await page.click('text=Turn two-step sign-in on');

@@ -1,8 +1,7 @@
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import * as oidc from 'openid-client';
-import type { Browser, Page } from 'playwright-core';
-import { launchChromium, startReturnApp } from '../support/chromium';
+import type { Page } from 'playwright-core';
+import { SCREENSHOTS, useBrowserClient } from '../support/chromium';
 import { findUserIdByEmail } from '../../platform/store/users';
 import { stopAfterAll, uniqueEmail, useHarness } from '../support/harness';
 import { authorizationRequest, relyingParty } from '../support/relying-party';
@@ -12,33 +11,13 @@ import { totp } from '../support/totp';
 // A person on a phone: Chromium at 390×844 through the sign-in pages, authenticator enrolment, and a sign-in with the
 // enrolled app. Screenshots of each page land in test-output/screenshots.
 const h = useHarness({ apps: {}, allowedInternalTargets: ['127.0.0.1', '127.0.0.2'] });
-const SCREENSHOTS = join(__dirname, '..', '..', 'test-output', 'screenshots');
 const PASSWORD = 'a long passphrase 7';
-
-let browser: Browser;
-let app: Awaited<ReturnType<typeof startReturnApp>> | undefined;
-let callback: string;
+const phoneApp = useBrowserClient(h, { id: 'phone-app', name: 'Phone app', scopes: ['openid', 'profile', 'email'] });
 let upstream: UpstreamProvider | undefined;
-
-beforeAll(async () => {
-  mkdirSync(SCREENSHOTS, { recursive: true });
-  browser = await launchChromium();
-  app = await startReturnApp();
-  callback = app.callback;
-  const put = await h.admin('PUT', '/api/v1/clients/phone-app', {
-    ClientName: 'Phone app',
-    RequireClientSecret: false,
-    AllowedGrantTypes: ['authorization_code'],
-    RedirectUris: [callback],
-    AllowedScopes: ['openid', 'profile', 'email'],
-  });
-  expect(put.status).toBe(201);
-}, 60_000);
-
-stopAfterAll(() => [upstream, browser, app]);
+stopAfterAll(() => [upstream]);
 
 async function phone(): Promise<Page> {
-  const context = await browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2 });
+  const context = await phoneApp.browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2 });
   return context.newPage();
 }
 
@@ -49,7 +28,10 @@ async function seen(page: Page, name: string): Promise<void> {
 }
 
 async function authorize(page: Page, rp: oidc.Configuration) {
-  const { url, verifier } = await authorizationRequest(rp, { redirect_uri: callback, scope: 'openid profile email' });
+  const { url, verifier } = await authorizationRequest(rp, {
+    redirect_uri: phoneApp.callback,
+    scope: 'openid profile email',
+  });
   await page.goto(url);
   return verifier;
 }
@@ -77,7 +59,7 @@ test('sign-in, authenticator enrolment and a two-step sign-in in a real browser 
   );
   await seen(page, '03-wrong-password');
   await page.fill('input[name=password]', PASSWORD);
-  await Promise.all([page.waitForURL(`${callback}?**`), page.click('button[type=submit]')]);
+  await Promise.all([page.waitForURL(`${phoneApp.callback}?**`), page.click('button[type=submit]')]);
   const tokens = await oidc.authorizationCodeGrant(rp, new URL(page.url()), { pkceCodeVerifier: verifier });
   expect(tokens.claims()).toMatchObject({ email, given_name: 'Pat' });
 
@@ -106,7 +88,7 @@ test('sign-in, authenticator enrolment and a two-step sign-in in a real browser 
   await expect(other.locator('h1').textContent()).resolves.toBe('Two-step verification');
   await seen(other, '06-code');
   await other.fill('input[name=code]', totp(key, Math.floor(Date.now() / 30_000) + 1));
-  await Promise.all([other.waitForURL(`${callback}?**`), other.click('button[type=submit]')]);
+  await Promise.all([other.waitForURL(`${phoneApp.callback}?**`), other.click('button[type=submit]')]);
   const again = await oidc.authorizationCodeGrant(rp, new URL(other.url()), { pkceCodeVerifier: second });
   expect(again.claims()).toMatchObject({ email, amr: ['pwd', 'mfa'] });
 }, 90_000);
@@ -138,7 +120,7 @@ test("home-realm discovery: an e-mail of a company's domain signs in at the comp
   await expect(page.locator('h1').textContent()).resolves.toBe('Globex sign-in');
   expect(new URL(page.url()).hostname).toBe('127.0.0.2');
   await seen(page, '08-company-provider');
-  await Promise.all([page.waitForURL(`${callback}?**`), page.click('button[type=submit]')]);
+  await Promise.all([page.waitForURL(`${phoneApp.callback}?**`), page.click('button[type=submit]')]);
   await seen(page, '09-back-in-the-app');
   const tokens = await oidc.authorizationCodeGrant(rp, new URL(page.url()), { pkceCodeVerifier: verifier });
   const userId = await findUserIdByEmail(h.context.db, email);

@@ -7,6 +7,12 @@ const claim = (UserId: string, ClaimType: string | null, ClaimValue: string | nu
   ClaimValue,
 });
 
+/** The claims folded, and the warnings the fold gave. */
+function foldReporting(claims: Array<ReturnType<typeof claim>>) {
+  const warnings: string[] = [];
+  return { folded: foldClaimsByUser(claims, (w) => warnings.push(w)), warnings };
+}
+
 describe('claim folding', () => {
   test('both namespaces fold into the profile fields; the first value of a field wins', () => {
     const folded = foldClaimsByUser([
@@ -50,18 +56,14 @@ describe('claim folding', () => {
   // Roles come from AspNetUserRoles only: a role claim (or any other name the service sets itself) in
   // AspNetUserClaims would otherwise surface in tokens as a privilege.
   test('claims with reserved names are not migrated, whatever their casing or namespace, each with a warning', () => {
-    const warnings: string[] = [];
-    const folded = foldClaimsByUser(
-      [
-        claim('u1', 'role', 'IdentityAdmin'),
-        claim('u1', 'http://schemas.microsoft.com/ws/2008/06/identity/claims/role', 'IdentityAdmin'),
-        claim('u1', 'AMR', 'mfa'),
-        claim('u1', 'sub', 'someone-else'),
-        claim('u1', 'idp', 'corp'),
-        claim('u1', 'team', 'blue'),
-      ],
-      (w) => warnings.push(w),
-    );
+    const { folded, warnings } = foldReporting([
+      claim('u1', 'role', 'IdentityAdmin'),
+      claim('u1', 'http://schemas.microsoft.com/ws/2008/06/identity/claims/role', 'IdentityAdmin'),
+      claim('u1', 'AMR', 'mfa'),
+      claim('u1', 'sub', 'someone-else'),
+      claim('u1', 'idp', 'corp'),
+      claim('u1', 'team', 'blue'),
+    ]);
     expect(folded.get('u1')?.customAttributes).toEqual({ team: 'blue' });
     expect(warnings).toHaveLength(5);
     expect(warnings[0]).toMatch(/user u1 has a claim of type "role": .*not migrated/);
@@ -69,16 +71,12 @@ describe('claim folding', () => {
 });
 
 test('a claim type named like a prototype key is not migrated and is reported', () => {
-  const warnings: string[] = [];
-  const folded = foldClaimsByUser(
-    [
-      claim('u1', '__proto__', 'x'),
-      claim('u1', 'constructor', 'y'),
-      claim('u1', 'Prototype', 'z'),
-      claim('u1', 'team', 't'),
-    ],
-    (w) => warnings.push(w),
-  );
+  const { folded, warnings } = foldReporting([
+    claim('u1', '__proto__', 'x'),
+    claim('u1', 'constructor', 'y'),
+    claim('u1', 'Prototype', 'z'),
+    claim('u1', 'team', 't'),
+  ]);
   expect(folded.get('u1')?.customAttributes).toEqual({ team: 't' });
   expect(Object.getPrototypeOf(folded.get('u1')!.customAttributes)).toBe(Object.prototype);
   expect(warnings).toEqual([

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { randomUUID } from 'node:crypto';
 import type { Insertable, Selectable } from 'kysely';
 import type { Db } from './database';
+import { unexpired } from './expiry';
 import type { ClientSecretsTable, ClientsTable } from './schema';
 import { deletedAny } from './row-counts';
 
@@ -23,7 +24,7 @@ export function liveClientSecrets(db: Db, clientId: string): Promise<StoredSecre
     .selectFrom('client_secrets')
     .select(['value', 'description', 'expiration'])
     .where('client_id', '=', clientId)
-    .where((eb) => eb.or([eb('expiration', 'is', null), eb('expiration', '>', new Date())]))
+    .where(unexpired('expiration'))
     .execute();
 }
 

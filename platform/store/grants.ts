@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { z } from 'zod';
 import type { Db } from './database';
+import { unexpired } from './expiry';
 
 /**
  * The service's refresh-token data shape: what `grants.data` holds for a migrated refresh token (written by the
@@ -38,7 +39,7 @@ export function takeMigratedRefreshToken(db: Db, handle: string, hashedKeys: str
     .where('type', '=', 'refresh_token')
     .where('consumed_time', 'is', null)
     .where('subject_id', 'is not', null)
-    .where((eb) => eb.or([eb('expiration', 'is', null), eb('expiration', '>', sql<Date>`now()`)]))
+    .where(unexpired('expiration'))
     .returningAll()
     .executeTakeFirst();
 }

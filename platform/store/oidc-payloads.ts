@@ -1,5 +1,6 @@
 import { sql, type Transaction } from 'kysely';
 import type { Db } from './database';
+import { unexpired } from './expiry';
 import type { Database, SignOutNotice } from './schema';
 
 export type { SignOutNotice };
@@ -66,7 +67,7 @@ export function findLiveOidcPayload(db: Db, model: string, by: 'id' | 'user_code
     .select(['payload', 'consumed_at'])
     .where('model', '=', model)
     .where(by, '=', value)
-    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', sql<Date>`now()`)]))
+    .where(unexpired('expires_at'))
     .executeTakeFirst();
 }
 
@@ -203,7 +204,7 @@ export async function listSessionsOf(db: Db, userId: string) {
     .where(sql<boolean>`payload ? 'accountId'`)
     .where(sql<string>`payload->>'accountId'`, '=', userId)
     .where('model', '=', 'Session')
-    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', sql<Date>`now()`)]))
+    .where(unexpired('expires_at'))
     .execute();
   return rows
     .map((row) => {

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as oidc from 'openid-client';
 import { logger } from '../../platform/observability/logger';
-import { eventually, uniqueEmail, useHarness, UNLIMITED_SIGN_IN } from '../support/harness';
-import { authorizationRequest, relyingParty as relyingPartyOf } from '../support/relying-party';
+import { eventually, uniqueEmail, ownService, useHarness } from '../support/harness';
+import { authorizationRequest, confidentialClient, relyingParty as relyingPartyOf } from '../support/relying-party';
 import { browser, textOf, type Browser, type Visit } from '../support/sign-in-flow';
 import { totp } from '../support/totp';
 
@@ -13,30 +13,23 @@ import { totp } from '../support/totp';
 // goes to the outbox folder, as under `npm start` without Email:Smtp:Host.
 const outbox = mkdtempSync(join(tmpdir(), 'outbox-'));
 const ADDRESS_LIMIT = 4;
-const h = useHarness({
-  apps: { crm: {} },
-  ownDatabase: true,
-  config: {
+const h = useHarness(
+  ownService({
     Email: { OutboxPath: outbox },
     SignIn: { ProductName: 'Initech Sign-in', LogoUrl: '/static/initech.svg' },
-    Auth: {
-      ...UNLIMITED_SIGN_IN,
-      PasswordReset: { AddressPermitLimit: ADDRESS_LIMIT, WindowMinutes: 15 },
-    },
-  },
-});
+    Auth: { PasswordReset: { AddressPermitLimit: ADDRESS_LIMIT, WindowMinutes: 15 } },
+  }),
+);
 
 const CALLBACK = 'https://app.example.com/callback';
 const PASSWORD = 'correct horse battery 9';
 
 beforeAll(async () => {
-  const client = await h.admin('PUT', '/api/v1/clients/acct-web', {
-    AllowedGrantTypes: ['authorization_code'],
-    RedirectUris: [CALLBACK],
-    AllowedScopes: ['openid', 'profile'],
-    AllowOfflineAccess: true,
-    ClientSecrets: [{ Value: 'acct-web-secret-sixteen' }],
-  });
+  const client = await h.admin(
+    'PUT',
+    '/api/v1/clients/acct-web',
+    confidentialClient(CALLBACK, ['openid', 'profile'], 'acct-web-secret-sixteen'),
+  );
   expect(client.status).toBe(201);
 }, 60_000);
 

@@ -7,8 +7,8 @@ import { setPasswordHash } from '../../platform/store/accounts';
 import { hashPassword } from '../../platform/security/password-hashing';
 import { counterValue } from '../support/metrics';
 import { logger } from '../../platform/observability/logger';
-import { eventually, uniqueEmail, useHarness, UNLIMITED_SIGN_IN } from '../support/harness';
-import { authorizationRequest, relyingParty as relyingPartyOf } from '../support/relying-party';
+import { eventually, uniqueEmail, ownService, useHarness } from '../support/harness';
+import { authorizationRequest, confidentialClient, relyingParty as relyingPartyOf } from '../support/relying-party';
 import { codeFlow, type Started } from '../support/code-flow';
 import { browser, textOf, type Visit } from '../support/sign-in-flow';
 import { smtpTo, useMailCatcher } from '../support/smtp';
@@ -20,15 +20,12 @@ const MAX_FAILED = 3;
 const RESETS_PER_WINDOW = 3;
 const catcher = useMailCatcher();
 
-const h = useHarness(() => ({
-  apps: { crm: {} },
-  ownDatabase: true,
-  config: {
+const h = useHarness(() =>
+  ownService({
     Email: { ...smtpTo(catcher()), From: 'Acme Identity <no-reply@acme.example>' },
     SignIn: { ProductName: 'Acme Identity' },
     Auth: {
       Lockout: { MaxFailedAttempts: MAX_FAILED, Minutes: 15 },
-      ...UNLIMITED_SIGN_IN,
       PasswordReset: {
         TokenMinutes: 60,
         PermitLimit: RESETS_PER_WINDOW,
@@ -37,8 +34,8 @@ const h = useHarness(() => ({
       },
       PasswordPolicy: { MinLength: 10, RequireDigit: true },
     },
-  },
-}));
+  }),
+);
 
 const CALLBACK = 'https://app.example.com/callback';
 const PASSWORD = 'correct horse battery 9';
@@ -49,11 +46,7 @@ const totp = (step?: number) => totpOf(AUTHENTICATOR_KEY, step);
 beforeAll(async () => {
   const client = await h.admin('PUT', '/api/v1/clients/rec-web', {
     ClientName: 'Recovery web',
-    AllowedGrantTypes: ['authorization_code'],
-    RedirectUris: [CALLBACK],
-    AllowedScopes: ['openid', 'profile', 'email', 'IdentityAdmin'],
-    AllowOfflineAccess: true,
-    ClientSecrets: [{ Value: 'rec-web-secret-sixteen' }],
+    ...confidentialClient(CALLBACK, ['openid', 'profile', 'email', 'IdentityAdmin'], 'rec-web-secret-sixteen'),
   });
   expect(client.status).toBe(201);
 }, 60_000);

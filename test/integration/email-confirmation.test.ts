@@ -1,4 +1,4 @@
-import { uniqueEmail, useHarness, UNLIMITED_SIGN_IN } from '../support/harness';
+import { uniqueEmail, ownService, useHarness } from '../support/harness';
 import { authorizationRequest, publicClient, relyingParty } from '../support/relying-party';
 import { browser, textOf, type Visit } from '../support/sign-in-flow';
 import { smtpTo, useMailCatcher } from '../support/smtp';
@@ -8,14 +8,7 @@ import { smtpTo, useMailCatcher } from '../support/smtp';
 // SCIM) sign in at once. Mail through a real SMTP server on loopback.
 const catcher = useMailCatcher();
 
-const h = useHarness(() => ({
-  apps: { crm: {} },
-  ownDatabase: true,
-  config: {
-    Email: smtpTo(catcher()),
-    Auth: { RequireConfirmedEmail: true, ...UNLIMITED_SIGN_IN },
-  },
-}));
+const h = useHarness(() => ownService({ Email: smtpTo(catcher()), Auth: { RequireConfirmedEmail: true } }));
 
 const CALLBACK = 'https://app.example.com/callback';
 const PASSWORD = 'correct horse battery 9';

@@ -12,7 +12,14 @@ import { relyingParty } from '../support/relying-party';
 import { counterValue } from '../support/metrics';
 import { TEST_ADMIN_URL, useGeneratedSource } from '../support/scratch-store';
 import { migrateCompletely } from '../support/migration-runs';
-import { keyRingFolder, newSourceKey, protectedGrantData, SOURCE_APPLICATION_NAME } from '../support/source-protection';
+import {
+  grantLifetime,
+  harnessOverProtectedSource,
+  keyRingFolder,
+  newSourceKey,
+  protectedGrantData,
+  SOURCE_APPLICATION_NAME,
+} from '../support/source-protection';
 import { textOf } from '../support/sign-in-flow';
 import { totp } from '../support/totp';
 
@@ -44,17 +51,11 @@ afterAll(async () => {
   await admin.end();
 });
 
-const h = useHarness(() => ({
-  apps: {},
-  migrationSource: source().url,
-  config: {
-    Oidc: { ReloadSeconds: 0 },
-    Migration: {
-      SourceDataProtection: { ApplicationName: APPLICATION_NAME, KeyRingPath: keyRingPath },
-      ReadThrough: { Until: new Date(Date.now() + 3600_000).toISOString(), ConnectionString: readerUrl },
-    },
-  },
-}));
+const h = useHarness(() =>
+  harnessOverProtectedSource(source().url, keyRingPath, {
+    ReadThrough: { Until: new Date(Date.now() + 3600_000).toISOString(), ConnectionString: readerUrl },
+  }),
+);
 
 const CALLBACK = 'https://web.example.com/callback';
 const flow = codeFlow(CALLBACK);
@@ -91,8 +92,7 @@ async function arriveAtSource(pg: PgClient, n: number, id: string, email: string
 const HANDLE = `${randomBytes(32).toString('hex').toUpperCase()}-1`;
 const refreshTokenData = protectedGrantData(
   JSON.stringify({
-    CreationTime: new Date().toISOString(),
-    Lifetime: 2_592_000,
+    ...grantLifetime(),
     Subject: { Claims: [{ Type: 'sub', Value: userId(2) }] },
     Version: 5,
     ClientId: 'web',

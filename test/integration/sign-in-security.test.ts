@@ -9,8 +9,8 @@ import { metricsRegistry } from '../../platform/observability/metrics';
 import { enrolTotp } from '../../platform/store/mfa';
 import { counterValue } from '../support/metrics';
 import { reserveSignInAttempt } from '../../platform/store/sign-in';
-import { uniqueEmail, useHarness, UNLIMITED_SIGN_IN } from '../support/harness';
-import { authorizationRequest, relyingParty as relyingPartyOf } from '../support/relying-party';
+import { uniqueEmail, ownService, useHarness } from '../support/harness';
+import { authorizationRequest, confidentialClient, relyingParty as relyingPartyOf } from '../support/relying-party';
 import { codeFlow, type Started } from '../support/code-flow';
 import {
   browser,
@@ -26,16 +26,7 @@ import { totp as totpOf } from '../support/totp';
 // real HTTP, the real provider, openid-client as the relying party. A database of its own: the lockout and the
 // role checks count rows that other files would share.
 const MAX_FAILED = 3;
-const h = useHarness({
-  apps: { crm: {} },
-  ownDatabase: true,
-  config: {
-    Auth: {
-      Lockout: { MaxFailedAttempts: MAX_FAILED, Minutes: 15 },
-      ...UNLIMITED_SIGN_IN,
-    },
-  },
-});
+const h = useHarness(ownService({ Auth: { Lockout: { MaxFailedAttempts: MAX_FAILED, Minutes: 15 } } }));
 
 const CALLBACK = 'https://app.example.com/callback';
 const PASSWORD = 'correct horse battery 9';
@@ -80,11 +71,7 @@ const adminGet = (token: string) =>
 beforeAll(async () => {
   await putClient('sec-web', {
     ClientName: 'Security web',
-    AllowedGrantTypes: ['authorization_code'],
-    RedirectUris: [CALLBACK],
-    AllowedScopes: ['openid', 'profile', 'email', 'IdentityAdmin'],
-    AllowOfflineAccess: true,
-    ClientSecrets: [{ Value: 'sec-web-secret-sixteen' }],
+    ...confidentialClient(CALLBACK, ['openid', 'profile', 'email', 'IdentityAdmin'], 'sec-web-secret-sixteen'),
   });
   await putClient('sec-other', {
     AllowedGrantTypes: ['client_credentials'],

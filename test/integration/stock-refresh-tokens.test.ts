@@ -13,7 +13,14 @@ import { useHarness } from '../support/harness';
 import { relyingParty } from '../support/relying-party';
 import { useGeneratedSource } from '../support/scratch-store';
 import { migrateCompletely, passOf } from '../support/migration-runs';
-import { keyRingFolder, newSourceKey, protectedGrantData, SOURCE_APPLICATION_NAME } from '../support/source-protection';
+import {
+  grantLifetime,
+  harnessOverProtectedSource,
+  keyRingFolder,
+  newSourceKey,
+  protectedGrantData,
+  SOURCE_APPLICATION_NAME,
+} from '../support/source-protection';
 
 // Refresh tokens a stock Duende IdentityServer issued (issue "Cutover without a forced re-login", items 1, 2 and 4):
 // PersistedGrants rows made to the published format (hashed keys, PersistentGrantSerializer's envelope, a payload
@@ -25,14 +32,7 @@ const strangerKey = newSourceKey();
 const keyRingPath = keyRingFolder(ringKey);
 
 const source = useGeneratedSource(10);
-const h = useHarness(() => ({
-  apps: {},
-  migrationSource: source().url,
-  config: {
-    Oidc: { ReloadSeconds: 0 },
-    Migration: { SourceDataProtection: { ApplicationName: APPLICATION_NAME, KeyRingPath: keyRingPath } },
-  },
-}));
+const h = useHarness(() => harnessOverProtectedSource(source().url, keyRingPath));
 
 const userId = (n: number) => `user-${String(n).padStart(8, '0')}`;
 const SCOPES = ['openid', 'profile', 'orders.read', 'offline_access'];
@@ -41,9 +41,7 @@ const authTime = Math.floor(Date.now() / 1000) - 3600;
 /** Duende IdentityServer 6/7's RefreshToken (Version 5), as its PersistentGrantSerializer writes it. */
 const refreshTokenV5 = (n: number) =>
   JSON.stringify({
-    CreationTime: new Date().toISOString(),
-    Lifetime: 2_592_000,
-    ConsumedTime: null,
+    ...grantLifetime(),
     AccessTokens: {},
     Subject: {
       AuthenticationType: 'Identity.Application',
@@ -66,9 +64,7 @@ const refreshTokenV5 = (n: number) =>
 /** IdentityServer4's and Duende 5's RefreshToken (Version 4): the claims live in the access token it came with. */
 const refreshTokenV4 = (n: number) =>
   JSON.stringify({
-    CreationTime: new Date().toISOString(),
-    Lifetime: 2_592_000,
-    ConsumedTime: null,
+    ...grantLifetime(),
     AccessToken: {
       Audiences: ['orders-api'],
       Issuer: 'https://identity.example.com',

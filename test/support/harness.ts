@@ -277,6 +277,16 @@ export async function storedPasswordHash(h: Harness, userId: string): Promise<st
 /** Sign-in submissions without the per-address budget, for files that sign in many times from loopback. */
 export const UNLIMITED_SIGN_IN = { SignInRateLimit: { PermitLimit: 100_000, WindowSeconds: 60 } } as const;
 
+/**
+ * A service of the file's own (a store of its own, the downstream app `crm`) with this configuration, and no
+ * per-address sign-in budget unless the configuration sets one: for files that count rows and sign in often.
+ */
+export const ownService = (config: { Auth?: Record<string, unknown> } & Record<string, unknown>): HarnessOptions => ({
+  apps: { crm: {} },
+  ownDatabase: true,
+  config: { ...config, Auth: { ...UNLIMITED_SIGN_IN, ...config.Auth } },
+});
+
 /** A store of its own, no apps, the provider reloading at every request, and no sign-in budget: for sign-in files. */
 export const SIGN_IN_HARNESS: HarnessOptions = {
   apps: {},

@@ -23,6 +23,15 @@ export const publicClient = (callback: string, scopes = ['openid']) => ({
   AllowedScopes: scopes,
 });
 
+/** A confidential code-flow client with refresh tokens, returning to `callback`, as the admin API takes one. */
+export const confidentialClient = (callback: string, scopes: string[], secret: string) => ({
+  AllowedGrantTypes: ['authorization_code'],
+  RedirectUris: [callback],
+  AllowedScopes: scopes,
+  AllowOfflineAccess: true,
+  ClientSecrets: [{ Value: secret }],
+});
+
 export const PORTAL_CALLBACK = 'https://portal.example.com/cb';
 
 /** The public client `portal` the federation tests sign in to. */

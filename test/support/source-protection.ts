@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { keyXml, protect } from '../../platform/security/aspnet-data-protection';
+import type { HarnessOptions } from './harness';
 
 /** The application name the test sources' IdentityServer ran under (its Data Protection discriminator). */
 export const SOURCE_APPLICATION_NAME = '/srv/identity-server';
@@ -34,3 +35,30 @@ export const protectedGrantData = (json: string, key: SourceKey, purposes: reado
     DataProtected: true,
     Payload: protect(key, purposes, Buffer.from(json)).toString('base64url'),
   });
+
+/**
+ * A harness that migrates from `sourceUrl`, its provider reloading at every request, with the source's Data
+ * Protection settings and any other Migration settings given.
+ */
+export const harnessOverProtectedSource = (
+  sourceUrl: string,
+  keyRingPath: string,
+  migration: Record<string, unknown> = {},
+): HarnessOptions => ({
+  apps: {},
+  migrationSource: sourceUrl,
+  config: {
+    Oidc: { ReloadSeconds: 0 },
+    Migration: {
+      SourceDataProtection: { ApplicationName: SOURCE_APPLICATION_NAME, KeyRingPath: keyRingPath },
+      ...migration,
+    },
+  },
+});
+
+/** When a serialized grant was made and for how long, as both RefreshToken versions write it. */
+export const grantLifetime = () => ({
+  CreationTime: new Date().toISOString(),
+  Lifetime: 2_592_000,
+  ConsumedTime: null,
+});

@@ -1,3 +1,4 @@
+import { rowsWhere } from '../support/rows';
 import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -128,11 +129,7 @@ test('enrolment ends with 10 recovery codes shown once; each signs in once, type
   expect(codes).toHaveLength(10);
   expect(new Set(codes).size).toBe(10);
   // Stored as keyed hashes only.
-  const stored = await h.context.db
-    .selectFrom('mfa_credentials')
-    .select('secret')
-    .where('user_id', '=', user.id)
-    .execute();
+  const stored = await rowsWhere(h.context.db, 'mfa_credentials', { user_id: user.id });
   expect(JSON.stringify(stored)).not.toContain(codes[0]);
   // Shown once: the page now manages two-step sign-in, without the codes.
   const settings = await account(page, '/mfa');

@@ -12,7 +12,7 @@ import { authorizationRequest, confidentialClient, relyingParty as relyingPartyO
 import { codeFlow, type Started } from '../support/code-flow';
 import { browser, textOf, type Visit } from '../support/sign-in-flow';
 import { smtpTo, useMailCatcher } from '../support/smtp';
-import { totp as totpOf } from '../support/totp';
+import { AUTHENTICATOR_KEY, fixtureTotp as totp } from '../support/totp';
 
 // Account recovery (issue "Accounts that can recover"): every mail goes through a real SMTP server on loopback, every
 // page is driven over real HTTP, and openid-client is the relying party whose tokens the resets and sign-outs end.
@@ -40,8 +40,6 @@ const h = useHarness(() =>
 const CALLBACK = 'https://app.example.com/callback';
 const PASSWORD = 'correct horse battery 9';
 const NEW_PASSWORD = 'a brand new passphrase 4';
-const AUTHENTICATOR_KEY = 'JBSWY3DPEHPK3PXP';
-const totp = (step?: number) => totpOf(AUTHENTICATOR_KEY, step);
 
 beforeAll(async () => {
   const client = await h.admin('PUT', '/api/v1/clients/rec-web', {

@@ -1,3 +1,4 @@
+import { rowsWhere } from '../support/rows';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as oidc from 'openid-client';
@@ -203,11 +204,7 @@ describe('the SSO-domain rule holds at every step', () => {
     });
     expect(answer).toBeInstanceOf(URL);
     expect((answer as URL).href.startsWith(upstream.url)).toBe(true);
-    const failures = await h.context.db
-      .selectFrom('users')
-      .select('access_failed_count')
-      .where('id', '=', created.body.userId)
-      .executeTakeFirstOrThrow();
+    const [failures] = await rowsWhere(h.context.db, 'users', { id: created.body.userId });
     expect(failures.access_failed_count).toBe(0);
   });
 

@@ -1,3 +1,4 @@
+import { rowsWhere } from '../support/rows';
 import { randomUUID } from 'node:crypto';
 import * as oidc from 'openid-client';
 import { findUserIdByEmail } from '../../platform/store/users';
@@ -74,12 +75,7 @@ describe('SAML sign-in through the ACS', () => {
     const userId = await findUserIdByEmail(h.context.db, email);
     expect(tokens.claims()).toMatchObject({ sub: userId, email, amr: ['external'] });
     expect(h.apps.crm.state.confirmedUserIds()).toContain(userId);
-    const login = await h.context.db
-      .selectFrom('user_logins')
-      .selectAll()
-      .where('login_provider', '=', 'initech')
-      .where('provider_key', '=', email)
-      .executeTakeFirst();
+    const [login] = await rowsWhere(h.context.db, 'user_logins', { login_provider: 'initech', provider_key: email });
     expect(login).toMatchObject({ user_id: userId });
 
     // The same person again: known, nothing tried.

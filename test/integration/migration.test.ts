@@ -10,7 +10,7 @@ import { FIXTURE_PASSWORD } from '../fixtures/source/generate';
 import type { MigrationReport } from '../../migration/workflows/migration';
 import { useHarness } from '../support/harness';
 import { useGeneratedSource } from '../support/scratch-store';
-import { countRows, markerOf } from '../support/rows';
+import { countRows, markerOf, rowsWhere } from '../support/rows';
 import { counterValue } from '../support/metrics';
 
 const USERS = 1200;
@@ -145,13 +145,8 @@ describe('a real run copies every pass of the mapping table', () => {
   });
 
   test('MFA: TOTP secrets are protected at rest, recovery codes hashed, labels source-totp and source-rc-{n}, ids deterministic', async () => {
-    const mfa = await h.context.db
-      .selectFrom('mfa_credentials')
-      .selectAll()
-      .where('user_id', '=', 'user-00000005')
-      .orderBy('label')
-      .execute();
-    expect(mfa.map((m) => m.label)).toEqual(['source-rc-1', 'source-rc-2', 'source-rc-3', 'source-totp']);
+    const mfa = await rowsWhere(h.context.db, 'mfa_credentials', { user_id: 'user-00000005' });
+    expect(mfa.map((m) => m.label).sort()).toEqual(['source-rc-1', 'source-rc-2', 'source-rc-3', 'source-totp']);
     const totp = mfa.find((m) => m.kind === 'totp')!;
     expect(totp.secret).not.toContain('JBSWY3DPEHPK3PXP');
     expect(unprotectSecret(totp.secret, h.context.dataProtection!)).toEqual(base32Decode('JBSWY3DPEHPK3PXP'));
@@ -174,13 +169,8 @@ describe('a real run copies every pass of the mapping table', () => {
     const clients = await h.context.db.selectFrom('clients').selectAll().orderBy('client_id').execute();
     expect(clients.map((c) => c.client_id)).toEqual(['machine', 'mobile', 'orders-api', 'web']);
     expect(clients.find((c) => c.client_id === 'orders-api')!.allowed_scopes).toEqual(['orders.read', 'orders.write']);
-    const secrets = await h.context.db
-      .selectFrom('client_secrets')
-      .select(['client_id', 'value'])
-      .where('client_id', '=', 'web')
-      .orderBy('value')
-      .execute();
-    expect(secrets.map((s) => s.value.split('$')[0])).toEqual(['SHA256', 'SHA512']);
+    const secrets = await rowsWhere(h.context.db, 'client_secrets', { client_id: 'web' });
+    expect(secrets.map((s) => s.value.split('$')[0]).sort()).toEqual(['SHA256', 'SHA512']);
     expect(pass(report, 'clients').warnings.join('\n')).toMatch(
       /a secret of client web is not a SHA-256 or SHA-512 digest and was dropped/,
     );
@@ -201,11 +191,7 @@ describe('a real run copies every pass of the mapping table', () => {
       /acme.io of oidc provider oidc-globex already belongs to saml provider saml-acme/,
     );
     // The OIDC provider's client secret is sealed at rest.
-    const globex = await h.context.db
-      .selectFrom('oidc_providers')
-      .select(['client_secret', 'client_secret_sealed'])
-      .where('id', '=', 'oidc-globex')
-      .executeTakeFirstOrThrow();
+    const [globex] = await rowsWhere(h.context.db, 'oidc_providers', { id: 'oidc-globex' });
     expect(globex.client_secret_sealed).toBe(true);
     expect(globex.client_secret).not.toContain('oidc-secret');
     expect(unprotectText(globex.client_secret!, h.context.dataProtection!)).toBe('oidc-secret');

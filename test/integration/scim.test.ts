@@ -1,3 +1,4 @@
+import { rowsWhere } from '../support/rows';
 import { verifyPassword } from '../../platform/security/password-hashing';
 import { listProvisionedApps } from '../../platform/store/provisions';
 import {
@@ -70,11 +71,7 @@ describe('SCIM tokens', () => {
       expect.arrayContaining([expect.objectContaining({ id: created.body.id, description: 'entra' })]),
     );
     expect(JSON.stringify(list.body)).not.toContain(created.body.token);
-    const stored = await h.context.db
-      .selectFrom('scim_tokens')
-      .select('token_hash')
-      .where('id', '=', created.body.id)
-      .executeTakeFirstOrThrow();
+    const [stored] = await rowsWhere(h.context.db, 'scim_tokens', { id: created.body.id });
     expect(stored.token_hash).not.toContain(created.body.token);
 
     const withIt = await h.request('GET', '/scim/v2/Users', undefined, {

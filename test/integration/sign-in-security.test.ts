@@ -1,3 +1,4 @@
+import { rowsWhere } from '../support/rows';
 import { createHash, pbkdf2Sync, randomUUID } from 'node:crypto';
 import bcrypt from 'bcryptjs';
 import { sql } from 'kysely';
@@ -20,7 +21,7 @@ import {
   textOf,
   type Visit,
 } from '../support/sign-in-flow';
-import { totp as totpOf } from '../support/totp';
+import { AUTHENTICATOR_KEY, fixtureTotp as totp } from '../support/totp';
 
 // The attacks of the sign-in pentest (issue "Sign-in security"), each reproduced against a service of this file's own:
 // real HTTP, the real provider, openid-client as the relying party. A database of its own: the lockout and the
@@ -30,8 +31,6 @@ const h = useHarness(ownService({ Auth: { Lockout: { MaxFailedAttempts: MAX_FAIL
 
 const CALLBACK = 'https://app.example.com/callback';
 const PASSWORD = 'correct horse battery 9';
-const AUTHENTICATOR_KEY = 'JBSWY3DPEHPK3PXP';
-const totp = (step?: number) => totpOf(AUTHENTICATOR_KEY, step);
 
 const relyingParty = (clientId: string, secret?: string) => relyingPartyOf(h.api.publicUrl, clientId, secret);
 
@@ -196,12 +195,7 @@ describe('the lockout holds at the second factor (item 3)', () => {
     expect(afterLock).not.toBeInstanceOf(URL);
     expect(textOf(afterLock)).toContain('this account is locked');
     // The code was not checked, so not used either.
-    const credential = await h.context.db
-      .selectFrom('mfa_credentials')
-      .select('last_used_step')
-      .where('user_id', '=', user.id)
-      .where('kind', '=', 'totp')
-      .executeTakeFirstOrThrow();
+    const [credential] = await rowsWhere(h.context.db, 'mfa_credentials', { user_id: user.id, kind: 'totp' });
     expect(Number(credential.last_used_step)).toBe(0);
   });
 });

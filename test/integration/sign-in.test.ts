@@ -12,15 +12,9 @@ import { migrateCompletely } from '../support/migration-runs';
 import { authorizationRequest, relyingParty as relyingPartyOf } from '../support/relying-party';
 import { codeFlow } from '../support/code-flow';
 import { useGeneratedSource } from '../support/scratch-store';
-import {
-  browser,
-  GRANT_NOT_ALLOWED,
-  postForm,
-  secretlessClientCredentials,
-  textOf,
-  type Visit,
-} from '../support/sign-in-flow';
-import { totp as totpOf } from '../support/totp';
+import { browser, GRANT_NOT_ALLOWED, textOf, type Visit } from '../support/sign-in-flow';
+import { postForm, secretlessClientCredentials } from '../support/sign-in-flow';
+import { fixtureTotp as totp } from '../support/totp';
 
 // The generated source: userN@example.com with FIXTURE_PASSWORD hashed by format N % 6 (0 ASP.NET v3 SHA-512, 1 v3
 // SHA-256, 2 v3 SHA-1, 3 v2, 4 bcrypt, 5 no password); every fifth user has two-factor sign-in with the authenticator
@@ -37,8 +31,6 @@ const h = useHarness(() => ({
   },
 }));
 
-const AUTHENTICATOR_KEY = 'JBSWY3DPEHPK3PXP';
-const totp = (step?: number) => totpOf(AUTHENTICATOR_KEY, step);
 const WEB_CALLBACK = 'https://web.example.com/callback';
 const userId = (n: number) => `user-${String(n).padStart(8, '0')}`;
 const emailOf = (n: number) => `user${n}@example.com`;

@@ -15,3 +15,9 @@ export function totp(base32: string, step = currentStep()): string {
   const offset = mac[mac.length - 1] & 0xf;
   return String((mac.readUInt32BE(offset) & 0x7fffffff) % 1_000_000).padStart(6, '0');
 }
+
+/** The authenticator key of the generated source's two-step users, and the one tests enrol users with. */
+export const AUTHENTICATOR_KEY = 'JBSWY3DPEHPK3PXP';
+
+/** The code an app holding AUTHENTICATOR_KEY shows at this step. */
+export const fixtureTotp = (step?: number) => totp(AUTHENTICATOR_KEY, step);

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as oidc from 'openid-client';
 import { logger } from '../../platform/observability/logger';
-import { eventually, uniqueEmail, ownService, useHarness } from '../support/harness';
+import { eventually, uniqueEmail, ownService, useHarness, createUserWith } from '../support/harness';
 import { authorizationRequest, confidentialClient, relyingParty as relyingPartyOf } from '../support/relying-party';
 import { browser, textOf, type Browser, type Visit } from '../support/sign-in-flow';
 import { totp } from '../support/totp';
@@ -34,12 +34,7 @@ beforeAll(async () => {
   expect(client.status).toBe(201);
 }, 60_000);
 
-async function createUser(label: string) {
-  const email = uniqueEmail(label);
-  const answer = await h.admin('POST', '/api/v1/profile/', { email, password: PASSWORD });
-  expect(answer.status).toBe(201);
-  return { id: answer.body.userId as string, email };
-}
+const createUser = (label: string, extra: Record<string, unknown> = {}) => createUserWith(h, label, PASSWORD, extra);
 
 /** A sign-in through openid-client's authorization request: the browser keeps the session cookie. */
 async function signIn(email: string, password = PASSWORD, code?: string, page: Browser = browser(CALLBACK)) {

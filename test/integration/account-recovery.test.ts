@@ -7,7 +7,7 @@ import { setPasswordHash } from '../../platform/store/accounts';
 import { hashPassword } from '../../platform/security/password-hashing';
 import { counterValue } from '../support/metrics';
 import { logger } from '../../platform/observability/logger';
-import { eventually, uniqueEmail, ownService, useHarness } from '../support/harness';
+import { eventually, uniqueEmail, ownService, useHarness, createUserWith } from '../support/harness';
 import { authorizationRequest, confidentialClient, relyingParty as relyingPartyOf } from '../support/relying-party';
 import { codeFlow, type Started } from '../support/code-flow';
 import { browser, textOf, type Visit } from '../support/sign-in-flow';
@@ -61,12 +61,7 @@ const enrolAuthenticator = (userId: string) =>
     0,
   );
 
-async function createUser(label: string, extra: Record<string, unknown> = {}) {
-  const email = uniqueEmail(label);
-  const answer = await h.admin('POST', '/api/v1/profile/', { email, password: PASSWORD, ...extra });
-  if (answer.status !== 201) throw new Error(`creating ${email}: ${answer.status} ${JSON.stringify(answer.body)}`);
-  return { id: answer.body.userId as string, email };
-}
+const createUser = (label: string, extra: Record<string, unknown> = {}) => createUserWith(h, label, PASSWORD, extra);
 
 const flow = codeFlow(CALLBACK);
 const startAuthorization = (rp: oidc.Configuration, scope = 'openid offline_access') => flow.start(rp, scope);

@@ -66,8 +66,7 @@ describe('with the store-backed provider (Provisioning:AppProvider = Store)', ()
       apiKey: key('billing'),
       tryTimeoutSeconds: 5,
     });
-    expect(camel.status).toBe(201);
-    expect(camel.body.TryTimeoutSeconds).toBe(5);
+    expect(camel).toMatchObject({ status: 201, body: { TryTimeoutSeconds: 5 } });
 
     const list = await h.admin('GET', '/api/v1/provisioning/apps');
     expect(list.body.map((a: { appId: string }) => a.appId)).toEqual(['crm', 'billing']);
@@ -79,8 +78,7 @@ describe('with the store-backed provider (Provisioning:AppProvider = Store)', ()
       ApiKey: key('billing'),
       TryTimeoutSeconds: 7,
     });
-    expect(replaced.status).toBe(200);
-    expect(replaced.body.TryTimeoutSeconds).toBe(7);
+    expect(replaced).toMatchObject({ status: 200, body: { TryTimeoutSeconds: 7 } });
     expect(
       (await h.admin('PUT', '/api/v1/provisioning/apps/nope', { CallbackUrl: h.apps.billing.url, ApiKey: 'k' })).status,
     ).toBe(404);
@@ -185,16 +183,8 @@ describe('with the store-backed provider (Provisioning:AppProvider = Store)', ()
 
   test('the probe sends a marked Try with a synthetic user, cancels it, and reports reachability, status, latency and the verdict', async () => {
     const res = await h.admin('POST', '/api/v1/provisioning/apps/crm/test');
-    expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({
-      appId: 'crm',
-      reachable: true,
-      status: 200,
-      approved: true,
-      reason: null,
-      cancelled: true,
-      latencyMs: expect.any(Number),
-    });
+    const probe = { reachable: true, status: 200, approved: true, reason: null, cancelled: true };
+    expect(res).toMatchObject({ status: 200, body: { appId: 'crm', ...probe, latencyMs: expect.any(Number) } });
     expect(res.body.transactionId).toMatch(/^probe:/);
     const calls = h.apps.crm.state.calls.filter(
       (c) => (c.body as { transactionId?: string })?.transactionId === res.body.transactionId,

@@ -6,6 +6,7 @@ import { newUserFrom } from '../../provisioning/creation';
 import { listProvisionedApps } from '../../platform/store/provisions';
 import { findUserIdByEmail } from '../../platform/store/users';
 import { logEntries } from '../support/captured-log';
+import type { Behaviour } from '../../examples/downstream-app/app';
 import { eventually, uniqueEmail, useHarness } from '../support/harness';
 import { counterValue } from '../support/metrics';
 
@@ -21,6 +22,16 @@ const pathsFor = (appId: string, transactionId: string | undefined) =>
   h.apps[appId].state.calls
     .filter((c) => transactionId && (c.body as { transactionId?: string })?.transactionId === transactionId)
     .map((c) => c.path);
+
+/** crm answering its Cancel as `crm` says while billing refuses the Try: the creation must still end in 422. */
+async function refusedByBillingWhileCrmCancels(crm: Behaviour, reason: string, label: string) {
+  h.apps.crm.state.behaviour = crm;
+  h.apps.billing.state.behaviour = { rejectWith: reason };
+  const email = uniqueEmail(label);
+  const started = Date.now();
+  await expectRejectedCreation(email, 'billing', new RegExp(reason));
+  return { email, elapsed: Date.now() - started };
+}
 
 async function expectRejectedCreation(email: string, appId: string, reason: RegExp) {
   const res = await h.admin('POST', '/api/v1/profile/', { email, firstName: 'Rita' });
@@ -74,10 +85,7 @@ describe('Try refusals end the transaction', () => {
   });
 
   test('a failing Cancel is logged, the flow still ends with 422, and Cancel is retried in the background', async () => {
-    h.apps.crm.state.behaviour = { cancelStatus: 500 };
-    h.apps.billing.state.behaviour = { rejectWith: 'billing says no' };
-    const email = uniqueEmail('cancel-fails');
-    await expectRejectedCreation(email, 'billing', /billing says no/);
+    const { email } = await refusedByBillingWhileCrmCancels({ cancelStatus: 500 }, 'billing says no', 'cancel-fails');
     const tx = transactionOf('crm', email)!;
     expect(
       logEntries.some(
@@ -154,12 +162,11 @@ describe('Confirm failures', () => {
   }, 30_000);
 
   test('Cancel times out after 10 seconds, is logged, and the flow ends', async () => {
-    h.apps.crm.state.behaviour = { cancelDelayMs: 13_000 };
-    h.apps.billing.state.behaviour = { rejectWith: 'billing is closed' };
-    const email = uniqueEmail('cancel-timeout');
-    const started = Date.now();
-    await expectRejectedCreation(email, 'billing', /billing is closed/);
-    const elapsed = Date.now() - started;
+    const { email, elapsed } = await refusedByBillingWhileCrmCancels(
+      { cancelDelayMs: 13_000 },
+      'billing is closed',
+      'cancel-timeout',
+    );
     expect(elapsed).toBeGreaterThanOrEqual(10_000);
     expect(elapsed).toBeLessThan(12_500);
     const tx = transactionOf('crm', email);

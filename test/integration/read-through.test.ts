@@ -12,14 +12,8 @@ import { relyingParty } from '../support/relying-party';
 import { counterValue } from '../support/metrics';
 import { TEST_ADMIN_URL, useGeneratedSource } from '../support/scratch-store';
 import { migrateCompletely } from '../support/migration-runs';
-import {
-  grantLifetime,
-  harnessOverProtectedSource,
-  keyRingFolder,
-  newSourceKey,
-  protectedGrantData,
-  SOURCE_APPLICATION_NAME,
-} from '../support/source-protection';
+import { grantLifetime, harnessOverProtectedSource, keyRingFolder } from '../support/source-protection';
+import { newSourceKey, protectedGrantData, SOURCE_APPLICATION_NAME } from '../support/source-protection';
 import { textOf } from '../support/sign-in-flow';
 import { fixtureTotp } from '../support/totp';
 

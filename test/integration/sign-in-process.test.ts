@@ -14,8 +14,8 @@ import { globexProvider, startUpstreamProvider, type UpstreamProvider } from '..
 // library that reaches for `__proto__` (oidc-provider, openid-client, node-saml and their XML libraries) fails here.
 // No worker serves its task queue, so nothing here creates a user through a workflow.
 const CALLBACK = 'https://proc-portal.example.com/cb';
-const IDP_SSO = 'https://idp.proc-initech.example/sso';
-const IDP_ENTITY = 'https://idp.proc-initech.example';
+/** Initech's SAML identity provider, as the service is told of it. */
+const IDP = { entity: 'https://idp.proc-initech.example', sso: 'https://idp.proc-initech.example/sso' };
 
 let service: ServiceProcess;
 let base: string;
@@ -78,14 +78,14 @@ test('clients, tokens, home-realm discovery to an OIDC and a SAML provider, and 
       })
     ).status,
   ).toBe(201);
-  const initech = await samlIdentityProvider(IDP_ENTITY, IDP_SSO);
+  const initech = await samlIdentityProvider(IDP.entity, IDP.sso);
   expect(
     (
       await admin('POST', '/api/v1/sso/saml-providers', {
         id: 'proc-initech',
         name: 'Initech',
-        entityId: IDP_ENTITY,
-        singleSignOnUrl: IDP_SSO,
+        entityId: IDP.entity,
+        singleSignOnUrl: IDP.sso,
         signingCertificate: initech.cert,
         domains: ['proc-initech.example'],
       })
@@ -114,11 +114,11 @@ test('clients, tokens, home-realm discovery to an OIDC and a SAML provider, and 
     { userId: randomUUID(), email, firstName: null, lastName: null, organizationId: null, customAttributes: {} },
     null,
   );
-  const toInitech = await start(IDP_SSO, email);
+  const toInitech = await start(IDP.sso, email);
   const acs = `${base}/saml/proc-initech/acs`;
   const answer = await samlAnswer({
     idp: initech.idp,
-    issuer: IDP_ENTITY,
+    issuer: IDP.entity,
     spEntityId: `${base}/saml/proc-initech`,
     acs,
     requestId: authnRequestOf(toInitech.next as URL).id,

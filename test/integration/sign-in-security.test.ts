@@ -10,7 +10,7 @@ import { metricsRegistry } from '../../platform/observability/metrics';
 import { enrolTotp } from '../../platform/store/mfa';
 import { counterValue } from '../support/metrics';
 import { reserveSignInAttempt } from '../../platform/store/sign-in';
-import { uniqueEmail, ownService, useHarness } from '../support/harness';
+import { uniqueEmail, ownService, useHarness, createUserWith } from '../support/harness';
 import { authorizationRequest, confidentialClient, relyingParty as relyingPartyOf } from '../support/relying-party';
 import { codeFlow, type Started } from '../support/code-flow';
 import {
@@ -39,12 +39,7 @@ async function putClient(clientId: string, body: Record<string, unknown>) {
   if (answer.status !== 200 && answer.status !== 201) throw new Error(`PUT client ${clientId}: ${answer.status}`);
 }
 
-async function createUser(label: string, extra: Record<string, unknown> = {}): Promise<{ id: string; email: string }> {
-  const email = uniqueEmail(label);
-  const answer = await h.admin('POST', '/api/v1/profile/', { email, password: PASSWORD, ...extra });
-  if (answer.status !== 201) throw new Error(`creating ${email}: ${answer.status} ${JSON.stringify(answer.body)}`);
-  return { id: answer.body.userId as string, email };
-}
+const createUser = (label: string, extra: Record<string, unknown> = {}) => createUserWith(h, label, PASSWORD, extra);
 
 async function grantRole(userId: string, role: string) {
   await h.context.db

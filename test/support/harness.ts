@@ -293,3 +293,16 @@ export const SIGN_IN_HARNESS: HarnessOptions = {
   ownDatabase: true,
   config: { Oidc: { ReloadSeconds: 0 }, Auth: { ...UNLIMITED_SIGN_IN } },
 };
+
+/** A user created through the admin API with this password (a unique e-mail from `label`): its id and e-mail. */
+export async function createUserWith(
+  h: Pick<Harness, 'admin'>,
+  label: string,
+  password: string,
+  extra: Record<string, unknown> = {},
+): Promise<{ id: string; email: string }> {
+  const email = uniqueEmail(label);
+  const answer = await h.admin('POST', '/api/v1/profile/', { email, password, ...extra });
+  if (answer.status !== 201) throw new Error(`creating ${email}: ${answer.status} ${JSON.stringify(answer.body)}`);
+  return { id: answer.body.userId as string, email };
+}

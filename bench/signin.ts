@@ -12,6 +12,7 @@ import { emailPage, passwordPage } from '../sign-in/oidc/pages';
 import { hashPassword, verifyPassword } from '../platform/security/password-hashing';
 import type { Db } from '../platform/store/database';
 import { findSignInUser } from '../platform/store/sign-in';
+import { insertUser } from '../platform/store/users';
 import { browser } from '../test/support/sign-in-flow';
 import { grantAndFinish } from '../test/support/upstream-provider';
 import { BENCH_ADMIN_URL, numberArg, runBenchmark, runLoad } from './stats';
@@ -142,21 +143,21 @@ async function main(): Promise<void> {
   });
   const context = await createServiceContext(config, database.url);
   const hash = await hashPassword(PASSWORD);
-  await context.db
-    .insertInto('users')
-    .values(
-      Array.from({ length: USERS }, (_, i) => ({
-        id: randomUUID(),
+  // Seeded straight into the store, as a migration leaves users: no workflow runs.
+  for (let i = 0; i < USERS; i++)
+    await insertUser(
+      context.db,
+      {
+        userId: randomUUID(),
         email: emailOf(i),
-        normalized_email: emailOf(i).toUpperCase(),
-        user_name: emailOf(i),
-        normalized_user_name: emailOf(i).toUpperCase(),
-        custom_attributes: '{}',
-        password_hash: hash,
-        email_confirmed: true,
-      })),
-    )
-    .execute();
+        firstName: null,
+        lastName: null,
+        organizationId: null,
+        customAttributes: {},
+        emailConfirmed: true,
+      },
+      hash,
+    );
   // No client has provisioning apps, so no flow starts a workflow: the Temporal connection is never opened.
   const temporal = new Client({ connection: Connection.lazy({ address: '127.0.0.1:7233' }) });
   const api = await startApi(config, context, temporal);

@@ -65,6 +65,14 @@ export function printReport(report: MigrationReport, out: NodeJS.WriteStream = p
   }
   for (const p of report.passes) {
     out.write(`${line(p.pass, p)}\n`);
+    if (p.readiness)
+      out.write(`  clients: ${p.readiness.ready} ready, ${p.readiness.willNotice} will notice the cutover\n`);
+    if (p.refreshTokens) {
+      const verb = report.dryRun ? 'would carry over' : 'carried over';
+      out.write(`  refresh tokens that ${verb}: ${p.refreshTokens.carriedOver}\n`);
+      for (const [reason, count] of Object.entries(p.refreshTokens.notCarried))
+        out.write(`  not carried over, ${reason}: ${count}\n`);
+    }
     for (const w of p.warnings.slice(0, 10)) out.write(`  warning: ${w}\n`);
     const more = p.warnings.length - Math.min(10, p.warnings.length) + p.moreWarnings;
     if (more > 0) out.write(`  … and ${more} more warnings (GET /admin/migration/status has the first 100)\n`);

@@ -59,9 +59,23 @@ describe('npm run migrate', () => {
   const databases = sourceAndTarget(300);
   test('a dry run prints the validation report and writes nothing; a real run copies; a re-run of the version is skipped', async () => {
     const base = databases.args();
-    const dry = await migrate(...base, '--DryRun', 'true', '--UsersMode', 'CreateOnly');
+    const dry = await migrate(
+      ...base,
+      '--DryRun',
+      'true',
+      '--UsersMode',
+      'CreateOnly',
+      '--MigrateRefreshTokens',
+      'true',
+    );
     expect(dry.code).toBe(0);
     expect(dry.out).toContain('migration 1 (dry run): Completed');
+    // The rehearsal of the cutover: the clients that will notice, and which refresh tokens would carry over and why
+    // the others would not (the fixture's live tokens hold no IdentityServer payload).
+    expect(dry.out).toContain('clients: 3 ready, 0 will notice the cutover');
+    expect(dry.out).toContain('refresh tokens that would carry over: 0');
+    expect(dry.out).toContain('not carried over, expired: 10');
+    expect(dry.out).toContain('not carried over, unknown payload version: 10');
     expect(dry.out).toMatch(/inventory: 25\/25 tables as expected/);
     expect(dry.out).toMatch(/users +read 304 +created 0/);
     expect(dry.out).not.toContain(databases.source().url);

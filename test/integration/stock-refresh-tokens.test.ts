@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import * as oidc from 'openid-client';
 import { Client as PgClient } from 'pg';
@@ -30,6 +32,15 @@ const APPLICATION_NAME = SOURCE_APPLICATION_NAME;
 const ringKey = newSourceKey();
 const strangerKey = newSourceKey();
 const keyRingPath = keyRingFolder(ringKey);
+/** A second key of the ring whose master key the source encrypted with DPAPI: it cannot open anything here. */
+const dpapiKey = newSourceKey();
+writeFileSync(
+  join(keyRingPath, `key-${dpapiKey.id}.xml`),
+  keyXml({ ...dpapiKey, created: new Date(), expires: new Date(Date.now() + 86_400_000) }).replace(
+    /<value>[^<]+<\/value>/,
+    '<encryptedSecret decryptorType="Microsoft.AspNetCore.DataProtection.XmlEncryption.DpapiXmlDecryptor, Microsoft.AspNetCore.DataProtection" xmlns="http://schemas.asp.net/2015/03/dataProtection"><encryptedKey><value>AQAAANCMnd8B</value></encryptedKey></encryptedSecret>',
+  ),
+);
 
 const source = useGeneratedSource(10);
 const h = useHarness(() => harnessOverProtectedSource(source().url, keyRingPath));
@@ -140,6 +151,9 @@ const NOT_CARRIED = {
 test('a dry run says how many refresh tokens would carry over and why the others would not, and keeps nothing', async () => {
   const report = await migrate({ version: 'stock-dry', dryRun: true, migrateRefreshTokens: true });
   expect(refreshPass(report).refreshTokens).toEqual({ carriedOver: 2, notCarried: NOT_CARRIED });
+  expect(refreshPass(report).warnings).toEqual([
+    expect.stringMatching(new RegExp(`^source Data Protection key ${dpapiKey.id} .*DpapiXmlDecryptor`)),
+  ]);
   expect(await h.context.db.selectFrom('grants').select('key').execute()).toEqual([]);
 });
 

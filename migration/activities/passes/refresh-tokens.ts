@@ -100,6 +100,11 @@ export const refreshTokensPass: Pass = async (ctx, cursor) => {
   }
 
   const keyRing = live.length > 0 ? await loadSourceKeyRing(source, ctx.sourceDataProtection ?? {}) : undefined;
+  // Said once, on the first page: a key of the ring that cannot open anything, so the rehearsal shows why.
+  if (!cursor)
+    for (const key of keyRing?.ring.keys.values() ?? [])
+      if (key.problem)
+        page.warnings.push(`source Data Protection key ${key.id} (${keyRing!.from}): ${key.problem.detail}`);
   const protection = { ring: keyRing?.ring, applicationName: ctx.sourceDataProtection?.ApplicationName };
   const carried = live.flatMap((g) => {
     const opened = openStockRefreshToken(g, protection, now);

@@ -6,6 +6,7 @@ import type { Db } from '../../platform/store/database';
 import { domainsOf, findUserByLogin, linkLogin } from '../../platform/store/federation';
 import { domainOf, findLinkCandidate, findUserIdByEmail } from '../../platform/store/users';
 import { logger } from '../../platform/observability/logger';
+import type { SourceReadThrough } from '../read-through';
 
 /** Who an upstream identity provider says signed in. */
 export interface FederatedIdentity {
@@ -31,15 +32,19 @@ const DEACTIVATED = 'This account is deactivated.';
  * the provisioning workflow (trigger `saml` or `oidc`), linked once every app confirmed.
  */
 export async function federatedUser(
-  deps: { db: Db; run: WorkflowRunner },
+  deps: { db: Db; run: WorkflowRunner; readThrough?: SourceReadThrough },
   identity: FederatedIdentity,
 ): Promise<FederatedOutcome> {
   const { db } = deps;
   const names = [...new Set([identity.providerId, ...identity.loginProviderNames])];
-  const owner = await findUserByLogin(db, names, identity.subject);
+  const { email } = identity;
+  let owner = await findUserByLogin(db, names, identity.subject);
+  // During the cutover's read-through window, a user the last sweep missed is migrated first (with its external
+  // logins), so the sign-in finds it rather than making a second account for the same person.
+  if (!owner && email && deps.readThrough && !(await findUserIdByEmail(db, email)))
+    if (await deps.readThrough.user(email)) owner = await findUserByLogin(db, names, identity.subject);
   if (owner)
     return owner.active ? { status: 'signed-in', userId: owner.id } : { status: 'refused', reason: DEACTIVATED };
-  const { email } = identity;
   if (!email) return { status: 'refused', reason: `${identity.providerName} did not say the e-mail address.` };
   const link = (userId: string) =>
     linkLogin(db, {

@@ -7,6 +7,7 @@ import { accountReadyPage, renderErrorPage } from '../oidc/pages';
 import type { AllowList } from '../../platform/security/callback-address';
 import type { KeyRing } from '../../platform/security/data-protection';
 import { createGuardedFetch } from '../../platform/security/guarded-fetch';
+import type { SourceReadThrough } from '../read-through';
 import type { Db } from '../../platform/store/database';
 import {
   findOidcProvider,
@@ -32,6 +33,8 @@ export interface FederationDependencies {
   /** Auth:AllowedInternalTargets: which internal addresses an upstream provider may have. */
   allow: AllowList;
   log?: (line: string) => void;
+  /** The cutover's read-through window (Migration:ReadThrough), while it is configured. */
+  readThrough?: SourceReadThrough;
 }
 
 /**

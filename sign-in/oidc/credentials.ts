@@ -5,7 +5,7 @@ import { hashPassword, verifyPassword } from '../../platform/security/password-h
 import { cheaperThanNative, verifyAnyPassword } from '../../platform/security/password-formats';
 import { matchTotp, recoveryCodeHash } from '../../platform/security/totp';
 import type { Db } from '../../platform/store/database';
-import type { SourceReadThrough } from './read-through';
+import type { SourceReadThrough } from '../read-through';
 import { consumeRecoveryCode, findTotpCredential, useTotpStep } from '../../platform/store/mfa';
 import {
   countSignInAttempt,

@@ -18,7 +18,6 @@ import { logger } from '../../platform/observability/logger';
 import type { Mailer } from '../../platform/email/mailer';
 import { recoveryRouter, type RecoveryMails } from '../recovery/router';
 import { createSignOut, type SignOut } from '../../provisioning/sign-out';
-import type { SourceReadThrough } from './read-through';
 
 /**
  * Federation's dependencies (the issuer is Api:PublicUrl), with the configuration in place of the allow-list, and
@@ -28,8 +27,6 @@ export type SignInDependencies = Omit<FederationDependencies, 'allow'> & {
   config: AppConfig;
   mailer: Mailer;
   mails: RecoveryMails;
-  /** The cutover's read-through window (Migration:ReadThrough), while it is configured. */
-  readThrough?: SourceReadThrough;
 };
 
 /**
@@ -128,6 +125,7 @@ export async function createSignIn(deps: SignInDependencies): Promise<Router> {
     run: deps.run,
     issuer: deps.issuer,
     allow: parseAllowList(config.Auth.AllowedInternalTargets),
+    readThrough: deps.readThrough,
   });
   const signOut = createSignOut({ db, run: deps.run, issuer: deps.issuer });
   let current = await buildSignIn(deps, cookieKeyList, federation, signOut, log);

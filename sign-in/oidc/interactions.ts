@@ -1,4 +1,4 @@
-import type { SourceReadThrough } from './read-through';
+import type { SourceReadThrough } from '../read-through';
 import express, { Router, type ErrorRequestHandler, type Request, type Response } from 'express';
 import { errors } from 'oidc-provider';
 import type Provider from 'oidc-provider';

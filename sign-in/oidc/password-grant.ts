@@ -8,7 +8,7 @@ import { isSsoDomainEmail } from '../../platform/store/federation';
 import { claimsOf, type ScopeClaims } from './claims';
 import { allowedScopesOf, type ClientSettings } from './clients';
 import { checkPassword, overSignInBudget } from './credentials';
-import type { SourceReadThrough } from './read-through';
+import type { SourceReadThrough } from '../read-through';
 import { formField } from './forms';
 import { FIELD_BOUNDS } from '../../platform/security/field-bounds';
 import { z } from 'zod';

@@ -29,7 +29,7 @@ import { accessTokenShape, idpClaimOf } from './token-shape';
 import type { AppConfig } from '../../platform/config/schema';
 import { registerPasswordGrant } from './password-grant';
 import type { SignOut } from '../../provisioning/sign-out';
-import type { SourceReadThrough } from './read-through';
+import type { SourceReadThrough } from '../read-through';
 import { logoutDeliveries } from '../../platform/observability/metrics';
 import { logger } from '../../platform/observability/logger';
 

@@ -6,7 +6,9 @@ import { connectSource } from '../../migration/source/connection';
 import { freePort } from '../../dev/ports';
 import { persistedGrantKeys } from '../../platform/security/persisted-grant-keys';
 import { FIXTURE_PASSWORD } from '../fixtures/source/generate';
-import { useHarness } from '../support/harness';
+import { stopAfterAll, useHarness } from '../support/harness';
+import { rowsWhere } from '../support/rows';
+import { globexProvider, startUpstreamProvider, type UpstreamProvider } from '../support/upstream-provider';
 import { codeFlow } from '../support/code-flow';
 import { relyingParty } from '../support/relying-party';
 import { counterValue } from '../support/metrics';
@@ -45,11 +47,15 @@ afterAll(async () => {
   await admin.end();
 });
 
-const h = useHarness(() =>
-  harnessOverProtectedSource(source().url, keyRingPath, {
+const h = useHarness(() => ({
+  ...harnessOverProtectedSource(source().url, keyRingPath, {
     ReadThrough: { Until: new Date(Date.now() + 3600_000).toISOString(), ConnectionString: readerUrl },
   }),
-);
+  // Initrode's own OpenID provider runs on 127.0.0.2.
+  allowedInternalTargets: ['127.0.0.1', '127.0.0.2'],
+}));
+let initrode: UpstreamProvider | undefined;
+stopAfterAll(() => [initrode]);
 
 const CALLBACK = 'https://web.example.com/callback';
 const flow = codeFlow(CALLBACK);
@@ -102,6 +108,11 @@ beforeAll(async () => {
   try {
     await arriveAtSource(pg, 4, 'user-late-4', 'late4@example.com');
     await arriveAtSource(pg, 10, 'user-late-10', 'late10@example.com');
+    // A user Initrode's provider signed in at the source after the sweep: an SSO account with its external login.
+    await arriveAtSource(pg, 1, 'user-late-sso', 'pat@initrode.example');
+    await pg.query(
+      `insert into "AspNetUserLogins" values ('InitrodeScheme', 'initrode-pat', 'Initrode', 'user-late-sso')`,
+    );
     await pg.query(
       `insert into "PersistedGrants" ("Key","Type","SubjectId","ClientId","CreationTime","Expiration","Data")
        values ($1, 'refresh_token', $2, 'web', now(), now() + interval '30 days', $3)`,
@@ -145,6 +156,24 @@ test("a late user with two-step sign-in at the source is asked for the code of t
   expect(textOf(answer)).toMatch(/code/i);
   const tokens = await flow.tokens(rp, started, await started.page.submit('/code', { code: fixtureTotp() }));
   expect(tokens.claims()).toMatchObject({ sub: 'user-late-10', amr: ['pwd', 'mfa'] });
+});
+
+test("a user the source's SSO provider signed in after the sweep signs in through it here: found, not made twice", async () => {
+  initrode = await startUpstreamProvider('127.0.0.2', `${h.api.publicUrl}/oidc/callback`);
+  const registered = await h.admin('POST', '/api/v1/sso/oidc-providers', {
+    ...globexProvider(initrode, 'initrode', 'initrode.example'),
+    name: 'Initrode',
+    loginProviderNames: ['InitrodeScheme'],
+  });
+  expect(registered.status).toBe(201);
+  initrode.next = { sub: 'initrode-pat', email: 'pat@initrode.example' };
+  const rp = await relyingParty(h.api.publicUrl, 'web', 'web-secret');
+  const started = await flow.start(rp, 'openid');
+  const atInitrode = await started.page.submit('/email', { email: 'pat@initrode.example' });
+  expect(textOf(atInitrode)).toContain('Continue as pat@initrode.example');
+  const tokens = await flow.tokens(rp, started, await started.page.submit('/login', {}));
+  expect(tokens.claims()).toMatchObject({ sub: 'user-late-sso', amr: ['external'] });
+  expect(await rowsWhere(h.context.db, 'users', { email: 'pat@initrode.example' })).toHaveLength(1);
 });
 
 test('an address the source does not know either is refused as any unknown address is', async () => {

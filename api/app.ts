@@ -31,6 +31,7 @@ import { requireScimToken, scimFallback, scimOperations } from '../scim/router';
 import { mountRoutes } from './mount-routes';
 import { accountAdminOperations } from '../sign-in/api/account-admin';
 import type { RecoveryMails } from '../sign-in/recovery/router';
+import type { SourceReadThrough } from '../sign-in/read-through';
 import { ROUTES } from './openapi/routes';
 import { createWorkflowRunner } from '../provisioning/workflow-runner';
 import { createSignOut } from '../provisioning/sign-out';
@@ -54,6 +55,8 @@ export interface ApiDependencies {
   signIn?: express.Router;
   /** The mails of account recovery; the admin's reset mail exists with sign-in only (its links lead there). */
   mails?: RecoveryMails;
+  /** The cutover's read-through window (Migration:ReadThrough), while it is configured. */
+  readThrough?: SourceReadThrough;
   /** The logger every request's lines go to (each with its request id); the process's logger by default. */
   log?: Logger;
 }
@@ -82,6 +85,7 @@ export function createApiApp({
   dataProtection,
   signIn,
   mails,
+  readThrough,
   log = logger,
 }: ApiDependencies): express.Express {
   const app = express();
@@ -121,7 +125,7 @@ export function createApiApp({
     ...healthOperations({ db, temporal }),
     ...apiDocumentOperations(publicUrl),
     ...profileOperations({ db, run, passwordPolicy: config.Auth.PasswordPolicy, issuer: publicUrl }),
-    ...registerOperations({ config, db, run, mails: signIn && mails }),
+    ...registerOperations({ config, db, run, mails: signIn && mails, readThrough }),
     ...scimTokensOperations({ db }),
     ...accountAdminOperations({ db, mails: signIn && mails, signOut: createSignOut({ db, run, issuer: publicUrl }) }),
     ...clientsOperations({ db, apps, allow }),

@@ -101,7 +101,18 @@ export async function startApi(
     logger.warn(
       'api: Api:PublicUrl is https but Api:TrustedProxies is empty: X-Forwarded-For is not believed, so behind a proxy every caller counts as the proxy toward the sign-in and registration limits; list the proxy addresses',
     );
-  const app = createApiApp({ config, db, temporal, http, apps, publicUrl, dataProtection, signIn, mails });
+  const app = createApiApp({
+    config,
+    db,
+    temporal,
+    http,
+    apps,
+    publicUrl,
+    dataProtection,
+    signIn,
+    mails,
+    readThrough: window.readThrough,
+  });
   handle = app;
   logger.info(`api: listening on ${url} (health: ${url}/healthz)`);
   logger.info(

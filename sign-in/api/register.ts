@@ -14,6 +14,7 @@ import { createUserThroughWorkflow, newUserFrom } from '../../provisioning/creat
 import type { WorkflowRunner } from '../../provisioning/workflow-runner';
 import { findRecoveryUserById } from '../../platform/store/accounts';
 import type { RecoveryMails } from '../recovery/router';
+import type { SourceReadThrough } from '../read-through';
 
 export const registrationSchema = z
   .object({
@@ -30,12 +31,15 @@ export function registerOperations({
   db,
   run,
   mails,
+  readThrough,
 }: {
   config: AppConfig;
   db: Db;
   run: WorkflowRunner;
   /** The confirmation mail; absent without sign-in (there is no page its link could open). */
   mails?: RecoveryMails;
+  /** The cutover's read-through window, while it is configured. */
+  readThrough?: SourceReadThrough;
 }): Operations {
   const { PermitLimit, WindowSeconds } = config.Auth.RegistrationRateLimit;
   const limit = perClientLimit(WindowSeconds * 1000, PermitLimit, (res) =>
@@ -63,6 +67,9 @@ export function registerOperations({
     }
     const violations = passwordPolicyViolations(password, config.Auth.PasswordPolicy);
     if (violations.length > 0) return sendProblem(res, passwordPolicyProblem(violations));
+    // During the read-through window an address the source already holds is that user's: it is migrated now, and
+    // the registration meets it as it would after a sweep (409), instead of making a second account.
+    await readThrough?.user(profile.email);
     const outcome = await createUserThroughWorkflow(
       { db, run },
       { trigger: 'register', password, user: newUserFrom(profile) },

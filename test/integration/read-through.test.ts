@@ -110,6 +110,7 @@ beforeAll(async () => {
     await arriveAtSource(pg, 10, 'user-late-10', 'late10@example.com');
     // A user Initrode's provider signed in at the source after the sweep: an SSO account with its external login.
     await arriveAtSource(pg, 1, 'user-late-sso', 'pat@initrode.example');
+    await arriveAtSource(pg, 3, 'user-late-3', 'late3@example.com');
     await pg.query(
       `insert into "AspNetUserLogins" values ('InitrodeScheme', 'initrode-pat', 'Initrode', 'user-late-sso')`,
     );
@@ -174,6 +175,20 @@ test("a user the source's SSO provider signed in after the sweep signs in throug
   const tokens = await flow.tokens(rp, started, await started.page.submit('/login', {}));
   expect(tokens.claims()).toMatchObject({ sub: 'user-late-sso', amr: ['external'] });
   expect(await rowsWhere(h.context.db, 'users', { email: 'pat@initrode.example' })).toHaveLength(1);
+});
+
+test('registering an address the source holds meets that user, migrated now, as it would after a sweep', async () => {
+  const registered = await h.request('POST', '/api/auth/register', {
+    email: 'late3@example.com',
+    password: 'someone else 12345',
+  });
+  expect(registered.status).toBe(409);
+  expect(await rowsWhere(h.context.db, 'users', { email: 'late3@example.com' })).toEqual([
+    expect.objectContaining({ id: 'user-late-3', migration_version: 'read-through' }),
+  ]);
+  // The owner signs in with the password the source knew.
+  const { rp, started, answer } = await signIn('late3@example.com');
+  expect((await flow.tokens(rp, started, answer)).claims()).toMatchObject({ sub: 'user-late-3' });
 });
 
 test('an address the source does not know either is refused as any unknown address is', async () => {

@@ -3,6 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import * as oidc from 'openid-client';
+import { sql } from 'kysely';
 import { Client as PgClient } from 'pg';
 import type { MigrationOptions } from '../../migration/activities/types';
 import type { MigrationReport } from '../../migration/workflows/migration';
@@ -123,20 +124,32 @@ const migrate = (overrides: Partial<MigrationOptions>) => migrateCompletely(h, o
 const jwks = () => createRemoteJWKSet(new URL(`${h.api.publicUrl}/.well-known/openid-configuration/jwks`));
 const refreshPass = (report: MigrationReport) => passOf(report, 'refresh-tokens');
 
-beforeAll(async () => {
+/** Writes these refresh tokens of `clientId` into the source's PersistedGrants, as IdentityServer stores them. */
+async function issueAtSource(grants: typeof GRANTS, clientId = 'web', replace = false) {
   const pg = new PgClient({ connectionString: source().url });
   await pg.connect();
   try {
-    await pg.query('delete from "PersistedGrants"');
-    for (const grant of GRANTS)
+    if (replace) await pg.query('delete from "PersistedGrants"');
+    for (const grant of grants)
       await pg.query(
         `insert into "PersistedGrants" ("Key","Type","SubjectId","SessionId","ClientId","CreationTime","Expiration","ConsumedTime","Data")
-         values ($1, 'refresh_token', $2, 'B0C1D2E3F4', 'web', now(), $3, $4, $5)`,
-        [grant.key, userId(grant.subject), grant.expiration ?? future, grant.consumed ? new Date() : null, grant.data],
+         values ($1, 'refresh_token', $2, 'B0C1D2E3F4', $3, now(), $4, $5, $6)`,
+        [
+          grant.key,
+          userId(grant.subject),
+          clientId,
+          grant.expiration ?? future,
+          grant.consumed ? new Date() : null,
+          grant.data,
+        ],
       );
   } finally {
     await pg.end();
   }
+}
+
+beforeAll(async () => {
+  await issueAtSource(GRANTS, 'web', true);
   await migrate({ version: 'stock-1', migrateClients: true });
 }, 120_000);
 
@@ -183,6 +196,27 @@ test('the migration carries the live tokens over sealed under the service ring; 
     expect(tokens.refresh_token).not.toBe(handle);
     await oidc.refreshTokenGrant(rp, tokens.refresh_token!);
     await expect(oidc.refreshTokenGrant(rp, handle)).rejects.toMatchObject({ error: 'invalid_grant' });
+  }
+});
+
+test("a client with RefreshTokenUsage ReUse (0) keeps redeeming the source's handle", async () => {
+  await h.context.db
+    .updateTable('clients')
+    .set({ settings: sql`settings || '{"RefreshTokenUsage": 0}'::jsonb` })
+    .where('client_id', '=', 'mobile')
+    .execute();
+  const handle = `${randomBytes(32).toString('hex').toUpperCase()}-1`;
+  await issueAtSource(
+    [{ key: persistedGrantKeys(handle)[0], subject: 2, data: protectedData(refreshTokenV5(2)) }],
+    'mobile',
+  );
+  const report = await migrate({ version: 'stock-reuse', migrateRefreshTokens: true });
+  expect(refreshPass(report).refreshTokens?.carriedOver).toBe(1);
+  const rp = await relyingParty(h.api.publicUrl, 'mobile', 'mobile-secret');
+  for (let use = 0; use < 3; use++) {
+    const tokens = await oidc.refreshTokenGrant(rp, handle);
+    expect(tokens.claims()).toMatchObject({ sub: userId(2), aud: 'mobile' });
+    expect(tokens.refresh_token ?? handle).toBe(handle);
   }
 });
 

@@ -87,6 +87,18 @@ const aes = (alg: CbcHmacAlgorithm) => `aes-${alg.keyBytes * 8}-cbc`;
  * derived from an empty KDK, and E has an all-zero IV.
  */
 export function cbcContextHeader(alg: CbcHmacAlgorithm): Buffer {
+  const name = `${alg.keyBytes}:${alg.hmac}`;
+  const known = contextHeaders.get(name);
+  if (known) return known;
+  const header = contextHeaderOf(alg);
+  contextHeaders.set(name, header);
+  return header;
+}
+
+/** The header depends on the algorithm alone: made once for each, as the .NET encryptor makes it once. */
+const contextHeaders = new Map<string, Buffer>();
+
+function contextHeaderOf(alg: CbcHmacAlgorithm): Buffer {
   const macBytes = digestBytes(alg.hmac);
   const sizes = Buffer.alloc(18);
   sizes.writeUInt32BE(alg.keyBytes, 2);

@@ -9,12 +9,13 @@ import type { MigrationOptions } from '../../migration/activities/types';
 import type { MigrationReport } from '../../migration/workflows/migration';
 import { connectSource } from '../../migration/source/connection';
 import { loadSourceKeyRing } from '../../migration/source/data-protection-keys';
-import { openStockRefreshToken } from '../../migration/source/stock-refresh-tokens';
+import { NOT_CARRIED as NOT_CARRIED_REASONS, openStockRefreshToken } from '../../migration/source/stock-refresh-tokens';
+import { refreshTokensPass } from '../../migration/activities/passes/refresh-tokens';
 import { keyXml } from '../../platform/security/aspnet-data-protection';
 import { persistedGrantKeys } from '../../platform/security/persisted-grant-keys';
 import { useHarness } from '../support/harness';
 import { relyingParty } from '../support/relying-party';
-import { useGeneratedSource } from '../support/scratch-store';
+import { testMigrationOptions, useGeneratedSource } from '../support/scratch-store';
 import { migrateCompletely, passOf } from '../support/migration-runs';
 import {
   grantLifetime,
@@ -217,6 +218,26 @@ test("a client with RefreshTokenUsage ReUse (0) keeps redeeming the source's han
     const tokens = await oidc.refreshTokenGrant(rp, handle);
     expect(tokens.claims()).toMatchObject({ sub: userId(2), aud: 'mobile' });
     expect(tokens.refresh_token ?? handle).toBe(handle);
+  }
+});
+
+test('a key ring that cannot be read is said once and counted against each token, and the run goes on', async () => {
+  const db = connectSource(source().url).db;
+  try {
+    const page = await refreshTokensPass(
+      {
+        source: db,
+        target: h.context.db,
+        options: testMigrationOptions({ dryRun: true, migrateRefreshTokens: true }),
+        sourceDataProtection: { ApplicationName: APPLICATION_NAME, KeyRingPath: join(keyRingPath, 'no-such-folder') },
+      },
+      null,
+      null,
+    );
+    expect(page.warnings).toEqual([expect.stringMatching(/key ring could not be read: .*ENOENT/)]);
+    expect(page.refreshTokens?.notCarried).toMatchObject({ [NOT_CARRIED_REASONS.noKeyRing]: expect.any(Number) });
+  } finally {
+    await db.destroy();
   }
 });
 

@@ -99,7 +99,14 @@ export const refreshTokensPass: Pass = async (ctx, cursor) => {
     return page;
   }
 
-  const keyRing = live.length > 0 ? await loadSourceKeyRing(source, ctx.sourceDataProtection ?? {}) : undefined;
+  // A key ring that cannot be read (a KeyRingPath that is not there) is a reason for each token, not a failed run.
+  const keyRing =
+    live.length > 0
+      ? await loadSourceKeyRing(source, ctx.sourceDataProtection ?? {}).catch((error: Error) => {
+          if (!cursor) page.warnings.push(`the source's Data Protection key ring could not be read: ${error.message}`);
+          return undefined;
+        })
+      : undefined;
   // Said once, on the first page: a key of the ring that cannot open anything, so the rehearsal shows why.
   if (!cursor)
     for (const key of keyRing?.ring.keys.values() ?? [])

@@ -37,7 +37,7 @@ const ON_THE_SPOT: MigrationOptions = {
   dryRun: false,
   usersMode: 'CreateOnly',
   migrateClients: false,
-  migrateRefreshTokens: true,
+  migrateRefreshTokens: false,
   sourceGrantKeysAreUnhashed: false,
   pageSize: 1,
   parallelism: 1,

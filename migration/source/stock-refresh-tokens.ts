@@ -127,9 +127,16 @@ function dataOf(token: string): MigratedRefreshTokenData | typeof NOT_CARRIED.un
  * A stock IdentityServer's refresh-token row, opened: the data in the service's shape, or why it is not carried over.
  * The row's own columns decide expiry and consumption; its data's subject must be the row's.
  */
+/** Why a row is no longer a token anyone holds: consumed or expired at `now`; undefined when it is live. */
+export function notLive(row: Pick<SourceGrantRow, 'ConsumedTime' | 'Expiration'>, now: Date) {
+  if (row.ConsumedTime) return NOT_CARRIED.consumed;
+  if (row.Expiration && row.Expiration <= now) return NOT_CARRIED.expired;
+  return undefined;
+}
+
 export function openStockRefreshToken(row: SourceGrantRow, protection: SourceProtection, now: Date): Opened {
-  if (row.ConsumedTime) return { carried: false, reason: NOT_CARRIED.consumed };
-  if (row.Expiration && row.Expiration <= now) return { carried: false, reason: NOT_CARRIED.expired };
+  const dead = notLive(row, now);
+  if (dead) return { carried: false, reason: dead };
   if (!row.SubjectId) return { carried: false, reason: NOT_CARRIED.noSubject };
   const token = serializedToken(row.Data, protection);
   if ('reason' in token) return { carried: false, reason: token.reason };

@@ -125,8 +125,7 @@ export async function deleteUserAndDeprovision(input: RemovalInput): Promise<{ d
   const { deleted, appIds, signOuts } = await untilLanded.deleteUser(input.userId, removalId());
   if (deleted) {
     await deprovisionInBackground(input.userId, appIds);
-    // Absent from the answer of a step recorded before removals ended sessions.
-    await signOutInBackground(input.issuer, input.userId, signOuts ?? []);
+    await signOutInBackground(input.issuer, input.userId, signOuts);
   }
   recordOutcome(deleted ? 'deleted' : 'not-found');
   return { deleted, appIds };
@@ -137,7 +136,7 @@ export async function deactivateAndDeprovision(input: RemovalInput): Promise<{ f
   const { found, appIds, signOuts } = await untilLanded.deactivateUser(input.userId, removalId());
   if (found) {
     await deprovisionInBackground(input.userId, appIds);
-    await signOutInBackground(input.issuer, input.userId, signOuts ?? []);
+    await signOutInBackground(input.issuer, input.userId, signOuts);
   }
   recordOutcome(found ? 'deactivated' : 'not-found');
   return { found, appIds };

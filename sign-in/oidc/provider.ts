@@ -30,8 +30,6 @@ import type { AppConfig } from '../../platform/config/schema';
 import { registerPasswordGrant } from './password-grant';
 import type { SignOut } from '../../provisioning/sign-out';
 import type { SourceReadThrough } from '../read-through';
-import { logoutDeliveries } from '../../platform/observability/metrics';
-import { logger } from '../../platform/observability/logger';
 
 /**
  * IdentityServer issues a refresh token for `offline_access` whatever the prompt; oidc-provider, following OpenID
@@ -349,10 +347,6 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
   provider.Client.prototype.backchannelLogout = function (this: { clientId: string }, sub: string, sid: string) {
     return deps.signOut.notify(sub, [{ clientId: this.clientId, sid }]);
   };
-  provider.on('backchannel.error', (_ctx: unknown, error: Error, client: { clientId: string }) => {
-    logoutDeliveries.inc({ client: client.clientId, outcome: 'not-started' });
-    logger.error(`sign-in: back-channel logout to client ${client.clientId} not started: ${error.message}`);
-  });
   // Stored secrets are IdentityServer hashes: a presented secret is hashed and compared with each unexpired one.
   provider.Client.prototype.compareClientSecret = function (this: { clientId: string }, actual: string) {
     return verifyClientSecret(db, this.clientId, actual);

@@ -2,6 +2,7 @@ import { grantKeyColumn, readRefreshTokens } from '../../source/configuration';
 import { loadSourceKeyRing } from '../../source/data-protection-keys';
 import {
   NOT_CARRIED,
+  notLive,
   openStockRefreshToken,
   type NotCarriedReason,
   type Opened,
@@ -72,11 +73,9 @@ export const refreshTokensPass: Pass = async (ctx, cursor) => {
   }
   const counted = (page.refreshTokens = tally());
   const live = grants.filter((g) => {
-    if (g.ConsumedTime) notCarried(counted, NOT_CARRIED.consumed);
-    else if (g.Expiration && g.Expiration <= now) notCarried(counted, NOT_CARRIED.expired);
-    else if (!g.Key) notCarried(counted, NOT_CARRIED.unreadable);
-    else return true;
-    return false;
+    const reason = notLive(g, now) ?? (g.Key ? undefined : NOT_CARRIED.unreadable);
+    if (reason) notCarried(counted, reason);
+    return reason === undefined;
   });
 
   if (options.sourceGrantKeysAreUnhashed) {

@@ -100,12 +100,12 @@ export function registerPasswordGrant(provider: Provider, deps: PasswordGrantDep
       if (indicator) {
         at.resourceServer = new provider.ResourceServer(
           indicator,
-          await resourceServer(
-            deps.apiResources,
-            indicator,
-            allowed,
-            (client.metadata()['urn:identity-service:settings'] as ClientSettings | undefined)?.AccessTokenType === 1,
-          ),
+          await resourceServer(deps.apiResources, indicator, {
+            allowedScopes: allowed,
+            requestedScopes: api,
+            reference:
+              (client.metadata()['urn:identity-service:settings'] as ClientSettings | undefined)?.AccessTokenType === 1,
+          }),
         );
         at.scope = api.join(' ');
       } else {

@@ -24,7 +24,15 @@ import {
   signOutPage,
   signedOutPage,
 } from './pages';
-import { RESOURCE_PREFIX, resourceOfScopes, resourceServer, type ApiResources } from './resources';
+import {
+  AUDIENCE_SEPARATOR,
+  indicatorsInRequest,
+  RESOURCE_PREFIX,
+  resourceOfScopes,
+  resourceServer,
+  scopesOfRequest,
+  type ApiResources,
+} from './resources';
 import { accessTokenShape, idpClaimOf } from './token-shape';
 import type { AppConfig } from '../../platform/config/schema';
 import { registerPasswordGrant } from './password-grant';
@@ -68,12 +76,6 @@ function endSignIn(session: {
 }
 
 /**
- * A JWT access token is not stored when issued, and oidc-provider's revocation endpoint refuses one as
- * `unsupported_token_type` (RFC 7009 §2.2.1). IdentityServer revokes its JWTs' use at its own APIs, so here a JWT this
- * service issued to the authenticated client is listed as revoked until it expires (the admin API refuses it), and
- * the answer is the endpoint's 200. Another client's token keeps oidc-provider's refusal.
- */
-/**
  * Discovery as IdentityServer's listed it for the same configuration: `scopes_supported` holds the identity and API
  * scopes marked ShowInDiscoveryDocument (oidc-provider lists its identity scopes only, and every one of them).
  */
@@ -85,6 +87,27 @@ function discoveryParity(scopes: ScopeClaims) {
   };
 }
 
+/**
+ * Introspection names a token's audiences as an array, as Duende IdentityServer's does: oidc-provider holds one
+ * audience per token, so a token for several API resources carries their names joined (resources.ts).
+ */
+function introspectedAudiences() {
+  return async (ctx: KoaContextWithOIDC, next: () => Promise<void>) => {
+    await next();
+    if (ctx.path !== OIDC_ROUTES.introspection || ctx.status !== 200 || !ctx.body || typeof ctx.body !== 'object')
+      return;
+    const body = ctx.body as Record<string, unknown>;
+    if (typeof body.aud === 'string' && body.aud.includes(AUDIENCE_SEPARATOR))
+      body.aud = body.aud.split(AUDIENCE_SEPARATOR);
+  };
+}
+
+/**
+ * A JWT access token is not stored when issued, and oidc-provider's revocation endpoint refuses one as
+ * `unsupported_token_type` (RFC 7009 §2.2.1). IdentityServer revokes its JWTs' use at its own APIs, so here a JWT this
+ * service issued to the authenticated client is listed as revoked until it expires (the admin API refuses it), and
+ * the answer is the endpoint's 200. Another client's token keeps oidc-provider's refusal.
+ */
 function revokeJwtAccessTokens(db: Db, issuer: string) {
   return async (ctx: KoaContextWithOIDC, next: () => Promise<void>) => {
     await next();
@@ -277,19 +300,24 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
       },
       resourceIndicators: {
         enabled: true,
-        defaultResource: async (ctx: KoaContextWithOIDC) => {
+        defaultResource: async (ctx: KoaContextWithOIDC, client) => {
           const scope = ctx.oidc.params?.scope;
-          const resource = await resourceOfScopes(apiResources, typeof scope === 'string' ? scope.split(' ') : []);
+          const asked = typeof scope === 'string' ? scope.split(' ') : [];
+          const resource = await resourceOfScopes(apiResources, asked, client ? allowedScopesOf(client) : []);
           return resource ? `${RESOURCE_PREFIX}${resource}` : undefined;
         },
-        useGrantedResource: () => true,
-        getResourceServerInfo: (_ctx, indicator, client) =>
-          resourceServer(
-            apiResources,
-            indicator,
-            allowedScopesOf(client),
-            settingsOfClient(client).AccessTokenType === 1,
-          ),
+        // A refresh asking for identity scopes alone gets a token for userinfo, not one for the APIs it left out.
+        useGrantedResource: (ctx) => {
+          const asked = ctx.oidc.params?.scope;
+          return typeof asked !== 'string' || asked.split(' ').some((s) => s && !scopes.names.has(s));
+        },
+        getResourceServerInfo: (ctx, indicator, client) =>
+          resourceServer(apiResources, indicator, {
+            allowedScopes: allowedScopesOf(client),
+            requestedScopes: scopesOfRequest(ctx),
+            fromRequest: indicatorsInRequest(ctx).includes(indicator),
+            reference: settingsOfClient(client).AccessTokenType === 1,
+          }),
       },
     },
     interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
@@ -335,6 +363,7 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
   const provider = new Provider(issuer, configuration);
   provider.use(revokeJwtAccessTokens(db, issuer));
   provider.use(discoveryParity(scopes));
+  provider.use(introspectedAudiences());
   registerPasswordGrant(provider, { db, config: deps.config, scopes, apiResources, readThrough: deps.readThrough });
   // Behind a TLS-terminating proxy the public URL is https while this process speaks http.
   if (issuer.startsWith('https:')) provider.proxy = true;

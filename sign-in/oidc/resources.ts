@@ -1,4 +1,4 @@
-import { errors, type ResourceServer } from 'oidc-provider';
+import { errors, type KoaContextWithOIDC, type ResourceServer } from 'oidc-provider';
 import { listApiResourceClients } from '../../platform/store/clients';
 import type { Db } from '../../platform/store/database';
 
@@ -26,23 +26,44 @@ export function storedApiResources(db: Db): ApiResources {
  * The API resources an access token is for when the request names none: every one that serves a requested scope, as
  * Duende IdentityServer puts them all in one token's `aud`. oidc-provider knows one resource per token, so several
  * travel as one indicator naming them all (`urn:identity-service:api:orders-api+billing-api`); the `resource`
- * parameter still asks for one.
+ * parameter still asks for one. Only the scopes the client is allowed count (`allowedScopes`), so a scope it may not
+ * have names no API.
  */
-export async function resourceOfScopes(resources: ApiResources, scopes: string[]): Promise<string | undefined> {
-  const names = [...(await resources())].filter(([, served]) => served.some((s) => scopes.includes(s))).map(([n]) => n);
+export async function resourceOfScopes(
+  resources: ApiResources,
+  scopes: string[],
+  allowedScopes?: string[],
+): Promise<string | undefined> {
+  const asked = allowedScopes ? scopes.filter((s) => allowedScopes.includes(s)) : scopes;
+  const names = [...(await resources())].filter(([, served]) => served.some((s) => asked.includes(s))).map(([n]) => n);
   return names.length === 0 ? undefined : names.join(AUDIENCE_SEPARATOR);
 }
 
 /** Joins the API resource names of one indicator and one audience: API resource names in IdentityServer never hold it. */
 export const AUDIENCE_SEPARATOR = '+';
 
-/** The resource an indicator names, offering the scopes of it that the client is allowed. */
+/** What a request's resource indicator is checked against. */
+export interface ResourceRequest {
+  /** The client's AllowedScopes. */
+  allowedScopes: string[];
+  /** The scopes of this request (asked for, or those of the code or refresh token redeemed); all when unknown. */
+  requestedScopes?: string[];
+  /** The indicator was sent in the request itself, not defaulted from its scopes nor carried by a code or token. */
+  fromRequest?: boolean;
+  /** IdentityServer's AccessTokenType 1 (Reference): an opaque handle the APIs introspect, instead of a JWT. */
+  reference?: boolean;
+}
+
+/**
+ * The resource an indicator names, offering the scopes of it that the client is allowed and asked for. The audience
+ * names only the API resources at least one of whose scopes is so granted, as Duende IdentityServer's `aud` names
+ * the API resources of the granted scopes; a combined indicator is the service's own (from the scopes), never one a
+ * request names, so a request cannot add an API to a token's audience.
+ */
 export async function resourceServer(
   resources: ApiResources,
   indicator: string,
-  allowedScopes: string[],
-  /** IdentityServer's AccessTokenType 1 (Reference): an opaque handle the APIs introspect, instead of a JWT. */
-  reference = false,
+  request: ResourceRequest,
 ): Promise<ResourceServer> {
   const names = indicator.startsWith(RESOURCE_PREFIX)
     ? indicator.slice(RESOURCE_PREFIX.length).split(AUDIENCE_SEPARATOR)
@@ -50,12 +71,36 @@ export async function resourceServer(
   const known = await resources();
   if (names.length === 0 || names.some((name) => !known.has(name)))
     throw new errors.InvalidTarget(`unknown resource ${indicator}`);
-  const granted = [...new Set(names.flatMap((name) => known.get(name)!))].filter((s) => allowedScopes.includes(s));
+  if (request.fromRequest && names.length > 1)
+    throw new errors.InvalidTarget(
+      `resource names one API resource (${RESOURCE_PREFIX}{name}); for several, leave resource out and ask for their scopes`,
+    );
+  const offered = request.allowedScopes.filter((s) => !request.requestedScopes || request.requestedScopes.includes(s));
+  const audience = names.filter((name) => known.get(name)!.some((s) => offered.includes(s)));
+  const granted = [...new Set(audience.flatMap((name) => known.get(name)!))].filter((s) => offered.includes(s));
   if (granted.length === 0) throw new errors.InvalidTarget(`the client may not ask for resource ${indicator}`);
   return {
     scope: granted.join(' '),
-    // oidc-provider takes one audience; the token customizer (token-shape.ts) writes each of them into `aud`.
-    audience: names.join(AUDIENCE_SEPARATOR),
-    ...(reference ? { accessTokenFormat: 'opaque' } : { accessTokenFormat: 'jwt', jwt: { sign: { alg: 'RS256' } } }),
+    // oidc-provider takes one audience; the token customizer (token-shape.ts) writes each of them into `aud`, and
+    // introspection answers them as an array (provider.ts).
+    audience: audience.join(AUDIENCE_SEPARATOR),
+    ...(request.reference
+      ? { accessTokenFormat: 'opaque' }
+      : { accessTokenFormat: 'jwt', jwt: { sign: { alg: 'RS256' } } }),
   };
+}
+
+/** The values of `resource` the request itself carries (query or form body), before any default fills it. */
+export function indicatorsInRequest(ctx: KoaContextWithOIDC): string[] {
+  const body = ctx.oidc?.body;
+  return [ctx.query?.resource, body?.resource].flat().filter((v): v is string => typeof v === 'string');
+}
+
+/** The scopes of this request: asked for, else those of the code or refresh token it redeems; undefined when none. */
+export function scopesOfRequest(ctx: KoaContextWithOIDC): string[] | undefined {
+  const asked = ctx.oidc?.params?.scope;
+  if (typeof asked === 'string') return asked.split(' ').filter(Boolean);
+  const entities = ctx.oidc?.entities as Record<string, { scope?: string } | undefined> | undefined;
+  const redeemed = entities?.AuthorizationCode ?? entities?.DeviceCode ?? entities?.RefreshToken;
+  return typeof redeemed?.scope === 'string' ? redeemed.scope.split(' ').filter(Boolean) : undefined;
 }

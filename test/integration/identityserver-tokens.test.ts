@@ -520,3 +520,147 @@ test("refresh tokens live as IdentityServer's RefreshTokenExpiration says: Absol
   expect(sliding).toBeGreaterThan(500);
   expect(sliding).toBeLessThanOrEqual(600);
 });
+
+// Issue 37 item 1: a client allowed only orders.read once got a token naming every API (and the admin API) in `aud`
+// by asking for their scopes or for a combined indicator; an API checking only issuer and audience took it.
+describe('a token names only the APIs whose scopes this client was granted for this request', () => {
+  const NARROW_SECRET = 'narrow-secret-sixteen!';
+  const GREEDY = 'openid orders.read billing.read hr.read IdentityAdmin';
+  const COMBINED = 'urn:identity-service:api:orders-api+billing-api+hr-api+IdentityAdmin';
+  const OTHER_APIS = ['billing-api', 'hr-api', 'IdentityAdmin'];
+
+  /** The audiences an API reads from the token, verified with jose against the published JWKS. */
+  async function audiences(token: string): Promise<string[]> {
+    const jwks = createRemoteJWKSet(new URL(`${h.api.publicUrl}/.well-known/openid-configuration/jwks`));
+    const { payload } = await jwtVerify(token, jwks, { issuer: h.api.publicUrl, typ: 'at+jwt' });
+    for (const api of OTHER_APIS)
+      await expect(jwtVerify(token, jwks, { issuer: h.api.publicUrl, audience: api })).rejects.toThrow(/aud/);
+    return [payload.aud ?? []].flat();
+  }
+
+  /** A person confirms a device's code and signs in; the device's poll ends with its tokens. */
+  async function deviceTokens(tv: oidc.Configuration, scope: string) {
+    const email = uniqueEmail('narrow-device');
+    await h.admin('POST', '/api/v1/profile/', { email, password: PASSWORD });
+    const asked = await oidc.initiateDeviceAuthorization(tv, { scope });
+    const polled = oidc.pollDeviceAuthorizationGrant(tv, asked);
+    const person = browser(CALLBACK);
+    await person.open(asked.verification_uri);
+    const confirm = (await person.submit('/device', { user_code: asked.user_code })) as Visit;
+    await person.submit(confirm.html.match(/<form method="post" action="([^"]+)">/)![1], { confirm: 'yes' });
+    await person.submit('/email', { email });
+    await person.submit('/password', { password: PASSWORD });
+    return polled;
+  }
+
+  beforeAll(async () => {
+    await h.context.db
+      .insertInto('scopes')
+      .values({ name: 'hr.read', kind: 'api', user_claims: JSON.stringify([]), origin: 'migration' })
+      .execute();
+    await h.context.db
+      .insertInto('clients')
+      .values({
+        client_id: 'hr-api',
+        client_name: 'hr-api',
+        enabled: true,
+        settings: JSON.stringify({ apiResource: true, audience: 'hr-api' }),
+        allowed_scopes: JSON.stringify(['hr.read']),
+        grant_types: JSON.stringify([]),
+        origin: 'migration',
+      } as never)
+      .execute();
+    const secret = [{ Value: NARROW_SECRET }];
+    await putClient('narrow-cc', {
+      AllowedGrantTypes: ['client_credentials'],
+      AllowedScopes: ['orders.read'],
+      ClientSecrets: secret,
+    });
+    await putClient('narrow-web', { ...SHOP, AllowedScopes: ['openid', 'orders.read'], ClientSecrets: secret });
+    await putClient('narrow-tv', {
+      RequireClientSecret: false,
+      AllowedGrantTypes: ['urn:ietf:params:oauth:grant-type:device_code'],
+      AllowedScopes: ['openid', 'orders.read'],
+    });
+  });
+
+  test('client credentials: scopes it does not have, or a combined indicator, add no audience', async () => {
+    const cc = await relyingParty(h.api.publicUrl, 'narrow-cc', NARROW_SECRET);
+    const greedy = await oidc.clientCredentialsGrant(cc, { scope: 'orders.read billing.read hr.read IdentityAdmin' });
+    expect(await audiences(greedy.access_token)).toEqual(['orders-api']);
+    // A combined indicator is the service's own: a request naming one is refused.
+    await expect(oidc.clientCredentialsGrant(cc, { scope: 'orders.read', resource: COMBINED })).rejects.toMatchObject({
+      error: 'invalid_target',
+    });
+    await expect(
+      oidc.clientCredentialsGrant(cc, { scope: 'orders.read', resource: 'urn:identity-service:api:billing-api' }),
+    ).rejects.toMatchObject({ error: 'invalid_target' });
+  });
+
+  test('the code flow: the greedy request gets a token for orders-api alone, refreshed the same; a combined indicator is refused', async () => {
+    const email = uniqueEmail('narrow-web');
+    await h.admin('POST', '/api/v1/profile/', { email, password: PASSWORD });
+    const rp = await relyingParty(h.api.publicUrl, 'narrow-web', NARROW_SECRET);
+    const started = await flow.start(rp, `${GREEDY} offline_access`);
+    const tokens = await flow.tokens(rp, started, await flow.signIn(started, email, PASSWORD));
+    expect(await audiences(tokens.access_token)).toEqual(['orders-api']);
+    const refreshed = await oidc.refreshTokenGrant(rp, tokens.refresh_token!);
+    expect(await audiences(refreshed.access_token)).toEqual(['orders-api']);
+
+    const combined = await flow.start(rp, 'openid orders.read', { resource: COMBINED });
+    expect(combined.first).toBeInstanceOf(URL);
+    expect((combined.first as URL).searchParams.get('error')).toBe('invalid_target');
+  });
+
+  test('refreshing for fewer scopes drops the APIs of the scopes left out', async () => {
+    const { rp, tokens } = await userTokens('openid orders.read billing.read offline_access');
+    await apiAccepts('billing-api', 'billing.read', tokens.access_token);
+    const narrowed = await oidc.refreshTokenGrant(rp, tokens.refresh_token!, { scope: 'openid orders.read' });
+    expect(await audiences(narrowed.access_token)).toEqual(['orders-api']);
+    // Identity scopes alone: a token for userinfo, for no API.
+    const identity = await oidc.refreshTokenGrant(rp, narrowed.refresh_token!, { scope: 'openid' });
+    expect(identity.access_token.split('.')).toHaveLength(1);
+  });
+
+  test('the device flow: the greedy request gets a token for orders-api alone; a combined indicator is refused', async () => {
+    const tv = await relyingParty(h.api.publicUrl, 'narrow-tv');
+    const tokens = await deviceTokens(tv, GREEDY);
+    expect(await audiences(tokens.access_token)).toEqual(['orders-api']);
+    await expect(
+      oidc.initiateDeviceAuthorization(tv, { scope: 'openid orders.read', resource: COMBINED }),
+    ).rejects.toMatchObject({ error: 'invalid_target' });
+  }, 60_000);
+
+  test("a reference token's introspection names its audiences as an array", async () => {
+    for (const api of ['orders-api', 'billing-api'])
+      await h.context.db
+        .insertInto('client_secrets')
+        .values({
+          id: `${api}-secret`,
+          client_id: api,
+          value: hashClientSecret(`${api}-secret-sixteen`),
+          description: null,
+          expiration: null,
+        })
+        .onConflict((oc) => oc.column('id').doNothing())
+        .execute();
+    await putClient('reference-both', { ...SHOP, AccessTokenType: 1 });
+    const email = uniqueEmail('reference-both');
+    await h.admin('POST', '/api/v1/profile/', { email, password: PASSWORD });
+    const rp = await relyingParty(h.api.publicUrl, 'reference-both', 'shop-secret-sixteen!');
+    const started = await flow.start(rp, 'openid orders.read billing.read');
+    const tokens = await flow.tokens(rp, started, await flow.signIn(started, email, PASSWORD));
+    const answer = await fetch(`${h.api.url}/connect/introspect`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `Basic ${Buffer.from('orders-api:orders-api-secret-sixteen').toString('base64')}`,
+      },
+      body: new URLSearchParams({ token: tokens.access_token }).toString(),
+    });
+    const body = (await answer.json()) as { active: boolean; aud: unknown };
+    expect(body.active).toBe(true);
+    expect(Array.isArray(body.aud)).toBe(true);
+    expect((body.aud as string[]).sort()).toEqual(['billing-api', 'orders-api']);
+  });
+});

@@ -161,6 +161,25 @@ const settingsOfClient = (client: { metadata(): Record<string, unknown> } | unde
   (client?.metadata()['urn:identity-service:settings'] as ClientSettings | undefined) ?? {};
 
 /**
+ * IdentityServer's RefreshTokenExpiration, measured from the first issue (`iiat`, which oidc-provider carries through
+ * every rotation; an adopted token's is its creation at the source): Absolute (1, its default) ends a token
+ * AbsoluteRefreshTokenLifetime after it; Sliding (0) extends it by SlidingRefreshTokenLifetime at each use, never past
+ * that end, and without an end when AbsoluteRefreshTokenLifetime is 0 (Duende's DefaultRefreshTokenService).
+ */
+export function refreshTokenLifetime(settings: ClientSettings, token: { iat?: number; iiat?: number }): number {
+  const now = Math.floor(Date.now() / 1000);
+  const age = now - (token.iiat ?? token.iat ?? now);
+  if (settings.RefreshTokenExpiration !== 0)
+    return Math.max(1, (settings.AbsoluteRefreshTokenLifetime || DEFAULT_ABSOLUTE_LIFETIME) - age);
+  const absolute = settings.AbsoluteRefreshTokenLifetime ?? DEFAULT_ABSOLUTE_LIFETIME;
+  const sliding = settings.SlidingRefreshTokenLifetime || absolute || DEFAULT_ABSOLUTE_LIFETIME;
+  return Math.max(1, absolute === 0 ? sliding : Math.min(sliding, absolute - age));
+}
+
+/** IdentityServer's default AbsoluteRefreshTokenLifetime: 30 days. */
+const DEFAULT_ABSOLUTE_LIFETIME = 2592000;
+
+/**
  * Who may read a token at `/connect/introspect`: the client it was issued to, and, as at Duende IdentityServer, an
  * API resource authenticating with its name and one of its ApiResourceSecrets, for a token that carries one of its
  * scopes (any other token reads `active: false` to it). oidc-provider's default lets any confidential client read
@@ -328,16 +347,7 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
         token.resourceServer?.accessTokenTTL ?? settingsOfClient(client).AccessTokenLifetime ?? 3600,
       AuthorizationCode: (ctx) => settingsOfClient(ctx.oidc.client).AuthorizationCodeLifetime ?? 300,
       IdToken: (ctx) => settingsOfClient(ctx.oidc.client).IdentityTokenLifetime ?? 300,
-      // IdentityServer's RefreshTokenExpiration: Absolute (1, its default) ends a token AbsoluteRefreshTokenLifetime
-      // after the sign-in; Sliding (0) extends it by SlidingRefreshTokenLifetime at each use, never past that end.
-      RefreshToken: (_ctx, token, client) => {
-        const settings = settingsOfClient(client);
-        const absolute = settings.AbsoluteRefreshTokenLifetime || 2592000;
-        const left = absolute - (Math.floor(Date.now() / 1000) - (token.iat ?? Math.floor(Date.now() / 1000)));
-        if (settings.RefreshTokenExpiration !== 0) return Math.max(1, left);
-        const sliding = settings.SlidingRefreshTokenLifetime || absolute;
-        return Math.max(1, Math.min(sliding, left));
-      },
+      RefreshToken: (_ctx, token, client) => refreshTokenLifetime(settingsOfClient(client), token),
       Interaction: 3600,
       Session: 14 * 24 * 3600,
       Grant: 365 * 24 * 3600,

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { randomUUID } from 'node:crypto';
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jose';
 import * as oidc from 'openid-client';
 import { uniqueEmail, useHarness, SIGN_IN_HARNESS } from '../support/harness';
@@ -662,5 +663,99 @@ describe('a token names only the APIs whose scopes this client was granted for t
     expect(body.active).toBe(true);
     expect(Array.isArray(body.aud)).toBe(true);
     expect((body.aud as string[]).sort()).toEqual(['billing-api', 'orders-api']);
+  });
+});
+
+// Issue 37 item 2: a rotated refresh token was given the whole AbsoluteRefreshTokenLifetime again, so a token used
+// once in a while never died. IdentityServer measures the absolute end from the first issue, through every rotation.
+describe('a refresh token ends AbsoluteRefreshTokenLifetime after its first issue, however often it rotates', () => {
+  const ABSOLUTE = 7200;
+  /** Seconds until the stored refresh token with this handle expires. */
+  const secondsLeft = async (handle: string) => {
+    const row = await h.context.db
+      .selectFrom('oidc_payloads')
+      .select('expires_at')
+      .where('model', '=', 'RefreshToken')
+      .where('id', '=', handle)
+      .executeTakeFirstOrThrow();
+    return Math.round((row.expires_at!.getTime() - Date.now()) / 1000);
+  };
+  /** A user's refresh token of this client, first issued `age` seconds ago (as if the client had held it so long). */
+  async function agedRefreshToken(clientId: string, settings: Record<string, unknown>, age: number) {
+    await putClient(clientId, { ...SHOP, ...settings });
+    const email = uniqueEmail(`aged-${clientId}`);
+    await h.admin('POST', '/api/v1/profile/', { email, password: PASSWORD });
+    const rp = await relyingParty(h.api.publicUrl, clientId, 'shop-secret-sixteen!');
+    const started = await flow.start(rp, 'openid orders.read offline_access');
+    const tokens = await flow.tokens(rp, started, await flow.signIn(started, email, PASSWORD));
+    const issued = Math.floor(Date.now() / 1000) - age;
+    await h.context.db
+      .updateTable('oidc_payloads')
+      .set({ payload: sql`payload || jsonb_build_object('iat', ${issued}::int, 'iiat', ${issued}::int)` })
+      .where('model', '=', 'RefreshToken')
+      .where('id', '=', tokens.refresh_token!)
+      .execute();
+    return { rp, handle: tokens.refresh_token! };
+  }
+
+  test('Absolute: a token with 200 s left is rotated into one with 200 s left, and again', async () => {
+    const { rp, handle } = await agedRefreshToken('rt-absolute', { AbsoluteRefreshTokenLifetime: ABSOLUTE }, 7000);
+    const first = await oidc.refreshTokenGrant(rp, handle);
+    expect(await secondsLeft(first.refresh_token!)).toBeLessThanOrEqual(200);
+    const second = await oidc.refreshTokenGrant(rp, first.refresh_token!);
+    expect(await secondsLeft(second.refresh_token!)).toBeLessThanOrEqual(200);
+  });
+
+  test('Sliding: each use extends by SlidingRefreshTokenLifetime, never past the absolute end; 0 absolute slides on', async () => {
+    const sliding = { RefreshTokenExpiration: 0, SlidingRefreshTokenLifetime: 600 };
+    const capped = await agedRefreshToken('rt-sliding', { ...sliding, AbsoluteRefreshTokenLifetime: ABSOLUTE }, 7000);
+    const next = await oidc.refreshTokenGrant(capped.rp, capped.handle);
+    expect(await secondsLeft(next.refresh_token!)).toBeLessThanOrEqual(200);
+    // Young enough: the full slide.
+    const young = await agedRefreshToken(
+      'rt-sliding-young',
+      { ...sliding, AbsoluteRefreshTokenLifetime: ABSOLUTE },
+      60,
+    );
+    expect(await secondsLeft((await oidc.refreshTokenGrant(young.rp, young.handle)).refresh_token!)).toBeGreaterThan(
+      590,
+    );
+    // No absolute limit: a token first issued 40 days ago still slides by 600 s.
+    const endless = await agedRefreshToken(
+      'rt-sliding-endless',
+      { ...sliding, AbsoluteRefreshTokenLifetime: 0 },
+      40 * 86400,
+    );
+    const slid = await oidc.refreshTokenGrant(endless.rp, endless.handle);
+    expect(await secondsLeft(slid.refresh_token!)).toBeGreaterThan(590);
+    expect(await secondsLeft(slid.refresh_token!)).toBeLessThanOrEqual(600);
+  });
+
+  test('a migrated refresh token keeps its creation as the first issue: redeemed with 200 s left, its successor has 200 s', async () => {
+    await putClient('rt-migrated', { ...SHOP, AbsoluteRefreshTokenLifetime: ABSOLUTE });
+    const email = uniqueEmail('rt-migrated');
+    const created = await h.admin('POST', '/api/v1/profile/', { email, password: PASSWORD });
+    const handle = `migrated-${randomUUID()}`;
+    // As the migration's refresh-tokens pass writes a source fork's token (data in the service's shape).
+    await h.context.db
+      .insertInto('grants')
+      .values({
+        key: handle,
+        type: 'refresh_token',
+        subject_id: created.body.userId,
+        session_id: null,
+        client_id: 'rt-migrated',
+        description: null,
+        creation_time: new Date(Date.now() - 7000_000),
+        expiration: new Date(Date.now() + 200_000),
+        consumed_time: null,
+        data: JSON.stringify({ scope: 'openid orders.read offline_access' }),
+      })
+      .execute();
+    const rp = await relyingParty(h.api.publicUrl, 'rt-migrated', 'shop-secret-sixteen!');
+    const first = await oidc.refreshTokenGrant(rp, handle);
+    expect(await secondsLeft(first.refresh_token!)).toBeLessThanOrEqual(200);
+    const second = await oidc.refreshTokenGrant(rp, first.refresh_token!);
+    expect(await secondsLeft(second.refresh_token!)).toBeLessThanOrEqual(200);
   });
 });

@@ -101,6 +101,10 @@ const refreshTokenData = protectedGrantData(
   ringKey,
 );
 
+/** Another, first issued 200 s short of the web client's AbsoluteRefreshTokenLifetime (30 days) ago. */
+const AGED_HANDLE = `${randomBytes(32).toString('hex').toUpperCase()}-1`;
+const WEB_ABSOLUTE_LIFETIME = 2_592_000;
+
 beforeAll(async () => {
   await migrateCompletely(h, { version: 'before-cutover', migrateClients: true });
   const pg = new PgClient({ connectionString: source().url });
@@ -118,6 +122,11 @@ beforeAll(async () => {
       `insert into "PersistedGrants" ("Key","Type","SubjectId","ClientId","CreationTime","Expiration","Data")
        values ($1, 'refresh_token', $2, 'web', now(), now() + interval '30 days', $3)`,
       [persistedGrantKeys(HANDLE)[0], userId(2), refreshTokenData],
+    );
+    await pg.query(
+      `insert into "PersistedGrants" ("Key","Type","SubjectId","ClientId","CreationTime","Expiration","Data")
+       values ($1, 'refresh_token', $2, 'web', now() - make_interval(secs => $4), now() + interval '200 seconds', $3)`,
+      [persistedGrantKeys(AGED_HANDLE)[0], userId(2), refreshTokenData, WEB_ABSOLUTE_LIFETIME - 200],
     );
   } finally {
     await pg.end();
@@ -208,6 +217,19 @@ test('a refresh token the source issued after the sweep is read through and rede
   expect(
     await counterValue('read_through_total', { kind: 'refresh-token', outcome: 'not-found' }),
   ).toBeGreaterThanOrEqual(1);
+});
+
+// Issue 37 item 2: the successor of a token read through had the whole AbsoluteRefreshTokenLifetime again.
+test('a refresh token read through keeps its first issue: with 200 s left at the source, its successor has 200 s', async () => {
+  const rp = await relyingParty(h.api.publicUrl, 'web', 'web-secret');
+  const tokens = await oidc.refreshTokenGrant(rp, AGED_HANDLE);
+  const stored = await h.context.db
+    .selectFrom('oidc_payloads')
+    .select('expires_at')
+    .where('model', '=', 'RefreshToken')
+    .where('id', '=', tokens.refresh_token!)
+    .executeTakeFirstOrThrow();
+  expect(stored.expires_at!.getTime() - Date.now()).toBeLessThanOrEqual(200_000);
 });
 
 /**

@@ -179,18 +179,22 @@ export function refreshTokenLifetime(settings: ClientSettings, token: { iat?: nu
 /** IdentityServer's default AbsoluteRefreshTokenLifetime: 30 days. */
 const DEFAULT_ABSOLUTE_LIFETIME = 2592000;
 
+/** The kinds of access token: a user's, and a client's own (client credentials). */
+const ACCESS_TOKEN_KINDS = new Set(['AccessToken', 'ClientCredentials']);
+
 /**
  * Who may read a token at `/connect/introspect`: the client it was issued to, and, as at Duende IdentityServer, an
- * API resource authenticating with its name and one of its ApiResourceSecrets, for a token that carries one of its
- * scopes (any other token reads `active: false` to it). oidc-provider's default lets any confidential client read
- * any token's claims.
+ * API resource authenticating with its name and one of its ApiResourceSecrets, for an access token that carries one
+ * of its scopes (any other token, a refresh token above all, reads `active: false` to it: Duende's introspection
+ * validates only access tokens for an API). oidc-provider's default lets any confidential client read any token's
+ * claims.
  */
 function mayIntrospect(
   client: { clientId: string; metadata(): Record<string, unknown> },
-  token: { clientId?: string; scope?: string },
+  token: { clientId?: string; scope?: string; kind: string },
 ) {
   if (token.clientId === client.clientId) return true;
-  if (!settingsOfClient(client).apiResource) return false;
+  if (!settingsOfClient(client).apiResource || !ACCESS_TOKEN_KINDS.has(token.kind)) return false;
   const served = new Set(allowedScopesOf(client));
   return (token.scope ?? '').split(' ').some((scope) => served.has(scope));
 }

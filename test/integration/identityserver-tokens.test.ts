@@ -759,3 +759,43 @@ describe('a refresh token ends AbsoluteRefreshTokenLifetime after its first issu
     expect(await secondsLeft(second.refresh_token!)).toBeLessThanOrEqual(200);
   });
 });
+
+// Issue 37 item 10: an API resource read any client's refresh token at introspection (its scopes were enough).
+test('an API resource introspects access tokens carrying one of its scopes, never a refresh token', async () => {
+  await h.context.db
+    .insertInto('client_secrets')
+    .values({
+      id: 'orders-api-secret',
+      client_id: 'orders-api',
+      value: hashClientSecret('orders-api-secret-sixteen'),
+      description: null,
+      expiration: null,
+    })
+    .onConflict((oc) => oc.column('id').doNothing())
+    .execute();
+  const introspect = async (token: string) => {
+    const answer = await fetch(`${h.api.url}/connect/introspect`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `Basic ${Buffer.from('orders-api:orders-api-secret-sixteen').toString('base64')}`,
+      },
+      body: new URLSearchParams({ token }).toString(),
+    });
+    return (await answer.json()) as { active: boolean };
+  };
+  await putClient('reference-offline', { ...SHOP, AccessTokenType: 1 });
+  const email = uniqueEmail('reference-offline');
+  await h.admin('POST', '/api/v1/profile/', { email, password: PASSWORD });
+  const rp = await relyingParty(h.api.publicUrl, 'reference-offline', 'shop-secret-sixteen!');
+  const started = await flow.start(rp, 'openid orders.read offline_access');
+  const reference = await flow.tokens(rp, started, await flow.signIn(started, email, PASSWORD));
+  expect((await introspect(reference.access_token)).active).toBe(true);
+  expect(await introspect(reference.refresh_token!)).toEqual({ active: false });
+  // Another client's refresh token (a JWT client's), for the same scope.
+  const { tokens } = await userTokens('openid orders.read offline_access');
+  expect(await introspect(tokens.refresh_token!)).toEqual({ active: false });
+  // The client the refresh token was issued to still reads it.
+  const own = await oidc.tokenIntrospection(rp, reference.refresh_token!);
+  expect(own.active).toBe(true);
+});

@@ -4,7 +4,10 @@
  * (a provisioning app's Try answer, a SCIM client, a migrated claim) forge an identity or a privilege, so such an
  * attribute is refused at the API and dropped with a warning where it comes from an app or the source. `org_id` is
  * set by `organizationId` only, as the spec says. Compared without regard to case, and the WS-Federation claim URIs
- * ASP.NET Identity uses for the same facts count as the short names.
+ * ASP.NET Identity uses for the same facts count as the short names. So do the short names .NET's JWT handler
+ * (System.IdentityModel.Tokens.Jwt, `JwtSecurityTokenHandler.DefaultInboundClaimTypeMap`) maps onto those claim URIs,
+ * since an API reading the token through it sees `nameid` as the user's id, `unique_name` as the name and `scp` as
+ * the scope, and `upn` and `groups` as who the user is and which groups hold them.
  */
 export const RESERVED_CLAIMS: ReadonlySet<string> = new Set([
   'sub',
@@ -34,9 +37,14 @@ export const RESERVED_CLAIMS: ReadonlySet<string> = new Set([
   'given_name',
   'family_name',
   'org_id',
+  'nameid',
+  'unique_name',
+  'upn',
+  'scp',
+  'groups',
 ]);
 
-/** ASP.NET Identity's claim URIs for facts the short names above already carry. */
+/** ASP.NET Identity's claim URIs for facts the short names above already carry (lower case: compared folded). */
 const RESERVED_CLAIM_URIS: ReadonlySet<string> = new Set([
   'http://schemas.microsoft.com/ws/2008/06/identity/claims/role',
   'http://schemas.microsoft.com/ws/2008/06/identity/claims/authenticationmethod',
@@ -45,6 +53,9 @@ const RESERVED_CLAIM_URIS: ReadonlySet<string> = new Set([
   'http://schemas.xmlsoap.org/ws/2005/05/identity/claims/emailaddress',
   'http://schemas.xmlsoap.org/ws/2005/05/identity/claims/givenname',
   'http://schemas.xmlsoap.org/ws/2005/05/identity/claims/surname',
+  'http://schemas.xmlsoap.org/ws/2005/05/identity/claims/upn',
+  'http://schemas.xmlsoap.org/claims/group',
+  'http://schemas.microsoft.com/identity/claims/scope',
 ]);
 
 export const isReservedClaim = (name: string): boolean => {

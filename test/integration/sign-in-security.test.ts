@@ -132,6 +132,50 @@ describe('claims from outside never become privileges (item 1)', () => {
   });
 });
 
+// Issue 37 item 11: .NET's JWT handler maps these short names onto the claims the service sets (nameid and
+// unique_name onto the user's id and name, scp onto the scope, upn and groups onto who and which groups).
+const DOTNET_SHORT_NAMES = ['nameid', 'unique_name', 'upn', 'scp', 'groups'];
+const DOTNET_CLAIM_URIS = [
+  'http://schemas.microsoft.com/identity/claims/scope',
+  'http://schemas.xmlsoap.org/ws/2005/05/identity/claims/upn',
+  'http://schemas.xmlsoap.org/claims/Group',
+];
+
+test('the admin API refuses the short claim names .NET maps onto reserved claims, and their claim URIs', async () => {
+  for (const key of [...DOTNET_SHORT_NAMES, 'SCP', ...DOTNET_CLAIM_URIS]) {
+    const answer = await h.admin('POST', '/api/v1/profile/', {
+      email: uniqueEmail('dotnet-reserved'),
+      customAttributes: { [key]: 'x' },
+    });
+    expect(answer.status).toBe(400);
+    expect(answer.body.detail).toContain(`"${key}" is a claim name the service sets itself`);
+  }
+});
+
+test("a client's claims under an empty ClientClaimsPrefix never produce those names", async () => {
+  await putClient('dotnet-claims', {
+    ...confidentialClient(CALLBACK, ['openid', 'IdentityAdmin'], 'dotnet-claims-secret!'),
+    AlwaysSendClientClaims: true,
+    ClientClaimsPrefix: '',
+  });
+  const claims = [...DOTNET_SHORT_NAMES, ...DOTNET_CLAIM_URIS, 'department'].map((type) => ({ type, value: 'forged' }));
+  await h.context.db
+    .updateTable('clients')
+    .set({ claims: JSON.stringify(claims) })
+    .where('client_id', '=', 'dotnet-claims')
+    .execute();
+  const user = await createUser('dotnet-claims');
+  const rp = await relyingParty('dotnet-claims', 'dotnet-claims-secret!');
+  const started = await startAuthorization(rp, 'openid IdentityAdmin');
+  const tokens = await redeem(rp, started, await signIn(started, user.email));
+  const access = JSON.parse(Buffer.from(tokens.access_token.split('.')[1], 'base64url').toString()) as Record<
+    string,
+    unknown
+  >;
+  expect(access.department).toBe('forged');
+  for (const name of [...DOTNET_SHORT_NAMES, ...DOTNET_CLAIM_URIS]) expect(access[name]).toBeUndefined();
+});
+
 describe('a public client never gets client credentials (item 2)', () => {
   test('PUT of a secretless client with client_credentials answers 400 naming the grant', async () => {
     const answer = await h.admin('PUT', '/api/v1/clients/pubcc', {

@@ -21,13 +21,19 @@ export const OFFERED_GRANT_TYPES = [
 export const KEPT_ONLY_GRANT_TYPES = [PASSWORD_GRANT] as const;
 
 /**
- * What is wrong with a client that has no secret but the client-credentials grant: it could mint tokens for its
- * scopes without proving anything. IdentityServer's client validation refuses the same shape.
+ * The grant types only a client that authenticates may use: without a secret, client credentials would mint tokens
+ * for its scopes without proving anything, and the resource-owner password grant would try passwords for anyone
+ * holding the client id. IdentityServer's client validation refuses the first shape; the second is refused alike,
+ * as the OAuth 2.0 Security BCP (RFC 9700 §2.4) allows the password grant, if at all, only to a confidential client.
  */
+export const SECRET_ONLY_GRANT_TYPES = ['client_credentials', PASSWORD_GRANT] as const;
+
+/** What is wrong with a client that has no secret but a grant only a client with one may use. */
 export function publicClientGrantProblem(client: { RequireClientSecret?: boolean; AllowedGrantTypes: string[] }) {
-  return client.RequireClientSecret === false && client.AllowedGrantTypes.includes('client_credentials')
-    ? 'client_credentials needs a client secret: a client with RequireClientSecret false cannot use it'
-    : undefined;
+  if (client.RequireClientSecret !== false) return undefined;
+  const needing = SECRET_ONLY_GRANT_TYPES.filter((g) => client.AllowedGrantTypes.includes(g));
+  if (needing.length === 0) return undefined;
+  return `${needing.join(' and ')} ${needing.length > 1 ? 'need' : 'needs'} a client secret: a client with RequireClientSecret false cannot use ${needing.length > 1 ? 'them' : 'it'}`;
 }
 
 /** The grant types of a client the service does not offer (resource-owner password, implicit, hybrid, device…). */

@@ -63,8 +63,9 @@ export function clientMetadata(row: ClientRow, identityScopes: ReadonlySet<strin
       ...(grants.includes('client_credentials') && !isPublic ? ['client_credentials'] : []),
       // The device flow (RFC 8628) for TVs and command lines: a person enters the device's code at /device.
       ...(grants.includes(DEVICE_CODE_GRANT) ? [DEVICE_CODE_GRANT] : []),
-      // Only a client migrated with it (see password-grant.ts); a confidential one, as IdentityServer's usually were.
-      ...(grants.includes(PASSWORD_GRANT) ? [PASSWORD_GRANT] : []),
+      // Only a client migrated with it (see password-grant.ts), and only a confidential one: without a secret anyone
+      // holding the client id could try passwords through it (client-rules.ts, SECRET_ONLY_GRANT_TYPES).
+      ...(grants.includes(PASSWORD_GRANT) && !isPublic ? [PASSWORD_GRANT] : []),
     ],
     response_types: code ? ['code'] : [],
     redirect_uris: code ? row.redirect_uris : [],

@@ -437,6 +437,53 @@ describe('the resource-owner password grant, for the clients migrated with it', 
     expect(put.status).toBe(400);
     expect(put.body.detail).toMatch(/kept for clients migrated with it/);
   });
+
+  // Issue 37 item 12: a PUT once made a migrated password client public, and the grant then needed no client secret.
+  test('a migrated password client cannot be made public, and a stored public one is refused the grant', async () => {
+    const migrated = {
+      AllowedGrantTypes: ['authorization_code'],
+      RedirectUris: [CALLBACK],
+      AllowedScopes: ['openid', 'orders.read'],
+      ClientSecrets: [{ Value: 'mobile-public-secret!' }],
+    };
+    await putClient('mobile-public', migrated);
+    await h.context.db
+      .updateTable('clients')
+      .set({ grant_types: JSON.stringify(['authorization_code', 'password']), origin: 'migration' })
+      .where('client_id', '=', 'mobile-public')
+      .execute();
+    const put = await h.admin('PUT', '/api/v1/clients/mobile-public', {
+      ...migrated,
+      AllowedGrantTypes: ['authorization_code', 'password'],
+      RequireClientSecret: false,
+    });
+    expect(put.status).toBe(400);
+    expect(put.body.detail).toMatch(/^AllowedGrantTypes: password needs a client secret/);
+
+    // As a migration or an earlier build could have left it: the grant is not served without client authentication.
+    const settings = (await h.admin('GET', '/api/v1/clients/mobile-public')).body;
+    expect(settings.RequireClientSecret).not.toBe(false);
+    await h.context.db
+      .updateTable('clients')
+      .set({ settings: sql`settings || '{"RequireClientSecret": false}'::jsonb` })
+      .where('client_id', '=', 'mobile-public')
+      .execute();
+    const email = uniqueEmail('ropc-public');
+    await h.admin('POST', '/api/v1/profile/', { email, password: PASSWORD });
+    const answer = await fetch(`${h.api.url}/connect/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'password',
+        client_id: 'mobile-public',
+        username: email,
+        password: PASSWORD,
+        scope: 'openid',
+      }).toString(),
+    });
+    expect(answer.status).toBe(400);
+    expect(await answer.json()).toEqual({ error: 'invalid_request', error_description: GRANT_NOT_ALLOWED });
+  });
 });
 
 test('a reference-token client gets opaque tokens; an API introspects them with its ApiResourceSecret, and revocation ends them', async () => {

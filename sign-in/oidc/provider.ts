@@ -323,10 +323,11 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
       },
       resourceIndicators: {
         enabled: true,
-        defaultResource: async (ctx: KoaContextWithOIDC, client) => {
+        // Every API of the requested scopes: getResourceServerInfo keeps those the client was granted, and refuses
+        // the request (invalid_target) when it was granted none.
+        defaultResource: async (ctx: KoaContextWithOIDC) => {
           const scope = ctx.oidc.params?.scope;
-          const asked = typeof scope === 'string' ? scope.split(' ') : [];
-          const resource = await resourceOfScopes(apiResources, asked, client ? allowedScopesOf(client) : []);
+          const resource = await resourceOfScopes(apiResources, typeof scope === 'string' ? scope.split(' ') : []);
           return resource ? `${RESOURCE_PREFIX}${resource}` : undefined;
         },
         // A refresh asking for identity scopes alone gets a token for userinfo, not one for the APIs it left out.

@@ -26,16 +26,10 @@ export function storedApiResources(db: Db): ApiResources {
  * The API resources an access token is for when the request names none: every one that serves a requested scope, as
  * Duende IdentityServer puts them all in one token's `aud`. oidc-provider knows one resource per token, so several
  * travel as one indicator naming them all (`urn:identity-service:api:orders-api+billing-api`); the `resource`
- * parameter still asks for one. Only the scopes the client is allowed count (`allowedScopes`), so a scope it may not
- * have names no API.
+ * parameter still asks for one. The audience is narrowed to the APIs the client was granted in resourceServer.
  */
-export async function resourceOfScopes(
-  resources: ApiResources,
-  scopes: string[],
-  allowedScopes?: string[],
-): Promise<string | undefined> {
-  const asked = allowedScopes ? scopes.filter((s) => allowedScopes.includes(s)) : scopes;
-  const names = [...(await resources())].filter(([, served]) => served.some((s) => asked.includes(s))).map(([n]) => n);
+export async function resourceOfScopes(resources: ApiResources, scopes: string[]): Promise<string | undefined> {
+  const names = [...(await resources())].filter(([, served]) => served.some((s) => scopes.includes(s))).map(([n]) => n);
   return names.length === 0 ? undefined : names.join(AUDIENCE_SEPARATOR);
 }
 

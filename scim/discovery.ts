@@ -1,85 +1,8 @@
 import type { RequestHandler, Response } from 'express';
 import { pathParam, type Operations } from '../platform/http/operations';
 import { ScimError, SCIM_CONTENT_TYPE } from '../platform/http/scim-errors';
-import { ENTERPRISE_ATTRIBUTES, ENTERPRISE_SCHEMA, GROUP_SCHEMA, listResponse, USER_SCHEMA } from './resources';
-
-const attribute = (name: string, type: string, extra: Record<string, unknown> = {}) => ({
-  name,
-  type,
-  multiValued: false,
-  required: false,
-  caseExact: false,
-  mutability: 'readWrite',
-  returned: 'default',
-  uniqueness: 'none',
-  ...extra,
-});
-
-/** Only the attributes this service keeps are described; others are accepted and ignored. */
-const schemas = [
-  {
-    id: USER_SCHEMA,
-    name: 'User',
-    description: 'User account',
-    attributes: [
-      attribute('userName', 'string', { required: true, uniqueness: 'server' }),
-      attribute('externalId', 'string', { caseExact: true }),
-      attribute('name', 'complex', {
-        subAttributes: [
-          attribute('givenName', 'string'),
-          attribute('familyName', 'string'),
-          attribute('formatted', 'string', { mutability: 'readOnly' }),
-        ],
-      }),
-      attribute('emails', 'complex', {
-        multiValued: true,
-        // Every downstream app's Try carries the user's e-mail, so the service needs one (a userName that is an
-        // e-mail address also counts).
-        required: true,
-        description:
-          "At least one e-mail address: the primary one (else the work one, else the first) is the user's e-mail. A userName that is an e-mail address counts as one.",
-        subAttributes: [
-          attribute('value', 'string', { required: true }),
-          attribute('type', 'string', { canonicalValues: ['work', 'home', 'other'] }),
-          attribute('primary', 'boolean'),
-        ],
-      }),
-      attribute('active', 'boolean'),
-      attribute('password', 'string', { mutability: 'writeOnly', returned: 'never' }),
-    ],
-  },
-  {
-    id: ENTERPRISE_SCHEMA,
-    name: 'EnterpriseUser',
-    description:
-      "Enterprise User. Kept as the user's custom attributes under their plain names (manager as its id), which every downstream app receives.",
-    attributes: [
-      ...ENTERPRISE_ATTRIBUTES.map((name) => attribute(name, 'string')),
-      attribute('manager', 'complex', {
-        subAttributes: [attribute('value', 'string'), attribute('$ref', 'reference', { mutability: 'readOnly' })],
-      }),
-    ],
-  },
-  {
-    id: GROUP_SCHEMA,
-    name: 'Group',
-    description: 'Group',
-    attributes: [
-      attribute('displayName', 'string', { required: true, uniqueness: 'server' }),
-      attribute('externalId', 'string', { caseExact: true }),
-      attribute('members', 'complex', {
-        multiValued: true,
-        subAttributes: [
-          attribute('value', 'string', { mutability: 'immutable', required: true }),
-          attribute('display', 'string', { mutability: 'readOnly' }),
-          // What each member answered carries (api/scim/groups.ts): only users are members.
-          attribute('type', 'string', { mutability: 'immutable', canonicalValues: ['User'] }),
-          attribute('$ref', 'reference', { mutability: 'immutable', referenceTypes: ['User'] }),
-        ],
-      }),
-    ],
-  },
-];
+import { ENTERPRISE_SCHEMA, GROUP_SCHEMA, listResponse, USER_SCHEMA } from './resources';
+import { SCHEMAS as schemas } from './schemas';
 
 export function scimDiscoveryOperations(scimUrl: string, documentationUrl: string): Operations {
   const send = (res: Response, body: unknown) => res.type(SCIM_CONTENT_TYPE).json(body);

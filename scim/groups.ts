@@ -9,6 +9,7 @@ import {
   saveGroup,
   UnknownMembersError,
   type GroupFilter,
+  type GroupMember,
   type GroupRow,
 } from '../platform/store/scim-groups';
 import type { Database } from '../platform/store/schema';
@@ -17,7 +18,9 @@ import { describeIssues } from '../platform/http/problem';
 import { ScimError } from '../platform/http/scim-errors';
 import { scimFilterToSql, type AttributeMap } from './filter';
 import { resourceReads } from './resource-reads';
-import { applyPatch, checkIfMatch, GROUP_SCHEMA, meta } from './resources';
+import { checkIfMatch, GROUP_SCHEMA, meta } from './resources';
+import { applyPatch } from './patch';
+import { GROUP_RESOURCE_SCHEMA } from './schemas';
 
 const groupAttributes: AttributeMap<Database, 'scim_groups'> = {
   id: (eb, v) => eb('id', '=', String(v)),
@@ -25,33 +28,67 @@ const groupAttributes: AttributeMap<Database, 'scim_groups'> = {
   externalid: (eb, v) => eb('external_id', '=', String(v)),
 };
 
+/** A member as RFC 7643 §4.2 has it; each is kept as sent. Entra sends `$ref: null`. */
+const memberSchema = z.looseObject({
+  value: z.string().min(1).max(256),
+  display: z.string().max(256).nullish(),
+  type: z.string().max(64).nullish(),
+  $ref: z.string().max(2048).nullish(),
+});
+
 export const groupInputSchema = z.looseObject({
   displayName: z.string().trim().min(1).max(256),
   externalId: z.string().trim().max(256).nullish(),
-  members: z.array(z.looseObject({ value: z.string().min(1) })).nullish(),
+  members: z.array(memberSchema).nullish(),
 });
 
-function groupResource(row: GroupRow, groupsUrl: string, usersUrl: string) {
+/**
+ * The members as stored. Only users are members (/Schemas says so: type User); a `$ref` must name the member's own
+ * user, so what the answer carries is never at odds with `value`.
+ */
+function membersOf(members: z.infer<typeof memberSchema>[]): GroupMember[] {
+  return members.map((m, i) => {
+    if (m.type != null && m.type.toLowerCase() !== 'user')
+      throw new ScimError(
+        400,
+        `members[${i}].type: only users are members of a group here (type User; see /Schemas)`,
+        'invalidValue',
+      );
+    if (m.$ref != null && !m.$ref.endsWith(`Users/${m.value}`))
+      throw new ScimError(
+        400,
+        `members[${i}].$ref: must be the URI of the user ${m.value} (…/Users/${m.value})`,
+        'invalidValue',
+      );
+    return {
+      value: m.value,
+      ...(m.display == null ? {} : { display: m.display }),
+      ...(m.type == null ? {} : { type: m.type }),
+      ...(m.$ref == null ? {} : { $ref: m.$ref }),
+    };
+  });
+}
+
+function groupResource(row: GroupRow, groupsUrl: string) {
   return {
     schemas: [GROUP_SCHEMA],
     id: row.id,
     ...(row.external_id ? { externalId: row.external_id } : {}),
     displayName: row.display_name,
-    members: row.members.map((m) => ({ value: m.id, display: m.userName, type: 'User', $ref: `${usersUrl}/${m.id}` })),
+    members: row.members,
     meta: meta('Group', `${groupsUrl}/${row.id}`, row.created_at, row.updated_at),
   };
 }
 
 export function scimGroupsOperations({ db, scimUrl }: { db: Db; scimUrl: string }): Operations {
   const groupsUrl = `${scimUrl}/Groups`;
-  const usersUrl = `${scimUrl}/Users`;
 
   const { load, send, reads } = resourceReads<GroupRow, GroupFilter>({
     noun: 'group',
     find: (id) => findGroup(db, id),
     list: (where, startIndex, count) => listGroups(db, where, startIndex, count),
     filterToSql: (filter) => scimFilterToSql(filter, groupAttributes),
-    resource: (row) => groupResource(row, groupsUrl, usersUrl),
+    resource: (row) => groupResource(row, groupsUrl),
   });
 
   async function save(body: unknown, id?: string): Promise<GroupRow> {
@@ -63,7 +100,7 @@ export function scimGroupsOperations({ db, scimUrl }: { db: Db; scimUrl: string 
         {
           displayName: parsed.data.displayName,
           externalId: parsed.data.externalId ?? null,
-          memberIds: (parsed.data.members ?? []).map((m) => m.value),
+          members: membersOf(parsed.data.members ?? []),
         },
         id,
       );
@@ -85,7 +122,7 @@ export function scimGroupsOperations({ db, scimUrl }: { db: Db; scimUrl: string 
     modifyScimGroup: async (req, res) => {
       const row = await load(pathParam(req, 'id'));
       checkIfMatch(req, row.updated_at, 'group');
-      send(res, await save(applyPatch(groupResource(row, groupsUrl, usersUrl), req.body), row.id));
+      send(res, await save(applyPatch(groupResource(row, groupsUrl), req.body, GROUP_RESOURCE_SCHEMA), row.id));
     },
     deleteScimGroup: async (req, res) => {
       checkIfMatch(req, (await load(pathParam(req, 'id'))).updated_at, 'group');

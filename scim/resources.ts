@@ -1,11 +1,9 @@
 import type { Request } from 'express';
-import { patchBodyValidation, scimPatch, type ScimPatch, type ScimResource } from 'scim-patch';
 import { z } from 'zod';
 import { describeIssues } from '../platform/http/problem';
-import { forbiddenPathSegment } from '../platform/security/object-keys';
 import { ScimError } from '../platform/http/scim-errors';
 import type { ScimUserRow } from '../platform/store/scim-users';
-import type { ScimEmail } from '../platform/store/schema';
+import type { ScimEmail, ScimManager, ScimName } from '../platform/store/schema';
 import { passwordText } from '../platform/http/fields';
 import { FIELD_BOUNDS } from '../platform/security/field-bounds';
 
@@ -39,20 +37,36 @@ export const ENTERPRISE_ATTRIBUTES = [
   'department',
 ] as const;
 
+/** A SCIM string kept as sent (RFC 7643 compared whole: no trimming). */
+const sentText = z.string().max(256).nullish();
+
 const enterpriseSchema = z.looseObject({
-  ...Object.fromEntries(ENTERPRISE_ATTRIBUTES.map((name) => [name, z.string().trim().max(256).nullish()])),
-  // Entra sets the manager by its id alone (`…:User:manager` = "<id>"); RFC 7643 says `{ value }`.
+  ...Object.fromEntries(ENTERPRISE_ATTRIBUTES.map((name) => [name, sentText])),
+  // Entra sets the manager by its id alone (`…:User:manager` = "<id>"); RFC 7643 says `{ value, $ref, displayName }`.
   manager: z
-    .union([z.string().trim().max(256), z.looseObject({ value: z.string().trim().max(256).nullish() })])
+    .union([
+      z.string().max(256),
+      z.looseObject({ value: sentText, $ref: z.string().max(2048).nullish(), displayName: sentText }),
+    ])
     .nullish(),
 });
+
+/** RFC 7643 §4.1.1: every sub-attribute of `name`, kept as sent. */
+export const NAME_PARTS = [
+  'formatted',
+  'familyName',
+  'givenName',
+  'middleName',
+  'honorificPrefix',
+  'honorificSuffix',
+] as const;
 
 /** What this service keeps of a SCIM user; other attributes (phone numbers, addresses, …) are accepted and ignored. */
 export const scimUserInputSchema = z.looseObject({
   [ENTERPRISE_SCHEMA]: enterpriseSchema.nullish(),
   userName: z.string().trim().min(1).max(256),
   externalId: optionalText,
-  name: z.looseObject({ givenName: optionalText, familyName: optionalText }).nullish(),
+  name: z.looseObject(Object.fromEntries(NAME_PARTS.map((part) => [part, sentText]))).nullish(),
   emails: z
     .array(
       z.looseObject({
@@ -79,9 +93,31 @@ export function enterpriseAttributesOf(input: ScimUserInput): Record<string, str
     const value = extension[name];
     if (typeof value === 'string' && value !== '') attributes[name] = value;
   }
-  const manager = typeof extension.manager === 'string' ? extension.manager : extension.manager?.value;
-  if (typeof manager === 'string' && manager !== '') attributes.manager = manager;
+  const manager = managerOf(input)?.value;
+  if (manager !== undefined) attributes.manager = manager;
   return attributes;
+}
+
+/** The manager as sent (`{ value }` for Entra's bare id); one without a value is no manager, unless it says more. */
+export function managerOf(input: ScimUserInput): ScimManager | undefined {
+  const sent = (input[ENTERPRISE_SCHEMA] as { manager?: string | Partial<Record<keyof ScimManager, string | null>> })
+    ?.manager;
+  const manager = typeof sent === 'string' ? { value: sent } : (sent ?? {});
+  const kept = Object.fromEntries(Object.entries(manager).filter(([, v]) => typeof v === 'string' && v !== ''));
+  if (kept.value === undefined && Object.keys(kept).length > 0)
+    throw new ScimError(
+      400,
+      `${ENTERPRISE_SCHEMA}:manager.value: a manager needs its value (the manager's id); remove manager to clear it`,
+      'invalidValue',
+    );
+  return kept.value === undefined ? undefined : (kept as unknown as ScimManager);
+}
+
+/** The name as sent, without unassigned sub-attributes; undefined when none is set. */
+export function nameOf(input: ScimUserInput): ScimName | undefined {
+  const sent = (input.name ?? {}) as Record<string, unknown>;
+  const name = Object.fromEntries(NAME_PARTS.filter((p) => typeof sent[p] === 'string').map((p) => [p, sent[p]]));
+  return Object.keys(name).length > 0 ? name : undefined;
 }
 
 /** The custom attributes a user keeps besides the extension's, with the extension's replaced by `input`'s. */
@@ -97,13 +133,30 @@ export function withEnterpriseAttributes(
   return { ...kept, ...enterpriseAttributesOf(input) };
 }
 
-/** The extension as a resource shows it, from the user's custom attributes; undefined when it has none. */
-function enterpriseExtensionOf(custom: Record<string, string>, usersUrl: string) {
+/**
+ * The extension as a resource shows it, from the user's custom attributes; undefined when it has none. The manager's
+ * `$ref` and `displayName` are the client's, while the manager is still the one it sent (the admin API may change it).
+ */
+function enterpriseExtensionOf(custom: Record<string, string>, sent: ScimManager | null) {
   const extension: Record<string, unknown> = {};
   for (const name of ENTERPRISE_ATTRIBUTES) if (Object.hasOwn(custom, name)) extension[name] = custom[name];
   if (Object.hasOwn(custom, 'manager'))
-    extension.manager = { value: custom.manager, $ref: `${usersUrl}/${encodeURIComponent(custom.manager)}` };
+    extension.manager = sent?.value === custom.manager ? sent : { value: custom.manager };
   return Object.keys(extension).length > 0 ? extension : undefined;
+}
+
+/**
+ * The name as the client sent it, while its givenName and familyName are still the user's (the admin API may change
+ * them); otherwise those two alone. Nothing is made up: no `formatted` the client did not send.
+ */
+function nameResource(row: ScimUserRow): ScimName | undefined {
+  const sent = row.scim_name;
+  if (sent && (sent.givenName ?? null) === row.first_name && (sent.familyName ?? null) === row.last_name) return sent;
+  const name = {
+    ...(row.first_name ? { givenName: row.first_name } : {}),
+    ...(row.last_name ? { familyName: row.last_name } : {}),
+  };
+  return Object.keys(name).length > 0 ? name : undefined;
 }
 
 const emailSchema = z.email();
@@ -136,7 +189,7 @@ export function emailListOf(input: ScimUserInput, signInEmail: string): ScimEmai
   return sent.map((e) => ({
     value: e.value,
     ...(e.type ? { type: e.type.slice(0, 64) } : {}),
-    ...(e.primary === true ? { primary: true } : {}),
+    ...(typeof e.primary === 'boolean' ? { primary: e.primary } : {}),
   }));
 }
 
@@ -153,22 +206,15 @@ export function meta(resourceType: 'User' | 'Group', location: string, created: 
 }
 
 export function userResource(row: ScimUserRow, usersUrl: string) {
-  const enterprise = enterpriseExtensionOf(row.custom_attributes, usersUrl);
+  const enterprise = enterpriseExtensionOf(row.custom_attributes, row.scim_manager);
+  const name = nameResource(row);
   return {
     schemas: enterprise ? [USER_SCHEMA, ENTERPRISE_SCHEMA] : [USER_SCHEMA],
     id: row.id,
     ...(row.external_id ? { externalId: row.external_id } : {}),
     userName: row.user_name,
     // A user without a name has no `name` (RFC 7643 §2.5: unassigned attributes are absent, not empty).
-    ...(row.first_name || row.last_name
-      ? {
-          name: {
-            ...(row.first_name ? { givenName: row.first_name } : {}),
-            ...(row.last_name ? { familyName: row.last_name } : {}),
-            formatted: [row.first_name, row.last_name].filter(Boolean).join(' '),
-          },
-        }
-      : {}),
+    ...(name ? { name } : {}),
     // The e-mails as the client sent them, while they still hold the user's e-mail (the admin API may change it).
     emails: row.scim_emails?.some((e) => e.value.toLowerCase() === row.email.toLowerCase())
       ? row.scim_emails
@@ -215,64 +261,6 @@ export function checkIfMatch(req: Request, updatedAt: Date, noun: string): void 
   const expected = req.get('if-match');
   if (expected && expected !== '*' && expected !== versionOf(updatedAt))
     throw new ScimError(412, `the ${noun} changed since version ${expected}`);
-}
-
-/**
- * Microsoft Entra ID removes group members with `{"op":"Remove","path":"members","value":[{"value":"<id>"}]}`,
- * which scim-patch ignores: each listed member becomes a `remove` of `members[value eq "<id>"]` (RFC 7644 §3.5.2.2).
- * Without a value, `remove` of `members` removes them all, as scim-patch does.
- */
-function expandMemberRemovals(operations: unknown[]): unknown[] {
-  return operations.flatMap((operation) => {
-    const { op, path, value } = (operation ?? {}) as { op?: unknown; path?: unknown; value?: unknown };
-    if (typeof op !== 'string' || op.toLowerCase() !== 'remove') return [operation];
-    if (typeof path !== 'string' || path.trim().toLowerCase() !== 'members' || !Array.isArray(value))
-      return [operation];
-    return value.map((member) => {
-      const id = (member as { value?: unknown } | null)?.value;
-      if (typeof id !== 'string' || id.length > 256 || /["\\]/.test(id))
-        throw new ScimError(
-          400,
-          'Operations.value: each member to remove needs a value, the member id',
-          'invalidValue',
-        );
-      return { op: 'remove', path: `members[value eq "${id}"]` };
-    });
-  });
-}
-
-/** Entra sets the enterprise manager by its id alone; RFC 7643 and the resource hold `{ value }`. */
-function managerAsObject(operations: unknown[]): unknown[] {
-  const managerPath = `${ENTERPRISE_SCHEMA}:manager`.toLowerCase();
-  return operations.map((operation) => {
-    const { path, value } = (operation ?? {}) as { path?: unknown; value?: unknown };
-    return typeof path === 'string' && path.toLowerCase() === managerPath && typeof value === 'string'
-      ? { ...(operation as object), value: { value } }
-      : operation;
-  });
-}
-
-/** RFC 7644 §3.5.2 PATCH applied to the resource as the client sees it; the result is then validated like a PUT body. */
-export function applyPatch(resource: object, body: unknown): unknown {
-  const given = (body as { Operations?: unknown } | null)?.Operations;
-  const operations = Array.isArray(given) ? managerAsObject(expandMemberRemovals(given)) : given;
-  body = { ...(body as object), Operations: operations };
-  for (const operation of Array.isArray(operations) ? operations : []) {
-    const path = (operation as { path?: unknown } | null)?.path;
-    const forbidden = typeof path === 'string' ? forbiddenPathSegment(path) : undefined;
-    if (forbidden)
-      throw new ScimError(400, `Operations.path: the attribute name "${forbidden}" is not allowed`, 'invalidPath');
-  }
-  try {
-    patchBodyValidation(body as ScimPatch);
-    // scim-patch types meta dates as Date; it never reads them.
-    return scimPatch(resource as unknown as ScimResource, (body as ScimPatch).Operations, {
-      mutateDocument: false,
-      treatMissingAsAdd: true,
-    });
-  } catch (error) {
-    throw new ScimError(400, (error as Error).message, 'invalidSyntax');
-  }
 }
 
 /** RFC 7644 §3.4.2.5: which attributes an answer carries (`attributes`) or leaves out (`excludedAttributes`). */

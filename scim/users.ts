@@ -5,14 +5,16 @@ import { hashPassword } from '../platform/security/password-hashing';
 import { passwordPolicyViolations } from '../platform/security/password-policy';
 import {
   findScimUser,
+  isScimDeleted,
   listScimUsers,
+  markScimDeleted,
   scimUserConditions,
-  setScimEmails,
+  setScimAttributes,
   updateScimUser,
   type ScimUserRow,
   type UserFilter,
 } from '../platform/store/scim-users';
-import type { ScimEmail } from '../platform/store/schema';
+import type { ScimEmail, ScimManager, ScimName } from '../platform/store/schema';
 import { DuplicateUserError, normalize } from '../platform/store/users';
 import { deactivationWorkflowId, provisioningWorkflowId } from '../provisioning/workflows/ids';
 import {
@@ -27,14 +29,17 @@ import { createUserThroughWorkflow } from '../provisioning/creation';
 import { describeIssues } from '../platform/http/problem';
 import { ScimError, scimErrorAnswer, SCIM_CONTENT_TYPE } from '../platform/http/scim-errors';
 import { scimFilterToSql, type AttributeMap } from './filter';
+import { applyPatch } from './patch';
+import { USER_RESOURCE_SCHEMA } from './schemas';
 import {
-  applyPatch,
   checkIfMatch,
   chooseEmail,
   emailListOf,
   ENTERPRISE_ATTRIBUTES,
   ENTERPRISE_SCHEMA,
   enterpriseAttributesOf,
+  managerOf,
+  nameOf,
   withEnterpriseAttributes,
   scimUserInputSchema,
   userResource,
@@ -77,7 +82,30 @@ function outcomeError(outcome: Exclude<CreationOutcome, { status: 'provisioned' 
   );
 }
 
-function parseUser(body: unknown, policy: PasswordPolicy): ScimUserInput & { email: string; emailList: ScimEmail[] } {
+/** A SCIM user as sent, with what the service derives from it: the sign-in e-mail and the attributes kept as sent. */
+type ParsedUser = ScimUserInput & {
+  email: string;
+  emailList: ScimEmail[];
+  sentName: ScimName | null;
+  manager: ScimManager | null;
+};
+
+/**
+ * A creation whose userName or e-mail is held by a user deleted through SCIM: that record stays for audit, so the
+ * name stays taken; the answer says who holds it and how an operator frees it.
+ */
+async function duplicateError(db: ScimDependencies['db'], outcome: CreationOutcome): Promise<ScimError | undefined> {
+  if (outcome.status !== 'duplicate' || !outcome.existingUserId) return undefined;
+  if (!(await isScimDeleted(db, outcome.existingUserId))) return undefined;
+  const id = outcome.existingUserId;
+  return new ScimError(
+    409,
+    `${outcome.detail} (id ${id}), a user deleted through SCIM whose record is kept for audit; an administrator frees its userName and e-mail by deleting it for good (DELETE /api/v1/profile/${id})`,
+    'uniqueness',
+  );
+}
+
+function parseUser(body: unknown, policy: PasswordPolicy): ParsedUser {
   const parsed = scimUserInputSchema.safeParse(body);
   if (!parsed.success) {
     throw new ScimError(400, describeIssues(parsed.error), 'invalidValue');
@@ -94,7 +122,13 @@ function parseUser(body: unknown, policy: PasswordPolicy): ScimUserInput & { ema
     if (violations.length > 0)
       throw new ScimError(400, violations.map((v) => `password: ${v}`).join('; '), 'invalidValue');
   }
-  return { ...parsed.data, email, emailList: emailListOf(parsed.data, email) };
+  return {
+    ...parsed.data,
+    email,
+    emailList: emailListOf(parsed.data, email),
+    sentName: nameOf(parsed.data) ?? null,
+    manager: managerOf(parsed.data) ?? null,
+  };
 }
 
 export function scimUsersOperations({ db, run, passwordPolicy, scimUrl, issuer }: ScimDependencies): Operations {
@@ -127,19 +161,18 @@ export function scimUsersOperations({ db, run, passwordPolicy, scimUrl, issuer }
   }
 
   /** PUT and PATCH end here: attributes first, then the change of `active` (deactivate and deprovision, or provision and activate). */
-  async function replace(
-    row: ScimUserRow,
-    desired: ScimUserInput & { email: string; emailList: ScimEmail[] },
-  ): Promise<ScimUserRow> {
+  async function replace(row: ScimUserRow, desired: ParsedUser): Promise<ScimUserRow> {
     try {
       await updateScimUser(db, row.id, {
         userName: desired.userName,
         email: desired.email,
-        firstName: desired.name?.givenName ?? null,
-        lastName: desired.name?.familyName ?? null,
+        firstName: desired.sentName?.givenName ?? null,
+        lastName: desired.sentName?.familyName ?? null,
         externalId: desired.externalId ?? null,
         customAttributes: withEnterpriseAttributes(row.custom_attributes, desired),
         emails: desired.emailList,
+        name: desired.sentName,
+        manager: desired.manager,
         passwordHash: desired.password === undefined ? undefined : await hashPassword(desired.password),
       });
     } catch (error) {
@@ -165,8 +198,8 @@ export function scimUsersOperations({ db, run, passwordPolicy, scimUrl, issuer }
               email: input.email,
               userName: input.userName,
               externalId: input.externalId ?? null,
-              firstName: input.name?.givenName ?? null,
-              lastName: input.name?.familyName ?? null,
+              firstName: input.sentName?.givenName ?? null,
+              lastName: input.sentName?.familyName ?? null,
               organizationId: null,
               customAttributes: enterpriseAttributesOf(input),
               // The identity provider that provisions the user manages the address: it counts as confirmed.
@@ -174,8 +207,10 @@ export function scimUsersOperations({ db, run, passwordPolicy, scimUrl, issuer }
             },
           },
         );
-        if (outcome.status !== 'provisioned') return scimErrorAnswer(outcomeError(outcome));
-        await setScimEmails(db, outcome.user.userId, input.emailList);
+        if (outcome.status !== 'provisioned')
+          return scimErrorAnswer((await duplicateError(db, outcome)) ?? outcomeError(outcome));
+        const sent = { emails: input.emailList, name: input.sentName, manager: input.manager };
+        await setScimAttributes(db, outcome.user.userId, sent);
         const row = await load(outcome.user.userId);
         if (input.active === false) await setActive(row, false);
         const resource = userResource(await load(row.id), usersUrl);
@@ -195,7 +230,7 @@ export function scimUsersOperations({ db, run, passwordPolicy, scimUrl, issuer }
     modifyScimUser: async (req, res) => {
       const row = await load(pathParam(req, 'id'));
       checkIfMatch(req, row.updated_at, 'user');
-      const patched = applyPatch(userResource(row, usersUrl), req.body) as Record<string, unknown>;
+      const patched = applyPatch(userResource(row, usersUrl), req.body, USER_RESOURCE_SCHEMA);
       // Every user is active or not, and has an e-mail every app receives: those two cannot be removed.
       if (!('active' in patched))
         throw new ScimError(
@@ -211,11 +246,15 @@ export function scimUsersOperations({ db, run, passwordPolicy, scimUrl, issuer }
         );
       send(res, await replace(row, parseUser(patched, passwordPolicy)));
     },
-    /** The spec's soft-delete: deactivated and deprovisioned, still listed with active:false. */
+    /**
+     * RFC 7644 §3.6: afterwards the user answers 404 and is left out of queries. The record stays, deactivated and
+     * deprovisioned (the spec's soft delete), for audit and the admin API.
+     */
     deleteScimUser: async (req, res) => {
       const row = await load(pathParam(req, 'id'));
       checkIfMatch(req, row.updated_at, 'user');
       await setActive(row, false);
+      if (!(await markScimDeleted(db, row.id))) throw new ScimError(404, `no user ${row.id}`);
       res.status(204).end();
     },
   };

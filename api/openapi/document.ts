@@ -24,6 +24,7 @@ function hoist(schema: JsonSchema, components: Record<string, JsonSchema>): Json
 /** The statuses every route of a kind can answer, beside its own. */
 function commonAnswers(route: RouteSpec): Record<number, string | undefined> {
   return {
+    ...(route.path.includes('{') && { 400: 'A path parameter is not valid; `detail` names it and why' }),
     ...(route.body && {
       400: 'The body or a parameter is not valid; `detail` names the field and why',
       413: 'The body is larger than the endpoint takes',

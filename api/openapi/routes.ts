@@ -150,7 +150,10 @@ function scimResourceRoutes(type: 'Users' | 'Groups', input: z.ZodType, creates:
       operationId: `delete${noun}`,
       method: 'delete',
       path: one,
-      summary: type === 'Users' ? 'Deactivate a user (soft delete) and deprovision it' : 'Delete a group',
+      summary:
+        type === 'Users'
+          ? 'Delete a user: deactivated and deprovisioned, then 404 to SCIM (the record stays for the admin API)'
+          : 'Delete a group',
       workflow: type === 'Users',
       answers: { 204: 'Done', 404: 'No such resource', 412: 'The If-Match version is not the current one' },
     },

@@ -8,6 +8,23 @@ export interface ScimEmail {
   primary?: boolean;
 }
 
+/** A user's `name` as a SCIM client sent it (RFC 7643 §4.1.1): only the sub-attributes it set. */
+export interface ScimName {
+  formatted?: string;
+  familyName?: string;
+  givenName?: string;
+  middleName?: string;
+  honorificPrefix?: string;
+  honorificSuffix?: string;
+}
+
+/** The enterprise manager as a SCIM client sent it (RFC 7643 §4.3); its id is also the `manager` custom attribute. */
+export interface ScimManager {
+  value: string;
+  $ref?: string;
+  displayName?: string;
+}
+
 export interface UsersTable {
   id: string;
   email: string;
@@ -33,6 +50,12 @@ export interface UsersTable {
   lockout_end: Date | null;
   /** Every e-mail a SCIM client sent, with type and primary; null: only `email`. */
   scim_emails: ColumnType<ScimEmail[] | null, string | null | undefined, string | null>;
+  /** The `name` a SCIM client sent; shown while its givenName and familyName are still first_name and last_name. */
+  scim_name: ColumnType<ScimName | null, string | null | undefined, string | null>;
+  /** The manager a SCIM client sent; shown while its value is still the `manager` custom attribute. */
+  scim_manager: ColumnType<ScimManager | null, string | null | undefined, string | null>;
+  /** Deleted through SCIM (RFC 7644 §3.6): SCIM no longer shows the user; the record stays, deactivated. */
+  scim_deleted_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   /** When the user was last signed out everywhere: the service's own tokens issued before it no longer count. */
   sessions_revoked_at: Date | null;
   created_at: Generated<Date>;
@@ -77,6 +100,11 @@ export interface ScimGroupsTable {
 export interface ScimGroupMembersTable {
   group_id: string;
   user_id: string;
+  /** The member's place in the list the client sent. */
+  position: Generated<number>;
+  display: string | null;
+  type: string | null;
+  ref: string | null;
 }
 
 /** Apps of the store-backed provider (Provisioning:AppProvider = Store). */

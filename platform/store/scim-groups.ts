@@ -9,10 +9,19 @@ import { deletedAny } from './row-counts';
 
 export type GroupFilter = (eb: ExpressionBuilder<Database, 'scim_groups'>) => Expression<SqlBool>;
 
+/** A member as the client sent it (RFC 7643 §4.2): the user's id and what it said beside it. */
+export interface GroupMember {
+  value: string;
+  display?: string;
+  type?: string;
+  $ref?: string;
+}
+
 export interface GroupData {
   displayName: string;
   externalId: string | null;
-  memberIds: string[];
+  /** In the client's order; a repeated value counts once, where it first came. */
+  members: GroupMember[];
 }
 
 export class DuplicateGroupError extends Error {}
@@ -32,17 +41,33 @@ async function withMembers(
   const members = await db
     .selectFrom('scim_group_members')
     .innerJoin('users', 'users.id', 'scim_group_members.user_id')
-    .select(['scim_group_members.group_id', 'users.id', 'users.user_name'])
+    .select([
+      'scim_group_members.group_id',
+      'users.id',
+      'scim_group_members.display',
+      'scim_group_members.type',
+      'scim_group_members.ref',
+    ])
     .where(
       'scim_group_members.group_id',
       'in',
       rows.map((r) => r.id),
     )
-    .orderBy('users.user_name')
+    // A user deleted through SCIM is no resource, so no member either (markScimDeleted also takes it out).
+    .where('users.scim_deleted_at', 'is', null)
+    .orderBy('scim_group_members.position')
+    .orderBy('users.id')
     .execute();
   return rows.map((row) => ({
     ...row,
-    members: members.filter((m) => m.group_id === row.id).map((m) => ({ id: m.id, userName: m.user_name })),
+    members: members
+      .filter((m) => m.group_id === row.id)
+      .map((m): GroupMember => ({
+        value: m.id,
+        ...(m.display === null ? {} : { display: m.display }),
+        ...(m.type === null ? {} : { type: m.type }),
+        ...(m.ref === null ? {} : { $ref: m.ref }),
+      })),
   }));
 }
 
@@ -62,11 +87,17 @@ export async function listGroups(db: Db, filter: GroupFilter | undefined, startI
 
 /** Creates (no id) or replaces a group with exactly these members, in one transaction. */
 export async function saveGroup(db: Db, data: GroupData, id?: string): Promise<string> {
-  const memberIds = [...new Set(data.memberIds)];
+  const members = data.members.filter((m, i) => data.members.findIndex((other) => other.value === m.value) === i);
+  const memberIds = members.map((m) => m.value);
   try {
     return await db.transaction().execute(async (trx) => {
       if (memberIds.length > 0) {
-        const found = await trx.selectFrom('users').select('id').where('id', 'in', memberIds).execute();
+        const found = await trx
+          .selectFrom('users')
+          .select('id')
+          .where('id', 'in', memberIds)
+          .where('scim_deleted_at', 'is', null)
+          .execute();
         const missing = memberIds.filter((m) => !found.some((f) => f.id === m));
         if (missing.length > 0) throw new UnknownMembersError(missing);
       }
@@ -91,7 +122,16 @@ export async function saveGroup(db: Db, data: GroupData, id?: string): Promise<s
       if (memberIds.length > 0) {
         await trx
           .insertInto('scim_group_members')
-          .values(memberIds.map((userId) => ({ group_id: groupId, user_id: userId })))
+          .values(
+            members.map((m, position) => ({
+              group_id: groupId,
+              user_id: m.value,
+              position,
+              display: m.display ?? null,
+              type: m.type ?? null,
+              ref: m.$ref ?? null,
+            })),
+          )
           .execute();
       }
       return groupId;

@@ -1,6 +1,6 @@
 import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
 import type { Db } from './database';
-import type { Database, ScimEmail } from './schema';
+import type { Database, ScimEmail, ScimManager, ScimName } from './schema';
 import { DuplicateUserError, normalize } from './users';
 import { isUniqueViolation } from './errors';
 import { scimPage } from './scim-page';
@@ -17,6 +17,8 @@ export const SCIM_USER_COLUMNS = [
   'external_id',
   'custom_attributes',
   'scim_emails',
+  'scim_name',
+  'scim_manager',
   'active',
   'created_at',
   'updated_at',
@@ -24,15 +26,21 @@ export const SCIM_USER_COLUMNS = [
 
 export type UserFilter = (eb: ExpressionBuilder<Database, 'users'>) => Expression<SqlBool>;
 
+/** A user deleted through SCIM is no SCIM resource any more (RFC 7644 §3.6): not found, not listed. */
 export async function findScimUser(db: Db, id: string) {
-  return db.selectFrom('users').select(SCIM_USER_COLUMNS).where('id', '=', id).executeTakeFirst();
+  return db
+    .selectFrom('users')
+    .select(SCIM_USER_COLUMNS)
+    .where('id', '=', id)
+    .where('scim_deleted_at', 'is', null)
+    .executeTakeFirst();
 }
 
 export type ScimUserRow = NonNullable<Awaited<ReturnType<typeof findScimUser>>>;
 
 /** One page (startIndex is 1-based, as in SCIM) and the total count of matches. */
 export async function listScimUsers(db: Db, filter: UserFilter | undefined, startIndex: number, count: number) {
-  let query = db.selectFrom('users');
+  let query = db.selectFrom('users').where('scim_deleted_at', 'is', null);
   if (filter) query = query.where(filter);
   return scimPage(query, query.select(SCIM_USER_COLUMNS), startIndex, count);
 }
@@ -45,6 +53,9 @@ export interface ScimUserChanges {
   externalId: string | null;
   customAttributes: Record<string, string>;
   emails: ScimEmail[];
+  /** The name as sent (givenName and familyName are also firstName and lastName); null: none. */
+  name: ScimName | null;
+  manager: ScimManager | null;
   /** A new native hash when the client sent a password; the stored one is kept otherwise. */
   passwordHash?: string;
 }
@@ -63,6 +74,8 @@ export async function updateScimUser(db: Db, id: string, changes: ScimUserChange
         external_id: changes.externalId,
         custom_attributes: JSON.stringify(changes.customAttributes),
         scim_emails: JSON.stringify(changes.emails),
+        scim_name: changes.name && JSON.stringify(changes.name),
+        scim_manager: changes.manager && JSON.stringify(changes.manager),
         ...(changes.passwordHash ? { password_hash: changes.passwordHash, password_format: 'aspnet-v3' } : {}),
         updated_at: new Date(),
       })
@@ -76,7 +89,7 @@ export async function updateScimUser(db: Db, id: string, changes: ScimUserChange
 }
 
 /**
- * The spec's soft-delete: the user stays (and still shows in SCIM filters) but is inactive and provisioned nowhere.
+ * The spec's soft-delete: the user stays but is inactive and provisioned nowhere.
  * Under a `removalId` a second run answers what the first did, the apps it took the user from included.
  */
 export async function deactivateUserReturningApps(db: Db, id: string, removalId?: string): Promise<Removal> {
@@ -97,13 +110,55 @@ export async function activateUser(db: Db, id: string): Promise<void> {
   await db.updateTable('users').set({ active: true, updated_at: new Date() }).where('id', '=', id).execute();
 }
 
-/** The e-mails a SCIM client sent for a user it just created (the creation itself stores only the sign-in one). */
-export async function setScimEmails(db: Db, id: string, emails: ScimEmail[]): Promise<void> {
+/** What a SCIM client sent for a user it just created beyond what the creation itself stores. */
+export async function setScimAttributes(
+  db: Db,
+  id: string,
+  sent: { emails: ScimEmail[]; name: ScimName | null; manager: ScimManager | null },
+): Promise<void> {
   await db
     .updateTable('users')
-    .set({ scim_emails: JSON.stringify(emails) })
+    .set({
+      scim_emails: JSON.stringify(sent.emails),
+      scim_name: sent.name && JSON.stringify(sent.name),
+      scim_manager: sent.manager && JSON.stringify(sent.manager),
+    })
     .where('id', '=', id)
     .execute();
+}
+
+/**
+ * RFC 7644 §3.6: the user is no SCIM resource any more, and leaves every SCIM group (whose version moves on). The
+ * record stays for audit and the admin API. False when it was deleted already (of two parallel DELETEs, one wins).
+ */
+export async function markScimDeleted(db: Db, id: string): Promise<boolean> {
+  return db.transaction().execute(async (trx) => {
+    const marked = await trx
+      .updateTable('users')
+      .set({ scim_deleted_at: new Date(), updated_at: new Date() })
+      .where('id', '=', id)
+      .where('scim_deleted_at', 'is', null)
+      .executeTakeFirst();
+    if (!updatedAny(marked)) return false;
+    const left = await trx.deleteFrom('scim_group_members').where('user_id', '=', id).returning('group_id').execute();
+    if (left.length > 0)
+      await trx
+        .updateTable('scim_groups')
+        .set({ updated_at: new Date() })
+        .where(
+          'id',
+          'in',
+          left.map((m) => m.group_id),
+        )
+        .execute();
+    return true;
+  });
+}
+
+/** Whether the user was deleted through SCIM (its userName and e-mail stay taken by its kept record). */
+export async function isScimDeleted(db: Db, id: string): Promise<boolean> {
+  const row = await db.selectFrom('users').select('scim_deleted_at').where('id', '=', id).executeTakeFirst();
+  return !!row?.scim_deleted_at;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { pathParam, type Operations } from '../../platform/http/operations';
+import { parsedPathParam, pathParam, type Operations } from '../../platform/http/operations';
 import { z } from 'zod';
 import type { TccClient } from '../activities/tcc-client';
 import { appIdSchema, provisioningAppSchema } from '../../platform/config/schema';
@@ -102,7 +102,7 @@ export function provisioningAppsOperations({
       res.status(201).location(`${req.path}/${parsed.app.appId}`).json(view(parsed.app));
     },
     replaceProvisioningApp: async (req, res) => {
-      const appId = appIdSchema.parse(pathParam(req, 'appId'));
+      const appId = parsedPathParam(req, 'appId', appIdSchema);
       const parsed = parseApp(req.body, appId);
       if ('problem' in parsed) return sendProblem(res, parsed.problem);
       if (!(await replaceStoredApp(db, ring, parsed.app))) return sendProblem(res, notFound(appId));

@@ -1,4 +1,4 @@
-import { pathParam, type Operations } from '../../platform/http/operations';
+import { parsedPathParam, type Operations } from '../../platform/http/operations';
 import { z } from 'zod';
 import { emailAddress, passwordText, personName } from '../../platform/http/fields';
 import { FIELD_BOUNDS } from '../../platform/security/field-bounds';
@@ -82,14 +82,14 @@ export function profileOperations({
     },
 
     getUser: async (req, res) => {
-      const userId = userIdParam.parse(pathParam(req, 'userId'));
+      const userId = parsedPathParam(req, 'userId', userIdParam);
       const user = await findUser(db, userId);
       if (!user) return sendProblem(res, userNotFound(`id ${userId}`));
       res.json({ ...user, provisionedApps: await listProvisionedApps(db, userId) });
     },
 
     deleteUser: async (req, res) => {
-      const userId = userIdParam.parse(pathParam(req, 'userId'));
+      const userId = parsedPathParam(req, 'userId', userIdParam);
       const result = await run(deleteUserAndDeprovision, {
         workflowId: deletionWorkflowId(userId),
         args: [{ userId, issuer }],
@@ -100,7 +100,7 @@ export function profileOperations({
     },
 
     retryProvisioning: async (req, res) => {
-      const userId = userIdParam.parse(pathParam(req, 'userId'));
+      const userId = parsedPathParam(req, 'userId', userIdParam);
       const outcome = await run(provisionExistingUser, {
         workflowId: provisioningWorkflowId(userId),
         args: [{ trigger: 'retry', userId }],

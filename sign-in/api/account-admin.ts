@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { adminActorOf } from '../../platform/http/identity-admin';
-import { pathParam, type Operations } from '../../platform/http/operations';
+import { parsedPathParam, type Operations } from '../../platform/http/operations';
 import { sendProblem, userNotFound } from '../../platform/http/problem';
 import { FIELD_BOUNDS } from '../../platform/security/field-bounds';
 import { findRecoveryUserById, removeMfa, unlockUser } from '../../platform/store/accounts';
@@ -46,7 +46,7 @@ export function accountAdminOperations({
 }): Operations {
   /** The user of the path, or a 404 answered. */
   async function userOf(req: Request, res: Response): Promise<string | undefined> {
-    const userId = userIdParam.parse(pathParam(req, 'userId'));
+    const userId = parsedPathParam(req, 'userId', userIdParam);
     if (await findUser(db, userId)) return userId;
     sendProblem(res, userNotFound(`id ${userId}`));
     return undefined;

@@ -1,4 +1,4 @@
-import { pathParam, type Operations } from '../../platform/http/operations';
+import { parsedPathParam, pathParam, type Operations } from '../../platform/http/operations';
 import { z } from 'zod';
 import type { AppProvider } from '../../provisioning/activities/apps';
 import { appIdSchema, clientConfigSchema } from '../../platform/config/schema';
@@ -161,7 +161,7 @@ export function clientsOperations({ db, apps, allow }: { db: Db; apps: AppProvid
     },
     /** Replaces the whole client; the provider reads it at the next request. */
     replaceClient: async (req, res) => {
-      const clientId = clientConfigSchema.shape.ClientId.parse(pathParam(req, 'clientId'));
+      const clientId = parsedPathParam(req, 'clientId', clientConfigSchema.shape.ClientId);
       const parsed = clientBodySchema.safeParse(req.body);
       if (!parsed.success) throw inCallersSpelling(parsed.error, req.body);
       const body = withoutReadOnly(parsed.data);

@@ -1,6 +1,6 @@
 import { X509Certificate } from 'node:crypto';
 import type { Request, Response } from 'express';
-import { pathParam, type Operations } from '../../platform/http/operations';
+import { parsedPathParam, pathParam, type Operations } from '../../platform/http/operations';
 import { z } from 'zod';
 import { callbackUrlProblem, type AllowList } from '../../platform/security/callback-address';
 import type { KeyRing } from '../../platform/security/data-protection';
@@ -118,7 +118,7 @@ function providersOperations<Row extends { id: string }, Body extends { id?: str
 
   async function write(req: Request, res: Response, mode: 'create' | 'replace') {
     const body = kind.schema.parse(req.body);
-    const id = mode === 'replace' ? providerId.parse(pathParam(req, 'id')) : body.id;
+    const id = mode === 'replace' ? parsedPathParam(req, 'id', providerId) : body.id;
     const invalid = (detail: string) => sendProblem(res, { status: 400, title: 'Invalid request', detail });
     if (!id) return invalid('id: required');
     if (mode === 'replace' && body.id !== undefined && body.id !== id)

@@ -151,9 +151,7 @@ describe('SCIM client flow as Okta runs it', () => {
 
     const deleted = await scim('DELETE', `/Users/${id}`);
     expect(deleted.status).toBe(204);
-    const afterDelete = await scim('GET', `/Users/${id}`);
-    expect(afterDelete.status).toBe(200);
-    expect(afterDelete.body.active).toBe(false);
+    expectScimError(await scim('GET', `/Users/${id}`), 404);
     expect(await listProvisionedApps(h.context.db, id)).toEqual([]);
   });
 });
@@ -291,7 +289,7 @@ describe('SCIM /Groups', () => {
     expect(created.body).toMatchObject({
       schemas: [GROUP],
       displayName: name,
-      members: [{ value: alice.body.id, display: alice.body.userName }],
+      members: [{ value: alice.body.id }],
     });
     const id = created.body.id;
 
@@ -392,7 +390,7 @@ describe('SCIM as Microsoft Entra ID sends it', () => {
     );
     expect(one.body).toEqual({ schemas: [USER], id: user.id, name: { givenName: 'Okta' } });
     const excluded = await scim('GET', `/Users/${user.id}?excludedAttributes=name.familyName,emails,meta`);
-    expect(excluded.body.name).toEqual({ givenName: 'Okta', formatted: 'Okta User' });
+    expect(excluded.body.name).toEqual({ givenName: 'Okta' });
     expect(excluded.body).not.toHaveProperty('emails');
     expect(excluded.body).not.toHaveProperty('meta');
   });
@@ -506,7 +504,7 @@ describe('SCIM as Microsoft Entra ID sends it', () => {
     expect(created.body[ENTERPRISE]).toEqual({
       employeeNumber: 'E-100',
       department: 'Sales',
-      manager: { value: manager.id, $ref: expect.stringMatching(new RegExp(`/Users/${manager.id}$`)) },
+      manager: { value: manager.id },
     });
     // Downstream apps get the extension as custom attributes under their plain names.
     const [tried] = h.apps.crm.state.calls.filter(
@@ -542,8 +540,9 @@ describe('SCIM as Microsoft Entra ID sends it', () => {
     const disabled = await patch(`/Users/${id}`, [{ op: 'Replace', path: 'active', value: 'False' }]);
     expect(disabled.body.active).toBe(false);
     expect((await scim('DELETE', `/Users/${id}`)).status).toBe(204);
-    // The spec's soft-delete: still there, inactive.
-    expect((await scim('GET', `/Users/${id}`)).body).toMatchObject({ id, active: false });
+    // RFC 7644 §3.6: gone for SCIM; the record stays, inactive, for the admin API.
+    expectScimError(await scim('GET', `/Users/${id}`), 404);
+    expect((await h.admin('GET', `/api/v1/profile/${id}`)).body).toMatchObject({ userId: id, active: false });
   });
 
   test('/Schemas and the User resource type advertise the enterprise extension', async () => {
@@ -583,7 +582,7 @@ describe('SCIM as Microsoft Entra ID sends it', () => {
       },
     ]);
     expect(replaced.body.emails).toEqual([
-      { value: work, type: 'work' },
+      { value: work, type: 'work', primary: false },
       { value: home, type: 'home', primary: true },
     ]);
     const profile = await h.admin('GET', `/api/v1/profile/${user.id}`);
@@ -599,14 +598,15 @@ describe('SCIM as Microsoft Entra ID sends it', () => {
     expectScimError(await replaceEmails([{ value: 'not an address' }]), 400, 'invalidValue');
   });
 
-  test("the ServiceProviderConfig's documentationUri is a public page that explains the soft delete", async () => {
+  test("the ServiceProviderConfig's documentationUri is a public page that explains what DELETE does", async () => {
     const config = await scim('GET', '/ServiceProviderConfig');
     expect(config.body.documentationUri).toBe(`${h.api.publicUrl}/docs/scim`);
     const page = await fetch(config.body.documentationUri);
     expect(page.status).toBe(200);
     const text = (await page.text()).replace(/<[^>]+>/g, '');
-    expect(text).toContain('DELETE is a soft delete.');
-    expect(text).toContain('still answers 200 with active: false');
+    expect(text).toContain('DELETE removes the SCIM resource, not the record.');
+    expect(text).toContain('afterwards the user answers 404');
+    expect(text).toContain('DELETE /api/v1/profile/{id}');
   });
 
   test('the discovery endpoints answer 405 with Allow: GET to other methods, in the SCIM error schema', async () => {
@@ -640,5 +640,365 @@ describe('SCIM discovery', () => {
     expect((await scim('GET', `/Schemas/${USER}`)).body.attributes.map((a: { name: string }) => a.name)).toContain(
       'userName',
     );
+  });
+});
+
+/** The attributes /Schemas publishes for a schema, as `attr` and `attr.sub` (sub-attributes of complex ones). */
+async function publishedNames(schemaId: string): Promise<string[]> {
+  const schema = (await scim('GET', `/Schemas/${encodeURIComponent(schemaId)}`)).body;
+  return schema.attributes.flatMap((a: { name: string; subAttributes?: Array<{ name: string }> }) => [
+    a.name,
+    ...(a.subAttributes ?? []).map((s) => `${a.name}.${s.name}`),
+  ]);
+}
+
+/** A PATCH whose answer and a later GET must both show `expected` (a check of the resource). */
+async function patchAndRead(path: string, operations: object[], check: (resource: any) => void) {
+  const answer = await patch(path, operations);
+  expect({ status: answer.status, detail: answer.body.detail }).toEqual({ status: 200, detail: undefined });
+  check(answer.body);
+  check((await scim('GET', path)).body);
+  return answer.body;
+}
+
+describe('SCIM as RFC 7643/7644 read by a generic checker (issue 38)', () => {
+  // Item 13: every sub-attribute of name is kept as sent, untrimmed; formatted is the client's, never made up.
+  test('PATCH add/replace of name keeps all six sub-attributes as sent; formatted is never recomputed', async () => {
+    const created = await scim('POST', '/Users', oktaUser(uniqueEmail('name-six')));
+    expect(created.body.name).toEqual({ givenName: 'Okta', familyName: 'User' });
+    const name = {
+      formatted: 'Ms. Barbara J Jensen, III',
+      familyName: 'Jensen',
+      givenName: ' Barbara ',
+      middleName: 'Jane',
+      honorificPrefix: 'Ms.',
+      honorificSuffix: 'III',
+    };
+    const path = `/Users/${created.body.id}`;
+    await patchAndRead(path, [{ op: 'replace', path: 'name', value: name }], (r) => expect(r.name).toEqual(name));
+    await patchAndRead(path, [{ op: 'add', path: 'name.middleName', value: 'J.' }], (r) =>
+      expect(r.name).toEqual({ ...name, middleName: 'J.' }),
+    );
+    await patchAndRead(path, [{ op: 'replace', path: 'name.formatted', value: 'B. Jensen' }], (r) =>
+      expect(r.name).toEqual({ ...name, middleName: 'J.', formatted: 'B. Jensen' }),
+    );
+    // A filter on givenName finds the value as it was sent.
+    expect(idsOf(await scim('GET', filter('name.givenName eq " Barbara "')))).toContain(created.body.id);
+  });
+
+  // Item 14: the extension object by its URN, as a path or as a key of a value without a path.
+  test('PATCH of the enterprise extension by its URN path or URN key is kept; remove of the URN removes it', async () => {
+    const user = (await scim('POST', '/Users', oktaUser(uniqueEmail('urn-ext')))).body;
+    const path = `/Users/${user.id}`;
+    await patchAndRead(path, [{ op: 'add', path: `${ENTERPRISE}:department`, value: 'RB' }], (r) =>
+      expect(r[ENTERPRISE]).toEqual({ department: 'RB' }),
+    );
+    await patchAndRead(path, [{ op: 'remove', path: ENTERPRISE }], (r) => {
+      expect(r).not.toHaveProperty(ENTERPRISE);
+      expect(r.schemas).toEqual([USER]);
+    });
+    const manager = { value: 'm-1', displayName: 'Mary Manager', $ref: '../Users/m-1' };
+    await patchAndRead(path, [{ op: 'add', path: ENTERPRISE, value: { costCenter: 'CC-1', manager } }], (r) =>
+      expect(r[ENTERPRISE]).toEqual({ costCenter: 'CC-1', manager }),
+    );
+    await patchAndRead(path, [{ op: 'replace', value: { [ENTERPRISE]: { division: 'North' } } }], (r) =>
+      expect(r[ENTERPRISE]).toEqual({ costCenter: 'CC-1', division: 'North', manager }),
+    );
+    await patchAndRead(path, [{ op: 'replace', path: `${ENTERPRISE}:manager.displayName`, value: 'M. M.' }], (r) =>
+      expect(r[ENTERPRISE].manager).toEqual({ ...manager, displayName: 'M. M.' }),
+    );
+  });
+
+  // Item 15: members as stored, in order; groups as members are refused as /Schemas says.
+  test('group members are answered as sent (value, display, type, $ref) in their order; a Group member is refused', async () => {
+    const [a, b] = await Promise.all(
+      ['m-a', 'm-b'].map(async (label) => (await scim('POST', '/Users', oktaUser(uniqueEmail(label)))).body),
+    );
+    const members = [
+      { value: b.id, display: 'Bee', type: 'User', $ref: `${h.api.publicUrl}/scim/v2/Users/${b.id}` },
+      { value: a.id },
+    ];
+    const created = await scim('POST', '/Groups', { schemas: [GROUP], displayName: `Ordered ${Date.now()}`, members });
+    expect(created.status).toBe(201);
+    expect(created.body.members).toEqual(members);
+    expect((await scim('GET', `/Groups/${created.body.id}`)).body.members).toEqual(members);
+    const added = { value: a.id === members[1].value ? b.id : a.id };
+    await patchAndRead(`/Groups/${created.body.id}`, [{ op: 'add', path: 'members', value: [added] }], (r) =>
+      expect(r.members).toEqual(members),
+    );
+
+    const schema = await scim('GET', `/Schemas/${encodeURIComponent(GROUP)}`);
+    const declared = schema.body.attributes.find((x: { name: string }) => x.name === 'members').subAttributes;
+    expect(declared.map((s: { name: string }) => s.name).sort()).toEqual(['$ref', 'display', 'type', 'value']);
+    expect(declared.find((s: { name: string }) => s.name === 'type').canonicalValues).toEqual(['User']);
+    const nested = await scim('POST', '/Groups', {
+      schemas: [GROUP],
+      displayName: `Nested ${Date.now()}`,
+      members: [{ value: created.body.id, type: 'Group' }],
+    });
+    expectScimError(nested, 400, 'invalidValue');
+    expect(nested.body.detail).toBe(
+      'members[0].type: only users are members of a group here (type User; see /Schemas)',
+    );
+    const wrongRef = await scim('POST', '/Groups', {
+      schemas: [GROUP],
+      displayName: `Wrong ref ${Date.now()}`,
+      members: [{ value: a.id, $ref: `${h.api.publicUrl}/scim/v2/Users/${b.id}` }],
+    });
+    expectScimError(wrongRef, 400, 'invalidValue');
+  });
+
+  // Item 16: RFC 7644 §3.6 — after DELETE the resource is gone for SCIM, the record stays for audit and the admin API.
+  test('after DELETE a user answers 404 to GET, PUT, PATCH and DELETE, is left out of filters and groups, and its userName is refused with a way out', async () => {
+    const email = uniqueEmail('deleted');
+    const user = (await scim('POST', '/Users', oktaUser(email))).body;
+    const group = (
+      await scim('POST', '/Groups', {
+        schemas: [GROUP],
+        displayName: `Del ${Date.now()}`,
+        members: [{ value: user.id }],
+      })
+    ).body;
+    expect((await scim('DELETE', `/Users/${user.id}`)).status).toBe(204);
+    expectScimError(await scim('GET', `/Users/${user.id}`), 404);
+    expectScimError(await patch(`/Users/${user.id}`, [{ op: 'replace', path: 'active', value: true }]), 404);
+    expectScimError(await scim('PUT', `/Users/${user.id}`, oktaUser(email)), 404);
+    expectScimError(await scim('DELETE', `/Users/${user.id}`), 404);
+    expect((await scim('GET', filter(`userName eq "${email}"`))).body).toMatchObject({ totalResults: 0 });
+    expect((await scim('GET', filter(`id eq "${user.id}"`))).body).toMatchObject({ totalResults: 0 });
+    expect((await scim('GET', `/Groups/${group.id}`)).body.members ?? []).toEqual([]);
+    expectScimError(
+      await patch(`/Groups/${group.id}`, [{ op: 'add', path: 'members', value: [{ value: user.id }] }]),
+      400,
+      'invalidValue',
+    );
+    // The record stays, deactivated and deprovisioned, for audit and the admin API.
+    const profile = await h.admin('GET', `/api/v1/profile/${user.id}`);
+    expect(profile.status).toBe(200);
+    expect(profile.body.active).toBe(false);
+    expect(await listProvisionedApps(h.context.db, user.id)).toEqual([]);
+    const again = await scim('POST', '/Users', oktaUser(email));
+    expectScimError(again, 409, 'uniqueness');
+    expect(again.body.detail).toContain(`DELETE /api/v1/profile/${user.id}`);
+  });
+
+  test('two parallel DELETEs of one user: one 204, the other 404', async () => {
+    for (let trial = 0; trial < 4; trial++) {
+      const user = (await scim('POST', '/Users', oktaUser(uniqueEmail(`del-race${trial}`)))).body;
+      const answers = await Promise.all([0, 1].map(() => scim('DELETE', `/Users/${user.id}`)));
+      expect(answers.map((a) => a.status).sort()).toEqual([204, 404]);
+    }
+  });
+
+  // Item 17: paths that name nothing, read-only attributes, op spelling, and errors in SCIM's words.
+  test('PATCH paths that name nothing are invalidPath, read-only attributes are mutability, op is case-insensitive', async () => {
+    const user = (await scim('POST', '/Users', oktaUser(uniqueEmail('paths')))).body;
+    const path = `/Users/${user.id}`;
+    for (const bad of ['a.b.c', 'urn:bogus:ext:x', ' ', 'userName.x', 'emails[type eq "work"].nothing'])
+      expectScimError(await patch(path, [{ op: 'replace', path: bad, value: 'x' }]), 400, 'invalidPath');
+    expectScimError(await patch(path, [{ op: 'add', value: { 'a.b.c': 'x' } }]), 400, 'invalidPath');
+    for (const [target, value] of [
+      ['id', 'other'],
+      ['schemas', [USER, 'urn:x']],
+      ['meta.created', '2020-01-01T00:00:00Z'],
+    ])
+      expectScimError(await patch(path, [{ op: 'replace', path: target, value }]), 400, 'mutability');
+    expectScimError(await patch(path, [{ op: 'replace', value: { id: 'other' } }]), 400, 'mutability');
+    expectScimError(await patch(path, [{ op: 'move', path: 'active', value: false }]), 400, 'invalidSyntax');
+    expectScimError(
+      await patch(path, [{ op: 'replace', path: 'emails[type eq "home"].primary', value: true }]),
+      400,
+      'noTarget',
+    );
+    const emptyPath = await patch(path, [{ op: 'replace', path: '', value: 'x' }]);
+    expect(emptyPath.status).toBe(400);
+    const raw = await patch(path, [{ op: 'add', path: 'name', value: 'plain' }]);
+    expectScimError(raw, 400, 'invalidValue');
+    expect(raw.body.detail).not.toMatch(/Cannot|undefined|property/);
+    const upper = await patch(path, [{ op: 'REPLACE', path: 'active', value: false }]);
+    expect(upper.status).toBe(200);
+    expect(upper.body.active).toBe(false);
+    // The same id or schemas again is no change, as Okta sends them; schemas follow from the attributes held.
+    expect((await patch(path, [{ op: 'replace', value: { id: user.id, schemas: [USER] } }])).status).toBe(200);
+    expect((await patch(path, [{ op: 'replace', value: { schemas: [USER, ENTERPRISE] } }])).status).toBe(200);
+    // RFC 7643 §2.5: null is unassigned.
+    await patchAndRead(path, [{ op: 'replace', path: 'name', value: null }], (r) =>
+      expect(r).not.toHaveProperty('name'),
+    );
+  });
+
+  test('validation problems name a path parameter by its name, not (body)', async () => {
+    const answer = await h.admin('GET', `/api/v1/profile/${'x'.repeat(300)}`);
+    expect(answer.status).toBe(400);
+    expect(answer.body.detail).toMatch(/^userId: /);
+  });
+
+  test('PATCH add, replace and remove of every attribute /Schemas publishes: the answer and a later GET show what was sent', async () => {
+    const covered = new Set<string>();
+    const email = uniqueEmail('every');
+    const user = (await scim('POST', '/Users', oktaUser(email))).body;
+    const path = `/Users/${user.id}`;
+    const ok = (name: string, operations: object[], check: (r: any) => void) => {
+      covered.add(name);
+      return patchAndRead(path, operations, check);
+    };
+    const refused = async (name: string, operation: object, scimType: string) => {
+      covered.add(name);
+      expectScimError(await patch(path, [operation]), 400, scimType);
+    };
+    const userName = `every-${Date.now()}`;
+    await ok('userName', [{ op: 'add', path: 'userName', value: userName }], (r) => expect(r.userName).toBe(userName));
+    await ok('userName', [{ op: 'replace', path: 'userName', value: `${userName}-2` }], (r) =>
+      expect(r.userName).toBe(`${userName}-2`),
+    );
+    await refused('userName', { op: 'remove', path: 'userName' }, 'invalidValue');
+    await ok('externalId', [{ op: 'add', path: 'externalId', value: 'Ext-1' }], (r) =>
+      expect(r.externalId).toBe('Ext-1'),
+    );
+    await ok('externalId', [{ op: 'replace', path: 'externalId', value: 'Ext-2' }], (r) =>
+      expect(r.externalId).toBe('Ext-2'),
+    );
+    await ok('externalId', [{ op: 'remove', path: 'externalId' }], (r) => expect(r).not.toHaveProperty('externalId'));
+    const subs = ['formatted', 'familyName', 'givenName', 'middleName', 'honorificPrefix', 'honorificSuffix'];
+    for (const sub of subs) {
+      let expected: Record<string, string> = {};
+      await ok(`name.${sub}`, [{ op: 'add', path: `name.${sub}`, value: `${sub} 1` }], (r) => {
+        expected = { ...r.name };
+        expect(r.name[sub]).toBe(`${sub} 1`);
+      });
+      await ok(`name.${sub}`, [{ op: 'replace', path: `name.${sub}`, value: `${sub} 2` }], (r) =>
+        expect(r.name).toEqual({ ...expected, [sub]: `${sub} 2` }),
+      );
+      await ok(`name.${sub}`, [{ op: 'remove', path: `name.${sub}` }], (r) =>
+        expect(r.name ?? {}).not.toHaveProperty(sub),
+      );
+    }
+    await ok('name', [{ op: 'add', path: 'name', value: { givenName: 'A', familyName: 'B' } }], (r) =>
+      expect(r.name).toEqual({ givenName: 'A', familyName: 'B' }),
+    );
+    await ok('name', [{ op: 'replace', path: 'name', value: { middleName: 'M' } }], (r) =>
+      expect(r.name).toEqual({ givenName: 'A', familyName: 'B', middleName: 'M' }),
+    );
+    await ok('name', [{ op: 'remove', path: 'name' }], (r) => expect(r).not.toHaveProperty('name'));
+
+    const home = uniqueEmail('every-home');
+    const work = { value: email, type: 'work', primary: true };
+    await ok('emails', [{ op: 'add', path: 'emails', value: [{ value: home, type: 'home' }] }], (r) =>
+      expect(r.emails).toEqual([work, { value: home, type: 'home' }]),
+    );
+    await ok(
+      'emails.value',
+      [{ op: 'replace', path: `emails[value eq "${home}"].value`, value: home.toUpperCase() }],
+      (r) => expect(r.emails).toEqual([work, { value: home.toUpperCase(), type: 'home' }]),
+    );
+    await ok('emails.type', [{ op: 'replace', path: 'emails[type eq "home"].type', value: 'other' }], (r) =>
+      expect(r.emails).toEqual([work, { value: home.toUpperCase(), type: 'other' }]),
+    );
+    await ok('emails.type', [{ op: 'remove', path: 'emails[type eq "other"].type' }], (r) =>
+      expect(r.emails).toEqual([work, { value: home.toUpperCase() }]),
+    );
+    await ok(
+      'emails.primary',
+      [{ op: 'add', path: `emails[value eq "${home.toUpperCase()}"].primary`, value: false }],
+      (r) => expect(r.emails).toEqual([work, { value: home.toUpperCase(), primary: false }]),
+    );
+    await ok('emails', [{ op: 'remove', path: `emails[value eq "${home.toUpperCase()}"]` }], (r) =>
+      expect(r.emails).toEqual([work]),
+    );
+    await ok('emails', [{ op: 'replace', path: 'emails', value: [{ value: email, primary: true }] }], (r) =>
+      expect(r.emails).toEqual([{ value: email, primary: true }]),
+    );
+    await refused('emails', { op: 'remove', path: 'emails' }, 'invalidValue');
+    await ok('active', [{ op: 'replace', path: 'active', value: false }], (r) => expect(r.active).toBe(false));
+    await ok('active', [{ op: 'add', path: 'active', value: true }], (r) => expect(r.active).toBe(true));
+    await refused('active', { op: 'remove', path: 'active' }, 'invalidValue');
+    await ok('password', [{ op: 'add', path: 'password', value: 'Every-passphrase-1' }], (r) =>
+      expect(r).not.toHaveProperty('password'),
+    );
+    await ok('password', [{ op: 'replace', path: 'password', value: 'Every-passphrase-2' }], (r) =>
+      expect(r).not.toHaveProperty('password'),
+    );
+    await refused('password', { op: 'remove', path: 'password' }, 'mutability');
+
+    const ext = (name: string) => `${ENTERPRISE}:${name}`;
+    for (const name of ['employeeNumber', 'costCenter', 'organization', 'division', 'department']) {
+      await ok(name, [{ op: 'add', path: ext(name), value: ` ${name} 1` }], (r) =>
+        expect(r[ENTERPRISE]).toEqual({ [name]: ` ${name} 1` }),
+      );
+      await ok(name, [{ op: 'replace', path: ext(name), value: `${name} 2` }], (r) =>
+        expect(r[ENTERPRISE]).toEqual({ [name]: `${name} 2` }),
+      );
+      await ok(name, [{ op: 'remove', path: ext(name) }], (r) => expect(r).not.toHaveProperty(ENTERPRISE));
+    }
+    const manager = { value: 'boss-1', $ref: 'https://example.test/Users/boss-1', displayName: 'Boss' };
+    await ok('manager', [{ op: 'add', path: ext('manager'), value: manager }], (r) =>
+      expect(r[ENTERPRISE]).toEqual({ manager }),
+    );
+    for (const sub of ['value', '$ref', 'displayName'] as const) {
+      await ok(`manager.${sub}`, [{ op: 'replace', path: ext(`manager.${sub}`), value: `${manager[sub]}-2` }], (r) =>
+        expect(r[ENTERPRISE].manager[sub]).toBe(`${manager[sub]}-2`),
+      );
+    }
+    for (const sub of ['displayName', '$ref'] as const) {
+      await ok(`manager.${sub}`, [{ op: 'remove', path: ext(`manager.${sub}`) }], (r) =>
+        expect(r[ENTERPRISE].manager).not.toHaveProperty(sub),
+      );
+      await ok(`manager.${sub}`, [{ op: 'add', path: ext(`manager.${sub}`), value: manager[sub] }], (r) =>
+        expect(r[ENTERPRISE].manager[sub]).toBe(manager[sub]),
+      );
+    }
+    // A manager is its value: one left with only a $ref or a displayName is refused.
+    await refused('manager.value', { op: 'remove', path: ext('manager.value') }, 'invalidValue');
+    await ok('manager', [{ op: 'replace', path: ext('manager'), value: { value: 'boss-3' } }], (r) =>
+      expect(r[ENTERPRISE]).toEqual({ manager: { ...manager, value: 'boss-3' } }),
+    );
+    await ok('manager', [{ op: 'remove', path: ext('manager') }], (r) => expect(r).not.toHaveProperty(ENTERPRISE));
+
+    const groupPath = `/Groups/${(await scim('POST', '/Groups', { schemas: [GROUP], displayName: `Every ${Date.now()}` })).body.id}`;
+    const onGroup = async (name: string, operation: object, check: (r: any) => void) => {
+      covered.add(name);
+      await patchAndRead(groupPath, [operation], check);
+    };
+    const groupName = `Every group ${Date.now()}`;
+    await onGroup('displayName', { op: 'add', path: 'displayName', value: groupName }, (r) =>
+      expect(r.displayName).toBe(groupName),
+    );
+    await onGroup('displayName', { op: 'replace', path: 'displayName', value: `${groupName} 2` }, (r) =>
+      expect(r.displayName).toBe(`${groupName} 2`),
+    );
+    covered.add('displayName');
+    expectScimError(await patch(groupPath, [{ op: 'remove', path: 'displayName' }]), 400, 'invalidValue');
+    await onGroup('externalId', { op: 'add', path: 'externalId', value: 'G-1' }, (r) =>
+      expect(r.externalId).toBe('G-1'),
+    );
+    await onGroup('externalId', { op: 'replace', path: 'externalId', value: 'G-2' }, (r) =>
+      expect(r.externalId).toBe('G-2'),
+    );
+    await onGroup('externalId', { op: 'remove', path: 'externalId' }, (r) =>
+      expect(r).not.toHaveProperty('externalId'),
+    );
+    const member = { value: user.id, display: 'Every', type: 'User', $ref: `../Users/${user.id}` };
+    await onGroup('members', { op: 'add', path: 'members', value: [member] }, (r) =>
+      expect(r.members).toEqual([member]),
+    );
+    for (const sub of ['value', 'display', 'type', '$ref']) {
+      covered.add(`members.${sub}`);
+      expectScimError(
+        await patch(groupPath, [{ op: 'replace', path: `members[value eq "${user.id}"].${sub}`, value: 'x' }]),
+        400,
+        'mutability',
+      );
+    }
+    await onGroup('members', { op: 'replace', path: 'members', value: [{ value: user.id }] }, (r) =>
+      expect(r.members).toEqual([{ value: user.id }]),
+    );
+    await onGroup('members', { op: 'remove', path: 'members' }, (r) => expect(r.members ?? []).toEqual([]));
+
+    const published = [
+      ...(await publishedNames(USER)),
+      ...(await publishedNames(ENTERPRISE)),
+      ...(await publishedNames(GROUP)),
+    ];
+    expect([...covered].sort()).toEqual([...new Set(published)].sort());
   });
 });

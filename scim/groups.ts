@@ -18,7 +18,7 @@ import { describeIssues } from '../platform/http/problem';
 import { ScimError } from '../platform/http/scim-errors';
 import { scimFilterToSql, type AttributeMap } from './filter';
 import { resourceReads } from './resource-reads';
-import { checkIfMatch, GROUP_SCHEMA, meta } from './resources';
+import { checkIfMatch, GROUP_SCHEMA, meta, uniqueName } from './resources';
 import { applyPatch } from './patch';
 import { GROUP_RESOURCE_SCHEMA } from './schemas';
 
@@ -37,8 +37,9 @@ const memberSchema = z.looseObject({
 });
 
 export const groupInputSchema = z.looseObject({
-  displayName: z.string().trim().min(1).max(256),
-  externalId: z.string().trim().max(256).nullish(),
+  displayName: uniqueName,
+  // Kept as sent: it is the client's own identifier, compared exactly (caseExact in /Schemas).
+  externalId: z.string().max(256).nullish(),
   members: z.array(memberSchema).nullish(),
 });
 

@@ -223,6 +223,8 @@ function onMultiple(ctx: PatchContext, holder: Attributes, op: Op, target: Targe
     const created = { ...fresh, [target.sub!.name]: value };
     return put(holder, key, [...values, valueOf(ctx, attribute, created) as unknown[]].flat());
   }
+  if (!target.sub && op !== 'remove' && attribute.subAttributes?.some((sub) => sub.mutability === 'immutable'))
+    ctx.fail('mutability', `a ${key} value is immutable: remove it and add the new one, or replace all of ${key}`);
   const changed = values.flatMap((v) => {
     if (!matches.includes(v)) return [v];
     if (!target.sub) return op === 'remove' ? [] : [{ ...v, ...complexValue(ctx, attribute, value) }];

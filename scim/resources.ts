@@ -20,8 +20,6 @@ export const scimBoolean = z.union([
     .transform((v) => v.toLowerCase() === 'true'),
 ]);
 
-const optionalText = z.string().trim().max(256).nullish();
-
 /** RFC 7643 §4.3: the enterprise user extension, which Microsoft Entra ID sends. */
 export const ENTERPRISE_SCHEMA = 'urn:ietf:params:scim:schemas:extension:enterprise:2.0:User';
 
@@ -39,6 +37,16 @@ export const ENTERPRISE_ATTRIBUTES = [
 
 /** A SCIM string kept as sent (RFC 7643 compared whole: no trimming). */
 const sentText = z.string().max(256).nullish();
+
+/**
+ * A unique name (userName, a group's displayName): refused rather than trimmed when it begins or ends with a space,
+ * so the answer is what was sent and two spellings never name one resource.
+ */
+export const uniqueName = z
+  .string()
+  .min(1)
+  .max(256)
+  .refine((v) => v.trim() === v && v.trim() !== '', 'must not be blank or begin or end with a space');
 
 const enterpriseSchema = z.looseObject({
   ...Object.fromEntries(ENTERPRISE_ATTRIBUTES.map((name) => [name, sentText])),
@@ -64,8 +72,8 @@ export const NAME_PARTS = [
 /** What this service keeps of a SCIM user; other attributes (phone numbers, addresses, …) are accepted and ignored. */
 export const scimUserInputSchema = z.looseObject({
   [ENTERPRISE_SCHEMA]: enterpriseSchema.nullish(),
-  userName: z.string().trim().min(1).max(256),
-  externalId: optionalText,
+  userName: uniqueName,
+  externalId: sentText,
   name: z.looseObject(Object.fromEntries(NAME_PARTS.map((part) => [part, sentText]))).nullish(),
   emails: z
     .array(

@@ -131,6 +131,34 @@ function parseUser(body: unknown, policy: PasswordPolicy): ParsedUser {
   };
 }
 
+/** The new user a SCIM creation makes. */
+function newUserOf(input: ParsedUser) {
+  return {
+    email: input.email,
+    userName: input.userName,
+    externalId: input.externalId ?? null,
+    firstName: input.sentName?.givenName ?? null,
+    lastName: input.sentName?.familyName ?? null,
+    organizationId: null,
+    customAttributes: enterpriseAttributesOf(input),
+    // The identity provider that provisions the user manages the address: it counts as confirmed.
+    emailConfirmed: true,
+  };
+}
+
+/** Every user is active or not, and has an e-mail every app receives: a PATCH cannot remove those two. */
+function keepsRequired(patched: Record<string, unknown>): Record<string, unknown> {
+  if (!('active' in patched))
+    throw new ScimError(400, 'active: cannot be removed; replace it with false to deactivate the user', 'invalidValue');
+  if (!Array.isArray(patched.emails) || patched.emails.length === 0)
+    throw new ScimError(
+      400,
+      "emails: cannot be removed; every downstream app receives the user's e-mail (replace it instead)",
+      'invalidValue',
+    );
+  return patched;
+}
+
 export function scimUsersOperations({ db, run, passwordPolicy, scimUrl, issuer }: ScimDependencies): Operations {
   const usersUrl = `${scimUrl}/Users`;
 
@@ -194,17 +222,7 @@ export function scimUsersOperations({ db, run, passwordPolicy, scimUrl, issuer }
             trigger: 'scim',
             password: input.password,
             userId,
-            user: {
-              email: input.email,
-              userName: input.userName,
-              externalId: input.externalId ?? null,
-              firstName: input.sentName?.givenName ?? null,
-              lastName: input.sentName?.familyName ?? null,
-              organizationId: null,
-              customAttributes: enterpriseAttributesOf(input),
-              // The identity provider that provisions the user manages the address: it counts as confirmed.
-              emailConfirmed: true,
-            },
+            user: newUserOf(input),
           },
         );
         if (outcome.status !== 'provisioned')
@@ -230,20 +248,7 @@ export function scimUsersOperations({ db, run, passwordPolicy, scimUrl, issuer }
     modifyScimUser: async (req, res) => {
       const row = await load(pathParam(req, 'id'));
       checkIfMatch(req, row.updated_at, 'user');
-      const patched = applyPatch(userResource(row, usersUrl), req.body, USER_RESOURCE_SCHEMA);
-      // Every user is active or not, and has an e-mail every app receives: those two cannot be removed.
-      if (!('active' in patched))
-        throw new ScimError(
-          400,
-          'active: cannot be removed; replace it with false to deactivate the user',
-          'invalidValue',
-        );
-      if (!Array.isArray(patched.emails) || patched.emails.length === 0)
-        throw new ScimError(
-          400,
-          "emails: cannot be removed; every downstream app receives the user's e-mail (replace it instead)",
-          'invalidValue',
-        );
+      const patched = keepsRequired(applyPatch(userResource(row, usersUrl), req.body, USER_RESOURCE_SCHEMA));
       send(res, await replace(row, parseUser(patched, passwordPolicy)));
     },
     /**

@@ -852,8 +852,10 @@ describe('SCIM as RFC 7643/7644 read by a generic checker (issue 38)', () => {
       expect(r.userName).toBe(`${userName}-2`),
     );
     await refused('userName', { op: 'remove', path: 'userName' }, 'invalidValue');
-    await ok('externalId', [{ op: 'add', path: 'externalId', value: 'Ext-1' }], (r) =>
-      expect(r.externalId).toBe('Ext-1'),
+    // Kept as sent or refused: a unique name with a space around it is refused, not trimmed.
+    await refused('userName', { op: 'replace', path: 'userName', value: ` ${userName}` }, 'invalidValue');
+    await ok('externalId', [{ op: 'add', path: 'externalId', value: ' Ext 1 ' }], (r) =>
+      expect(r.externalId).toBe(' Ext 1 '),
     );
     await ok('externalId', [{ op: 'replace', path: 'externalId', value: 'Ext-2' }], (r) =>
       expect(r.externalId).toBe('Ext-2'),
@@ -968,6 +970,11 @@ describe('SCIM as RFC 7643/7644 read by a generic checker (issue 38)', () => {
     );
     covered.add('displayName');
     expectScimError(await patch(groupPath, [{ op: 'remove', path: 'displayName' }]), 400, 'invalidValue');
+    expectScimError(
+      await patch(groupPath, [{ op: 'replace', path: 'displayName', value: `${groupName} ` }]),
+      400,
+      'invalidValue',
+    );
     await onGroup('externalId', { op: 'add', path: 'externalId', value: 'G-1' }, (r) =>
       expect(r.externalId).toBe('G-1'),
     );
@@ -989,6 +996,11 @@ describe('SCIM as RFC 7643/7644 read by a generic checker (issue 38)', () => {
         'mutability',
       );
     }
+    expectScimError(
+      await patch(groupPath, [{ op: 'replace', path: `members[value eq "${user.id}"]`, value: { display: 'x' } }]),
+      400,
+      'mutability',
+    );
     await onGroup('members', { op: 'replace', path: 'members', value: [{ value: user.id }] }, (r) =>
       expect(r.members).toEqual([{ value: user.id }]),
     );

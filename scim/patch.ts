@@ -182,6 +182,8 @@ function onSingle(ctx: PatchContext, holder: Attributes, op: Op, target: Target,
   }
   if (op === 'remove') return void delete holder[key];
   if (attribute.type !== 'complex') return put(holder, key, value);
+  // Entra's bare manager id names another manager: nothing of the previous one's stays.
+  if (typeof value === 'string') return put(holder, key, complexValue(ctx, attribute, value));
   // RFC 7644 §3.5.2.1 and .3: the sub-attributes sent are set, the others are left as they were.
   const current = isObject(holder[key]) ? holder[key] : {};
   const merged = { ...current, ...complexValue(ctx, attribute, value) };

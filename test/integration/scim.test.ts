@@ -707,6 +707,10 @@ describe('SCIM as RFC 7643/7644 read by a generic checker (issue 38)', () => {
     await patchAndRead(path, [{ op: 'replace', path: `${ENTERPRISE}:manager.displayName`, value: 'M. M.' }], (r) =>
       expect(r[ENTERPRISE].manager).toEqual({ ...manager, displayName: 'M. M.' }),
     );
+    // Entra names a new manager by its id alone: nothing of the previous one stays.
+    await patchAndRead(path, [{ op: 'Replace', path: `${ENTERPRISE}:manager`, value: 'm-2' }], (r) =>
+      expect(r[ENTERPRISE].manager).toEqual({ value: 'm-2' }),
+    );
   });
 
   // Item 15: members as stored, in order; groups as members are refused as /Schemas says.

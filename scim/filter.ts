@@ -16,8 +16,13 @@ export function scimFilterToSql<DB, TB extends keyof DB>(filter: string, attribu
   let ast: Filter;
   try {
     ast = parse(filter);
-  } catch (error) {
-    throw new ScimError(400, `the filter cannot be parsed: ${(error as Error).message}`, 'invalidFilter');
+  } catch {
+    // The parser's own words are tokenizer-speak that repeat the caller's input; say what a filter looks like.
+    throw new ScimError(
+      400,
+      'filter: cannot be parsed; RFC 7644 §3.4.2.2 filters look like userName eq "value", joined with and/or, strings in double quotes',
+      'invalidFilter',
+    );
   }
   return (eb: ExpressionBuilder<DB, TB>): Expression<SqlBool> => translate(eb, ast, attributes, '');
 }

@@ -41,6 +41,9 @@ const isObject = (value: unknown): value is Attributes =>
 const byName = (definitions: AttributeDefinition[] | undefined, name: string) =>
   definitions?.find((d) => d.name.toLowerCase() === name.toLowerCase());
 
+/** A name the client sent, quoted and cut short, for an error that must say which one without repeating a whole body. */
+const shown = (name: string) => JSON.stringify(name.length > 100 ? `${name.slice(0, 100)}…` : name);
+
 const PATH = /^([A-Za-z$][\w$-]*)(?:\[(.*)\])?(?:\.([A-Za-z$][\w$-]*))?$/s;
 
 class PatchContext {
@@ -67,31 +70,37 @@ class PatchContext {
         .filter((u) => path.toLowerCase() === u.toLowerCase() || path.toLowerCase().startsWith(`${u.toLowerCase()}:`))
         .sort((a, b) => b.length - a.length)[0];
       if (!urn)
-        this.fail('invalidPath', `${path} names no schema of a ${this.schema.noun} (see /ResourceTypes and /Schemas)`);
+        this.fail(
+          'invalidPath',
+          `${shown(path)} names no schema of a ${this.schema.noun} (see /ResourceTypes and /Schemas)`,
+        );
       if (urn !== this.schema.core) extension = urn;
       if (path.length === urn.length) {
-        if (!extension) this.fail('invalidPath', `${path} names a schema, not an attribute`);
+        if (!extension) this.fail('invalidPath', `${shown(path)} names a schema, not an attribute`);
         return { extension };
       }
       rest = path.slice(urn.length + 1);
     }
     const match = PATH.exec(rest);
-    if (!match) this.fail('invalidPath', `${path} is not an attribute path (attribute[filter].subAttribute)`);
+    if (!match) this.fail('invalidPath', `${shown(path)} is not an attribute path (attribute[filter].subAttribute)`);
     const [, name, filterText, subName] = match;
     const definitions = extension ? this.schema.extensions[extension] : this.schema.attributes;
     const attribute = byName(definitions, name);
     if (!attribute) {
       if (!extension && this.schema.ignored.some((n) => n.toLowerCase() === name.toLowerCase())) return undefined;
-      this.fail('invalidPath', `${path} names no attribute of a ${this.schema.noun} (see /Schemas)`);
+      this.fail('invalidPath', `${shown(path)} names no attribute of a ${this.schema.noun} (see /Schemas)`);
     }
     if (filterText !== undefined && !attribute.multiValued)
       this.fail(
         'invalidPath',
-        `${path}: only a multi-valued attribute takes a filter, and ${attribute.name} is not one`,
+        `${shown(path)}: only a multi-valued attribute takes a filter, and ${attribute.name} is not one`,
       );
     const sub = subName === undefined ? undefined : byName(attribute.subAttributes, subName);
     if (subName !== undefined && !sub)
-      this.fail('invalidPath', `${path}: ${attribute.name} has no sub-attribute ${subName} (see /Schemas)`);
+      this.fail(
+        'invalidPath',
+        `${shown(path)}: ${attribute.name} has no sub-attribute ${shown(subName)} (see /Schemas)`,
+      );
     return { extension, attribute, sub, filter: filterText === undefined ? undefined : this.parseFilter(filterText) };
   }
 
@@ -99,7 +108,10 @@ class PatchContext {
     try {
       return parse(text);
     } catch {
-      return this.fail('invalidFilter', `the filter [${text}] cannot be parsed`);
+      return this.fail(
+        'invalidFilter',
+        'the value filter in brackets cannot be parsed (RFC 7644 §3.4.2.2: such as type eq "work")',
+      );
     }
   }
 }
@@ -113,7 +125,7 @@ function complexValue(ctx: PatchContext, attribute: AttributeDefinition, value: 
   const result: Attributes = {};
   for (const [key, inner] of Object.entries(value)) {
     const sub = byName(attribute.subAttributes, key);
-    if (!sub) ctx.fail('invalidValue', `${attribute.name} has no sub-attribute ${key} (see /Schemas)`);
+    if (!sub) ctx.fail('invalidValue', `${attribute.name} has no sub-attribute ${shown(key)} (see /Schemas)`);
     if (inner !== null && inner !== undefined) result[sub.name] = inner;
   }
   return result;

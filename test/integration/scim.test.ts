@@ -819,6 +819,12 @@ describe('SCIM as RFC 7643/7644 read by a generic checker (issue 38)', () => {
     const raw = await patch(path, [{ op: 'add', path: 'name', value: 'plain' }]);
     expectScimError(raw, 400, 'invalidValue');
     expect(raw.body.detail).not.toMatch(/Cannot|undefined|property/);
+    const unparsed = await scim('GET', filter('userName eq'));
+    expectScimError(unparsed, 400, 'invalidFilter');
+    expect(unparsed.body.detail).not.toMatch(/EOT|token|json/);
+    const badValueFilter = await patch(path, [{ op: 'remove', path: 'emails[type eq]' }]);
+    expectScimError(badValueFilter, 400, 'invalidFilter');
+    expect(badValueFilter.body.detail).not.toMatch(/EOT|token|json/);
     const upper = await patch(path, [{ op: 'REPLACE', path: 'active', value: false }]);
     expect(upper.status).toBe(200);
     expect(upper.body.active).toBe(false);

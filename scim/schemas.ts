@@ -1,4 +1,4 @@
-import { ENTERPRISE_ATTRIBUTES, ENTERPRISE_SCHEMA, GROUP_SCHEMA, USER_SCHEMA } from './resources';
+import { ENTERPRISE_ATTRIBUTES, ENTERPRISE_SCHEMA, GROUP_SCHEMA, NAME_PARTS, USER_SCHEMA } from './resources';
 
 /** One attribute as RFC 7643 §7 describes it; what /Schemas publishes and what PATCH paths are checked against. */
 export interface AttributeDefinition {
@@ -40,9 +40,7 @@ export const SCHEMAS: Array<{ id: string; name: string; description: string; att
       attribute('userName', 'string', { required: true, uniqueness: 'server' }),
       attribute('externalId', 'string', { caseExact: true }),
       attribute('name', 'complex', {
-        subAttributes: ['formatted', 'familyName', 'givenName', 'middleName', 'honorificPrefix', 'honorificSuffix'].map(
-          text,
-        ),
+        subAttributes: NAME_PARTS.map(text),
       }),
       attribute('emails', 'complex', {
         multiValued: true,

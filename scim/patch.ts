@@ -46,14 +46,24 @@ const shown = (name: string) => JSON.stringify(name.length > 100 ? `${name.slice
 
 const PATH = /^([A-Za-z$][\w$-]*)(?:\[(.*)\])?(?:\.([A-Za-z$][\w$-]*))?$/s;
 
+/** One operation's schema and where it sits, so each error names the operation and its field. */
 class PatchContext {
   constructor(
     readonly schema: ResourceSchema,
+    /** `Operations[i]` */
     readonly at: string,
+    /** Where the names come from: the operation's `path`, or the keys of its `value` when it has none. */
+    readonly names: 'path' | 'value',
   ) {}
 
-  fail(status: 'invalidPath' | 'invalidValue' | 'mutability' | 'noTarget' | 'invalidFilter', detail: string): never {
-    throw new ScimError(400, `${this.at}: ${detail}`, status);
+  /** What the path (or the value's key) names is not there or not to be changed. */
+  fail(status: 'invalidPath' | 'mutability' | 'noTarget' | 'invalidFilter', detail: string): never {
+    throw new ScimError(400, `${this.at}.${this.names}: ${detail}`, status);
+  }
+
+  /** The value does not fit what it is sent for. */
+  failValue(detail: string): never {
+    throw new ScimError(400, `${this.at}.value: ${detail}`, 'invalidValue');
   }
 
   /** The target of a path, or undefined for an attribute of the core schema this service accepts and ignores. */
@@ -121,11 +131,11 @@ function complexValue(ctx: PatchContext, attribute: AttributeDefinition, value: 
   // Entra sends the enterprise manager as its id alone; RFC 7643 holds `{ value }`.
   if (typeof value === 'string' && byName(attribute.subAttributes, 'value')) value = { value };
   if (!isObject(value))
-    ctx.fail('invalidValue', `${attribute.name} is complex: send an object of its sub-attributes (see /Schemas)`);
+    ctx.failValue(`${attribute.name} is complex: send an object of its sub-attributes (see /Schemas)`);
   const result: Attributes = {};
   for (const [key, inner] of Object.entries(value)) {
     const sub = byName(attribute.subAttributes, key);
-    if (!sub) ctx.fail('invalidValue', `${attribute.name} has no sub-attribute ${shown(key)} (see /Schemas)`);
+    if (!sub) ctx.failValue(`${attribute.name} has no sub-attribute ${shown(key)} (see /Schemas)`);
     if (inner !== null && inner !== undefined) result[sub.name] = inner;
   }
   return result;
@@ -257,7 +267,7 @@ function onMultiple(ctx: PatchContext, holder: Attributes, op: Op, target: Targe
 function withoutListed(ctx: PatchContext, values: Attributes[], listed: unknown): Attributes[] | null {
   const ids = (Array.isArray(listed) ? listed : [listed]).map((member) => {
     const id = isObject(member) ? member.value : undefined;
-    if (typeof id !== 'string') ctx.fail('invalidValue', 'each value to remove needs its value (the member id)');
+    if (typeof id !== 'string') ctx.failValue('each value to remove needs its value (the member id)');
     return id;
   });
   const left = values.filter((v) => !ids.includes(v.value as string));
@@ -284,14 +294,14 @@ function extensionOf(resource: Attributes, urn: string): Attributes {
 /** The extension object as a whole: removed, or each of its attributes added or replaced. */
 function onExtension(ctx: PatchContext, resource: Attributes, op: Op, urn: string, value: unknown): void {
   if (op === 'remove') return void delete resource[urn];
-  if (!isObject(value)) ctx.fail('invalidValue', `${urn} is an extension: send an object of its attributes`);
+  if (!isObject(value)) ctx.failValue(`${urn} is an extension: send an object of its attributes`);
   for (const [key, inner] of Object.entries(value)) apply(ctx, resource, op, ctx.resolve(`${urn}:${key}`), inner);
 }
 
 /** Each key of a value without a path names what it sets (RFC 7644 §3.5.2.1): an attribute, a sub-attribute or a URN. */
 function applyWithoutPath(ctx: PatchContext, resource: Attributes, op: Op, value: unknown): void {
   if (op === 'remove') ctx.fail('noTarget', 'remove needs a path');
-  if (!isObject(value)) ctx.fail('invalidValue', 'without a path, the value must be an object of attributes');
+  if (!isObject(value)) ctx.failValue('without a path, the value must be an object of attributes');
   for (const [key, inner] of Object.entries(value)) apply(ctx, resource, op, ctx.resolve(key), inner);
 }
 
@@ -322,7 +332,7 @@ export function applyPatch(resource: object, body: unknown, schema: ResourceSche
   body.Operations.forEach((operation: unknown, i: number) => {
     const at = `Operations[${i}]`;
     const { op, path, value } = operationOf(operation, at);
-    const ctx = new PatchContext(schema, path === undefined ? `${at}.value` : `${at}.path`);
+    const ctx = new PatchContext(schema, at, path === undefined ? 'value' : 'path');
     if (path === undefined) applyWithoutPath(ctx, patched, op, value);
     else apply(ctx, patched, op, ctx.resolve(path), value);
   });

@@ -818,7 +818,12 @@ describe('SCIM as RFC 7643/7644 read by a generic checker (issue 38)', () => {
     expect(emptyPath.status).toBe(400);
     const raw = await patch(path, [{ op: 'add', path: 'name', value: 'plain' }]);
     expectScimError(raw, 400, 'invalidValue');
-    expect(raw.body.detail).not.toMatch(/Cannot|undefined|property/);
+    expect(raw.body.detail).toBe(
+      'Operations[0].value: name is complex: send an object of its sub-attributes (see /Schemas)',
+    );
+    expect((await patch(path, [{ op: 'add', path: 'a.b.c', value: 'x' }])).body.detail).toBe(
+      'Operations[0].path: "a.b.c" names no attribute of a User (see /Schemas)',
+    );
     const unparsed = await scim('GET', filter('userName eq'));
     expectScimError(unparsed, 400, 'invalidFilter');
     expect(unparsed.body.detail).not.toMatch(/EOT|token|json/);

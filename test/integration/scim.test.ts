@@ -822,7 +822,10 @@ describe('SCIM as RFC 7643/7644 read by a generic checker (issue 38)', () => {
       'Operations[0].value: name is complex: send an object of its sub-attributes (see /Schemas)',
     );
     expect((await patch(path, [{ op: 'add', path: 'a.b.c', value: 'x' }])).body.detail).toBe(
-      'Operations[0].path: "a.b.c" names no attribute of a User (see /Schemas)',
+      'Operations[0].path: "a.b.c" is not an attribute path (attribute[filter].subAttribute)',
+    );
+    expect((await patch(path, [{ op: 'add', path: 'bogus', value: 'x' }])).body.detail).toBe(
+      'Operations[0].path: "bogus" names no attribute of a User (see /Schemas)',
     );
     const unparsed = await scim('GET', filter('userName eq'));
     expectScimError(unparsed, 400, 'invalidFilter');

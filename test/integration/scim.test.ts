@@ -686,6 +686,33 @@ describe('SCIM as RFC 7643/7644 read by a generic checker (issue 38)', () => {
     expect(idsOf(await scim('GET', filter('name.givenName eq " Barbara "')))).toContain(created.body.id);
   });
 
+  test('POST and PUT keep name, the manager and externalId as sent too', async () => {
+    const email = uniqueEmail('put-as-sent');
+    const name = { givenName: 'Ada', middleName: 'K', familyName: 'Lovelace', honorificSuffix: 'Countess' };
+    const manager = { value: 'boss', displayName: 'The Boss' };
+    const body = {
+      schemas: [USER, ENTERPRISE],
+      userName: email,
+      externalId: ' x-1',
+      name,
+      emails: [{ value: email, type: 'work', primary: true }],
+      [ENTERPRISE]: { manager },
+    };
+    const created = await scim('POST', '/Users', body);
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ externalId: ' x-1', name, [ENTERPRISE]: { manager } });
+    expect(created.body.name).toEqual(name);
+    const replaced = await scim('PUT', `/Users/${created.body.id}`, {
+      ...body,
+      name: { formatted: 'A. Lovelace' },
+      [ENTERPRISE]: { manager: { value: 'boss-2', $ref: '../Users/boss-2' } },
+    });
+    expect(replaced.status).toBe(200);
+    expect(replaced.body.name).toEqual({ formatted: 'A. Lovelace' });
+    expect(replaced.body[ENTERPRISE]).toEqual({ manager: { value: 'boss-2', $ref: '../Users/boss-2' } });
+    expect((await scim('GET', `/Users/${created.body.id}`)).body.name).toEqual({ formatted: 'A. Lovelace' });
+  });
+
   // Item 14: the extension object by its URN, as a path or as a key of a value without a path.
   test('PATCH of the enterprise extension by its URN path or URN key is kept; remove of the URN removes it', async () => {
     const user = (await scim('POST', '/Users', oktaUser(uniqueEmail('urn-ext')))).body;

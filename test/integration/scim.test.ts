@@ -872,6 +872,40 @@ describe('SCIM as RFC 7643/7644 read by a generic checker (issue 38)', () => {
     );
   });
 
+  test('odd PATCH operations answer 200 or a SCIM 400 in its own words, never a 500 or a JavaScript message', async () => {
+    const user = (await scim('POST', '/Users', oktaUser(uniqueEmail('odd')))).body;
+    const group = (await scim('POST', '/Groups', { schemas: [GROUP], displayName: `Odd ${Date.now()}` })).body;
+    const operations: object[] = [
+      { op: 'replace', path: 'userName', value: [1, 2] },
+      { op: 'add', path: 'emails', value: 'not-an-object' },
+      { op: 'add', path: 'emails', value: [[{ value: 'x@example.test' }]] },
+      { op: 'replace', path: 'emails[value eq "nobody"]', value: 'y' },
+      { op: 'remove', path: 'emails[type eq "work"]' },
+      { op: 'replace', path: 'emails[', value: 1 },
+      { op: 'replace', path: 'emails[type pr]', value: [] },
+      { op: 'add', path: 'name.givenName', value: { nested: true } },
+      { op: 'add', path: 'active', value: 'maybe' },
+      { op: 'add', value: [] },
+      { op: 'add', value: 'x' },
+      { op: 'remove' },
+      { op: 7, path: 'active' },
+      { op: 'add', path: 7, value: 1 },
+      { op: 'add', path: 'meta', value: {} },
+      { op: 'add', path: `${ENTERPRISE}:manager`, value: 5 },
+      { op: 'add', path: `${ENTERPRISE}`, value: 'x' },
+      { op: 'replace', path: `${ENTERPRISE}:manager.bogus`, value: 'x' },
+      { op: 'add', path: 'members', value: [{ value: user.id }] },
+    ];
+    for (const operation of operations) {
+      for (const target of [`/Users/${user.id}`, `/Groups/${group.id}`]) {
+        const answer = await patch(target, [operation]);
+        if (answer.status === 200) continue;
+        expectScimError(answer, 400);
+        expect(answer.body.detail).not.toMatch(/Cannot |undefined|is not a function|\[object|TypeError/);
+      }
+    }
+  });
+
   test('validation problems name a path parameter by its name, not (body)', async () => {
     const answer = await h.admin('GET', `/api/v1/profile/${'x'.repeat(300)}`);
     expect(answer.status).toBe(400);

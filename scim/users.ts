@@ -7,6 +7,7 @@ import {
   findScimUser,
   isScimDeleted,
   listScimUsers,
+  scimDeletedHolder,
   markScimDeleted,
   scimUserConditions,
   setScimAttributes,
@@ -91,18 +92,21 @@ type ParsedUser = ScimUserInput & {
 };
 
 /**
- * A creation whose userName or e-mail is held by a user deleted through SCIM: that record stays for audit, so the
- * name stays taken; the answer says who holds it and how an operator frees it.
+ * A userName or e-mail held by a user deleted through SCIM: that record stays for audit, so the name stays taken; the
+ * answer says who holds it and how an operator frees it.
  */
+const heldByDeleted = (detail: string, id: string) =>
+  new ScimError(
+    409,
+    `${detail} (id ${id}), a user deleted through SCIM whose record is kept for audit; an administrator frees its userName and e-mail by deleting it for good (DELETE /api/v1/profile/${id})`,
+    'uniqueness',
+  );
+
+/** A creation refused as a duplicate of a user deleted through SCIM, in those words. */
 async function duplicateError(db: ScimDependencies['db'], outcome: CreationOutcome): Promise<ScimError | undefined> {
   if (outcome.status !== 'duplicate' || !outcome.existingUserId) return undefined;
   if (!(await isScimDeleted(db, outcome.existingUserId))) return undefined;
-  const id = outcome.existingUserId;
-  return new ScimError(
-    409,
-    `${outcome.detail} (id ${id}), a user deleted through SCIM whose record is kept for audit; an administrator frees its userName and e-mail by deleting it for good (DELETE /api/v1/profile/${id})`,
-    'uniqueness',
-  );
+  return heldByDeleted(outcome.detail, outcome.existingUserId);
 }
 
 function parseUser(body: unknown, policy: PasswordPolicy): ParsedUser {
@@ -204,8 +208,9 @@ export function scimUsersOperations({ db, run, passwordPolicy, scimUrl, issuer }
         passwordHash: desired.password === undefined ? undefined : await hashPassword(desired.password),
       });
     } catch (error) {
-      if (error instanceof DuplicateUserError) throw new ScimError(409, error.message, 'uniqueness');
-      throw error;
+      if (!(error instanceof DuplicateUserError)) throw error;
+      const holder = await scimDeletedHolder(db, row.id, desired.userName, desired.email);
+      throw holder ? heldByDeleted(error.message, holder) : new ScimError(409, error.message, 'uniqueness');
     }
     if (desired.active !== undefined) await setActive(row, desired.active);
     return load(row.id);

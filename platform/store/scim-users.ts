@@ -155,6 +155,25 @@ export async function markScimDeleted(db: Db, id: string): Promise<boolean> {
   });
 }
 
+/** The user deleted through SCIM, other than `self`, whose record holds this userName or e-mail, if one does. */
+export async function scimDeletedHolder(
+  db: Db,
+  self: string,
+  userName: string,
+  email: string,
+): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('users')
+    .select('id')
+    .where('id', '<>', self)
+    .where('scim_deleted_at', 'is not', null)
+    .where((eb) =>
+      eb.or([eb('normalized_user_name', '=', normalize(userName)), eb('normalized_email', '=', normalize(email))]),
+    )
+    .executeTakeFirst();
+  return row?.id;
+}
+
 /** Whether the user was deleted through SCIM (its userName and e-mail stay taken by its kept record). */
 export async function isScimDeleted(db: Db, id: string): Promise<boolean> {
   const row = await db.selectFrom('users').select('scim_deleted_at').where('id', '=', id).executeTakeFirst();

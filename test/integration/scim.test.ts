@@ -811,6 +811,11 @@ describe('SCIM as RFC 7643/7644 read by a generic checker (issue 38)', () => {
     const again = await scim('POST', '/Users', oktaUser(email));
     expectScimError(again, 409, 'uniqueness');
     expect(again.body.detail).toContain(`DELETE /api/v1/profile/${user.id}`);
+    // So is another user renamed to it.
+    const other = (await scim('POST', '/Users', oktaUser(uniqueEmail('deleted-other')))).body;
+    const renamed = await patch(`/Users/${other.id}`, [{ op: 'replace', path: 'userName', value: email }]);
+    expectScimError(renamed, 409, 'uniqueness');
+    expect(renamed.body.detail).toContain(`DELETE /api/v1/profile/${user.id}`);
   });
 
   test('two parallel DELETEs of one user: one 204, the other 404', async () => {

@@ -163,6 +163,51 @@ function keepsRequired(patched: Record<string, unknown>): Record<string, unknown
   return patched;
 }
 
+/** `active` as SCIM sets it: deactivate and deprovision, or provision and then activate (422 when an app refuses). */
+async function setUserActive(
+  { run, issuer }: Pick<ScimDependencies, 'run' | 'issuer'>,
+  row: ScimUserRow,
+  active: boolean,
+): Promise<void> {
+  if (active === row.active) return;
+  if (!active) {
+    await run(deactivateAndDeprovision, {
+      workflowId: deactivationWorkflowId(row.id),
+      args: [{ userId: row.id, issuer }],
+      search: { userId: row.id, trigger: 'scim' },
+    });
+    return;
+  }
+  const outcome = await run(reactivateAndProvision, {
+    workflowId: provisioningWorkflowId(row.id),
+    args: [{ userId: row.id }],
+    search: { userId: row.id, trigger: 'scim' },
+  });
+  if (outcome.status !== 'provisioned') throw outcomeError(outcome);
+}
+
+/** The attributes of a PUT or PATCH, stored; a userName or e-mail another user holds is a 409 naming the way out. */
+async function storeChanges(db: ScimDependencies['db'], row: ScimUserRow, desired: ParsedUser): Promise<void> {
+  try {
+    await updateScimUser(db, row.id, {
+      userName: desired.userName,
+      email: desired.email,
+      firstName: desired.sentName?.givenName ?? null,
+      lastName: desired.sentName?.familyName ?? null,
+      externalId: desired.externalId ?? null,
+      customAttributes: withEnterpriseAttributes(row.custom_attributes, desired),
+      emails: desired.emailList,
+      name: desired.sentName,
+      manager: desired.manager,
+      passwordHash: desired.password === undefined ? undefined : await hashPassword(desired.password),
+    });
+  } catch (error) {
+    if (!(error instanceof DuplicateUserError)) throw error;
+    const holder = await scimDeletedHolder(db, row.id, desired.userName, desired.email);
+    throw holder ? heldByDeleted(error.message, holder) : new ScimError(409, error.message, 'uniqueness');
+  }
+}
+
 export function scimUsersOperations({ db, run, passwordPolicy, scimUrl, issuer }: ScimDependencies): Operations {
   const usersUrl = `${scimUrl}/Users`;
 
@@ -174,44 +219,11 @@ export function scimUsersOperations({ db, run, passwordPolicy, scimUrl, issuer }
     resource: (row) => userResource(row, usersUrl),
   });
 
-  async function setActive(row: ScimUserRow, active: boolean): Promise<void> {
-    if (active === row.active) return;
-    if (!active) {
-      await run(deactivateAndDeprovision, {
-        workflowId: deactivationWorkflowId(row.id),
-        args: [{ userId: row.id, issuer }],
-        search: { userId: row.id, trigger: 'scim' },
-      });
-      return;
-    }
-    const outcome = await run(reactivateAndProvision, {
-      workflowId: provisioningWorkflowId(row.id),
-      args: [{ userId: row.id }],
-      search: { userId: row.id, trigger: 'scim' },
-    });
-    if (outcome.status !== 'provisioned') throw outcomeError(outcome);
-  }
+  const setActive = (row: ScimUserRow, active: boolean) => setUserActive({ run, issuer }, row, active);
 
   /** PUT and PATCH end here: attributes first, then the change of `active` (deactivate and deprovision, or provision and activate). */
   async function replace(row: ScimUserRow, desired: ParsedUser): Promise<ScimUserRow> {
-    try {
-      await updateScimUser(db, row.id, {
-        userName: desired.userName,
-        email: desired.email,
-        firstName: desired.sentName?.givenName ?? null,
-        lastName: desired.sentName?.familyName ?? null,
-        externalId: desired.externalId ?? null,
-        customAttributes: withEnterpriseAttributes(row.custom_attributes, desired),
-        emails: desired.emailList,
-        name: desired.sentName,
-        manager: desired.manager,
-        passwordHash: desired.password === undefined ? undefined : await hashPassword(desired.password),
-      });
-    } catch (error) {
-      if (!(error instanceof DuplicateUserError)) throw error;
-      const holder = await scimDeletedHolder(db, row.id, desired.userName, desired.email);
-      throw holder ? heldByDeleted(error.message, holder) : new ScimError(409, error.message, 'uniqueness');
-    }
+    await storeChanges(db, row, desired);
     if (desired.active !== undefined) await setActive(row, desired.active);
     return load(row.id);
   }

@@ -13,10 +13,11 @@ import type { ServiceContext } from './service-context';
  */
 export function readThroughWindow(
   config: AppConfig,
-  context: Pick<ServiceContext, 'db' | 'source' | 'dataProtection' | 'sourceDataProtection'>,
+  context: Pick<ServiceContext, 'db' | 'dataProtection' | 'sourceDataProtection'>,
 ): { readThrough?: ReadThrough; close: () => Promise<void> } {
   const none = { close: () => Promise.resolve() };
-  const { Until, ConnectionString } = config.Migration.ReadThrough;
+  const { Until, ConnectionString, TimeoutSeconds, PoolSize, PermitLimit, WindowSeconds, RetryAfterSeconds } =
+    config.Migration.ReadThrough;
   if (!Until) return none;
   if (Until.getTime() <= Date.now()) {
     logger.info(`api: the read-through window closed at ${Until.toISOString()}; the source is not read`);
@@ -28,8 +29,11 @@ export function readThroughWindow(
     );
     return none;
   }
-  const own: Kysely<SourceDatabase> | undefined = ConnectionString ? connectSource(ConnectionString).db : undefined;
-  const source = own ?? context.source;
+  // The window's own connections, whichever login: its queries are bounded in time and number, the migration's not.
+  const connectionString = ConnectionString ?? config.Migration.Source.ConnectionString;
+  const source: Kysely<SourceDatabase> | undefined = connectionString
+    ? connectSource(connectionString, PoolSize, TimeoutSeconds * 1000).db
+    : undefined;
   if (!source) {
     logger.warn(
       'api: Migration:ReadThrough:Until is set, but neither Migration:ReadThrough:ConnectionString nor Migration:Source:ConnectionString is; the window stays shut',
@@ -44,9 +48,10 @@ export function readThroughWindow(
       until: Until,
       dataProtection: context.dataProtection,
       sourceDataProtection: context.sourceDataProtection,
+      budget: { permitLimit: PermitLimit, windowSeconds: WindowSeconds },
+      timeoutMs: TimeoutSeconds * 1000,
+      retryAfterSeconds: RetryAfterSeconds,
     }),
-    close: async () => {
-      await own?.destroy();
-    },
+    close: () => source.destroy(),
   };
 }

@@ -15,21 +15,35 @@ import {
   type SourceKeyRing,
 } from './source/data-protection-keys';
 import type { SourceDatabase } from './source/schema';
-import { openStockRefreshToken } from './source/stock-refresh-tokens';
+import { notLive, openStockRefreshToken } from './source/stock-refresh-tokens';
+import { equalDuration } from '../platform/security/equal-duration';
+import { isTombstoned, spendReadThroughBudget } from '../platform/store/read-through-guards';
 import { findUserBoundsByEmail } from './source/users';
 
 export interface ReadThroughDependencies {
   target: Db;
-  /** The source, read only: nothing here writes it. */
+  /** The source, read only: nothing here writes it. Its queries are bounded by `timeoutMs` (connectSource). */
   source: Kysely<SourceDatabase>;
   /** Migration:ReadThrough:Until: after it, nothing reads the source. */
   until: Date;
   dataProtection: KeyRing;
   sourceDataProtection: SourceDataProtectionSettings;
+  /** Source look-ups of every instance together per window (Migration:ReadThrough:PermitLimit, WindowSeconds). */
+  budget: { permitLimit: number; windowSeconds: number };
+  /** Migration:ReadThrough:TimeoutSeconds, in ms: the longest a user look-up is padded to. */
+  timeoutMs: number;
+  /** Migration:ReadThrough:RetryAfterSeconds (30 unless given). */
+  retryAfterSeconds?: number;
 }
 
-/** The passes that make a user, in the migration's order: the user, then its roles, logins and MFA. */
-const USER_PASSES = ['users', 'user-roles', 'logins', 'mfa'] as const;
+/** What a user look-up found: the user migrated now, none to migrate, or no answer (the source unread or unclear). */
+export type UserLookUp = 'migrated' | 'absent' | 'unavailable';
+
+/** A look-up the source could not answer: unreadable, too slow, over budget, or ambiguous. */
+export class SourceUnavailableError extends Error {}
+
+/** The passes that add a user's roles, logins and MFA, in the migration's order, after the users pass made it. */
+const CHILD_PASSES = ['user-roles', 'logins', 'mfa'] as const;
 
 /** A user migrated on the spot is written as a CreateOnly run would, under its own version, one user a page. */
 const ON_THE_SPOT: MigrationOptions = {
@@ -46,11 +60,54 @@ const ON_THE_SPOT: MigrationOptions = {
 /** The key ring is read again at most this often, so a key the source rotated in is found. */
 const KEY_RING_SECONDS = 60;
 
+type Kind = 'refresh-token' | 'user';
+const count = (kind: Kind, outcome: string) => readThroughs.inc({ kind, outcome });
+
+/**
+ * The source user with this e-mail, migrated on the spot by the migration's own passes. Not when several source users
+ * share the address (unclear: the caller must not make an account either), nor when the user was deleted or
+ * deactivated here (a tombstone). The roles, logins and MFA are written only when this step made the user: one that
+ * exists here already (another address now, or made by a parallel step) keeps what the service holds.
+ */
+async function migrateUser(deps: ReadThroughDependencies, email: string): Promise<UserLookUp> {
+  const bounds = await findUserBoundsByEmail(deps.source, email);
+  if (bounds === 'several') {
+    count('user', 'ambiguous');
+    logger.warn('read-through: several source users share an address typed here; none is migrated');
+    return 'unavailable';
+  }
+  if (!bounds) return (count('user', 'not-found'), 'absent');
+  if (await isTombstoned(deps.target, bounds.id)) {
+    count('user', 'tombstoned');
+    logger.info(`read-through: user ${bounds.id} was deleted or deactivated here and is not read through again`);
+    return 'absent';
+  }
+  const ctx: PassContext = {
+    source: deps.source,
+    target: deps.target,
+    options: ON_THE_SPOT,
+    dataProtection: deps.dataProtection,
+    sourceDataProtection: deps.sourceDataProtection,
+  };
+  const cursor = userCursor(bounds.before);
+  const made = await PASS_IMPLEMENTATIONS.users(ctx, cursor, bounds.id);
+  if (made.created === 0) {
+    count('user', 'not-created');
+    logger.warn(`read-through: user ${bounds.id} was not migrated: ${made.warnings.join('; ') || 'it exists here'}`);
+    return 'absent';
+  }
+  for (const pass of CHILD_PASSES) await PASS_IMPLEMENTATIONS[pass](ctx, cursor, bounds.id);
+  count('user', 'migrated');
+  logger.info(`read-through: user ${bounds.id} was migrated from the source at sign-in`);
+  return 'migrated';
+}
+
 /**
  * The dual read of the cutover (Migration:ReadThrough): until the deadline, a refresh token or a user the last sweep
  * did not carry over is looked up in the source and adopted as the migration would have, so a client that refreshes
  * and a person who signs in are not turned away for arriving between the sweep and the repointing. Each look-up is
- * logged (ids, never e-mail addresses) and counted (read_through_total).
+ * logged (ids, never e-mail addresses) and counted (read_through_total), and spends one of the budget every instance
+ * shares (read_through_budget): unknown handles sent in bulk cannot turn into unmetered source queries.
  */
 export function createReadThrough(deps: ReadThroughDependencies) {
   const open = () => Date.now() < deps.until.getTime();
@@ -60,79 +117,90 @@ export function createReadThrough(deps: ReadThroughDependencies) {
       ring = { loaded: loadSourceKeyRing(deps.source, deps.sourceDataProtection), at: Date.now() };
     return ring.loaded;
   };
-  const count = (kind: 'refresh-token' | 'user', outcome: string) => readThroughs.inc({ kind, outcome });
-  /**
-   * A source that cannot be read (a lost connection, a key ring folder gone) fails the look-up, not the request: the
-   * token or the sign-in is then treated as unknown, and the failure is logged and counted.
-   */
-  const guarded =
-    <A extends unknown[]>(kind: 'refresh-token' | 'user', lookUp: (...args: A) => Promise<boolean>) =>
-    async (...args: A): Promise<boolean> => {
-      if (!open()) return false;
+  /** A source that cannot be read, or a budget spent, fails the look-up (logged and counted), not the request. */
+  const budgeted =
+    <A extends unknown[], R>(kind: Kind, lookUp: (...args: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      if (!(await spendReadThroughBudget(deps.target, deps.budget.permitLimit, deps.budget.windowSeconds))) {
+        count(kind, 'over-budget');
+        throw new SourceUnavailableError('the read-through budget (Migration:ReadThrough:PermitLimit) is spent');
+      }
       try {
         return await lookUp(...args);
       } catch (error) {
         count(kind, 'error');
         logger.error(`read-through: the source could not be read for a ${kind}: ${(error as Error).message}`);
-        return false;
+        throw new SourceUnavailableError((error as Error).message);
       }
     };
+  // A user look-up takes as long whether the source holds the address or not, and never longer than a query may.
+  const lookUpFloor = equalDuration({ halfLifeMs: 60_000, ceilingMs: deps.timeoutMs });
+  const lookUpUser = budgeted('user', (email: string) => migrateUser(deps, email));
+  const carryOver = budgeted('refresh-token', (handle: string) => carryRefreshTokenOver(deps, keyRing, handle));
+  const stateOf = budgeted('refresh-token', (key: string) => readRefreshTokenByKeys(deps.source, [key]));
 
   return {
     /** Whether the window is open now. */
     open,
+    retryAfterSeconds: deps.retryAfterSeconds ?? 30,
 
     /**
      * A refresh token the source holds under one of the hashes of `handle`, written here as the migration writes one
-     * (sealed, under the hashed key) for the provider to adopt; false when there is none or it cannot be carried over.
+     * (sealed, under the hashed key) for the provider to adopt; false when there is none, it cannot be carried over,
+     * or the source could not be asked.
      */
-    refreshToken: guarded('refresh-token', async (handle: string) => {
-      const grant = await readRefreshTokenByKeys(deps.source, persistedGrantKeys(handle));
-      if (!grant) {
-        count('refresh-token', 'not-found');
-        return false;
-      }
-      const loaded = await keyRing();
-      const protection = { ring: loaded?.ring, applicationName: deps.sourceDataProtection.ApplicationName };
-      const opened = openStockRefreshToken(grant, protection, new Date());
-      if (!opened.carried) {
-        count('refresh-token', opened.reason);
-        logger.warn(
-          `read-through: a refresh token of client ${grant.ClientId} in the source was not carried over: ${opened.reason}`,
-        );
-        return false;
-      }
-      await insertGrants(deps.target, [sealedGrantRow(grant, opened, deps.dataProtection)]);
-      count('refresh-token', 'adopted');
-      logger.info(
-        `read-through: a refresh token of client ${grant.ClientId} for user ${opened.subjectId} came from the source`,
-      );
-      return true;
-    }),
+    refreshToken: async (handle: string): Promise<boolean> => open() && carryOver(handle).catch(() => false),
 
     /**
-     * The source user with this e-mail, migrated here on the spot (claims folded, roles, logins, two-step sign-in) by
-     * the migration's own passes; false when the source has no such user.
+     * Whether the token a sweep carried over under `key` is still live at the source: a token the source consumed,
+     * revoked (its row gone) or let expire since the sweep is not adopted. True once the window is closed; throws
+     * SourceUnavailableError when the source cannot be asked (the client may try again).
      */
-    user: guarded('user', async (email: string) => {
-      const bounds = await findUserBoundsByEmail(deps.source, email);
-      if (!bounds) {
-        count('user', 'not-found');
-        return false;
-      }
-      const ctx: PassContext = {
-        source: deps.source,
-        target: deps.target,
-        options: ON_THE_SPOT,
-        dataProtection: deps.dataProtection,
-        sourceDataProtection: deps.sourceDataProtection,
-      };
-      for (const pass of USER_PASSES) await PASS_IMPLEMENTATIONS[pass](ctx, userCursor(bounds.before), bounds.id);
-      count('user', 'migrated');
-      logger.info(`read-through: user ${bounds.id} was migrated from the source at sign-in`);
-      return true;
-    }),
+    liveAtSource: async (key: string): Promise<boolean> => {
+      if (!open()) return true;
+      const row = await stateOf(key);
+      const dead = row ? notLive(row, new Date()) : 'revoked at the source';
+      if (dead) count('refresh-token', `source-${dead}`);
+      return dead === undefined;
+    },
+
+    /**
+     * The source user with this e-mail, migrated here on the spot (claims folded, roles, logins, two-step sign-in);
+     * 'absent' when there is none to migrate, 'unavailable' when the source could not say (a caller that would make
+     * an account for the address must refuse).
+     */
+    user: async (email: string): Promise<UserLookUp> =>
+      !open() ? 'absent' : lookUpFloor(() => lookUpUser(email).catch((): UserLookUp => 'unavailable')),
   };
+}
+
+/** The source's refresh token with this handle, written here as the migration writes one; whether it was. */
+async function carryRefreshTokenOver(
+  deps: ReadThroughDependencies,
+  keyRing: () => Promise<SourceKeyRing | undefined>,
+  handle: string,
+): Promise<boolean> {
+  const grant = await readRefreshTokenByKeys(deps.source, persistedGrantKeys(handle));
+  if (!grant) {
+    count('refresh-token', 'not-found');
+    return false;
+  }
+  const loaded = await keyRing();
+  const protection = { ring: loaded?.ring, applicationName: deps.sourceDataProtection.ApplicationName };
+  const opened = openStockRefreshToken(grant, protection, new Date());
+  if (!opened.carried) {
+    count('refresh-token', opened.reason);
+    logger.warn(
+      `read-through: a refresh token of client ${grant.ClientId} in the source was not carried over: ${opened.reason}`,
+    );
+    return false;
+  }
+  await insertGrants(deps.target, [sealedGrantRow(grant, opened, deps.dataProtection)]);
+  count('refresh-token', 'adopted');
+  logger.info(
+    `read-through: a refresh token of client ${grant.ClientId} for user ${opened.subjectId} came from the source`,
+  );
+  return true;
 }
 
 export type ReadThrough = ReturnType<typeof createReadThrough>;

@@ -144,32 +144,50 @@ export function parseSourceConnectionString(value: string): ParsedConnection {
 
 /**
  * One kysely instance for either source: every source query is written once against SourceDatabase. The pool
- * serves every migration page a worker runs at once (MIGRATION_PAGES_AT_ONCE).
+ * serves every migration page a worker runs at once (MIGRATION_PAGES_AT_ONCE). `timeoutMs` (the read-through
+ * window's) bounds each query on the server and the wait for a connection, so a slow source fails a look-up
+ * instead of holding the request; the migration's pages run without it.
  */
 export function connectSource(
   connectionString: string,
   poolSize = MIGRATION_PAGES_AT_ONCE,
+  timeoutMs?: number,
 ): { db: Kysely<SourceDatabase>; kind: SourceKind } {
   const parsed = parseSourceConnectionString(connectionString);
   if (parsed.kind === 'postgres') {
-    const pool = survivesLostConnections(new Pool({ connectionString: parsed.url, max: poolSize }), 'source');
+    const bounded = timeoutMs === undefined ? {} : pgTimeouts(timeoutMs);
+    const pool = survivesLostConnections(
+      new Pool({ connectionString: parsed.url, max: poolSize, ...bounded }),
+      'source',
+    );
     return { kind: 'postgres', db: new Kysely<SourceDatabase>({ dialect: new PostgresDialect({ pool }) }) };
   }
   const config = parsed.sqlServer!;
+  const bounded = timeoutMs === undefined ? {} : { requestTimeout: timeoutMs };
   return {
     kind: 'sqlserver',
     db: new Kysely<SourceDatabase>({
       dialect: new MssqlDialect({
-        tarn: { ...tarn, options: { min: 0, max: poolSize } },
+        tarn: {
+          ...tarn,
+          options: { min: 0, max: poolSize, ...(timeoutMs === undefined ? {} : { acquireTimeoutMillis: timeoutMs }) },
+        },
         tedious: {
           ...tedious,
           connectionFactory: () =>
             new tedious.Connection({
               ...config,
-              options: { ...config.options, rowCollectionOnRequestCompletion: false },
+              options: { ...config.options, ...bounded, rowCollectionOnRequestCompletion: false },
             }),
         },
       }),
     }),
   };
 }
+
+/** The server ends a statement past the timeout; the client gives up on the reply, or on a connection, a bit later. */
+const pgTimeouts = (timeoutMs: number) => ({
+  statement_timeout: Math.ceil(timeoutMs),
+  query_timeout: Math.ceil(timeoutMs) + 500,
+  connectionTimeoutMillis: Math.ceil(timeoutMs),
+});

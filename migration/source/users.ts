@@ -167,12 +167,12 @@ export const readDuplicateEmails = (source: Kysely<SourceDatabase>) =>
 /**
  * The source user with this e-mail, as ASP.NET Identity finds one (NormalizedEmail, upper-cased), and the id before
  * it in key order: the bounds (before, id] that hold only this user for the user-keyed passes. Undefined when there
- * is none, or when several users share the address (the migration reports those; none of them is guessed at).
+ * is none; 'several' when several users share the address (the migration reports those; none of them is guessed at).
  */
 export async function findUserBoundsByEmail(
   source: Kysely<SourceDatabase>,
   email: string,
-): Promise<{ id: string; before: string | null } | undefined> {
+): Promise<{ id: string; before: string | null } | 'several' | undefined> {
   const matches = await source
     .selectFrom('AspNetUsers')
     .select('Id')
@@ -181,7 +181,8 @@ export async function findUserBoundsByEmail(
     .offset(0)
     .fetch(2)
     .execute();
-  if (matches.length !== 1) return undefined;
+  if (matches.length === 0) return undefined;
+  if (matches.length > 1) return 'several';
   const id = matches[0].Id;
   const before = await source
     .selectFrom('AspNetUsers')

@@ -310,11 +310,20 @@ export const configSchema = z
         /**
          * Until this moment, a refresh token or a sign-in e-mail not found here is looked up in the source (read only)
          * and adopted; off when unset. ConnectionString: a read-only login to the source (default Source's).
+         * TimeoutSeconds bounds each source query (and the wait for a connection), PoolSize the connections an
+         * instance opens, PermitLimit the look-ups of every instance together per WindowSeconds (kept in the store);
+         * past any of them a look-up fails closed. RetryAfterSeconds is what a refused registration or federated
+         * sign-in is told to wait (503, Retry-After).
          */
         ReadThrough: z
           .object({
             Until: z.coerce.date().optional(),
             ConnectionString: z.string().min(1).optional(),
+            TimeoutSeconds: z.coerce.number().min(0.1).max(60).default(2),
+            PoolSize: z.coerce.number().int().min(1).max(64).default(4),
+            PermitLimit: z.coerce.number().int().min(1).default(600),
+            WindowSeconds: z.coerce.number().int().min(1).max(86_400).default(60),
+            RetryAfterSeconds: z.coerce.number().int().min(1).max(3600).default(30),
           })
           .prefault({}),
         Target: z.object({ ConnectionString: z.string().min(1).optional() }).prefault({}),

@@ -1,4 +1,6 @@
-import { sql } from 'kysely';
+import { sql, type ExpressionBuilder, type RawBuilder } from 'kysely';
+import { tombstoned } from './read-through-guards';
+import type { Database } from './schema';
 import { z } from 'zod';
 import type { Db } from './database';
 import { unexpired } from './expiry';
@@ -24,22 +26,66 @@ export type MigratedRefreshTokenData = z.infer<typeof migratedRefreshTokenData>;
  * A live refresh token the migration copied, found by the handle a client presents: verbatim (a source fork's), or
  * by the source's hashes of it (`hashedKeys`, a stock IdentityServer's); a stored hash presented as a handle matches
  * nothing. Marked consumed as it is taken, so that it is adopted once however many requests present it at the same
- * moment; undefined when there is none (unknown, expired, already taken, or without a subject).
+ * moment; undefined when there is none (unknown, expired, already taken, or without a subject), when its user was
+ * deleted or deactivated here (a tombstone), or when the user's sessions were ended after the source issued it.
  */
 export function takeMigratedRefreshToken(db: Db, handle: string, hashedKeys: string[]) {
   return db
     .updateTable('grants')
     .set({ consumed_time: sql<Date>`now()` })
-    .where((eb) =>
-      eb.or([
-        eb.and([eb('key', '=', handle), eb('key_hashed', '=', false)]),
-        eb.and([eb('key', 'in', hashedKeys), eb('key_hashed', '=', true)]),
-      ]),
-    )
-    .where('type', '=', 'refresh_token')
+    .where(migratedRefreshTokenOf(handle, hashedKeys))
     .where('consumed_time', 'is', null)
-    .where('subject_id', 'is not', null)
     .where(unexpired('expiration'))
+    .where((eb) => eb.not(tombstoned(sql.ref('grants.subject_id'))))
+    .where(notSignedOutSince(sql.ref('grants.subject_id'), sql.ref('grants.creation_time')))
     .returningAll()
     .executeTakeFirst();
+}
+
+/** The migrated refresh token a client's handle names, verbatim (a fork's) or by the source's hashes (a stock one). */
+const migratedRefreshTokenOf = (handle: string, hashedKeys: string[]) => (eb: ExpressionBuilder<Database, 'grants'>) =>
+  eb.and([
+    eb.or([
+      eb.and([eb('key', '=', handle), eb('key_hashed', '=', false)]),
+      eb.and([eb('key', 'in', hashedKeys), eb('key_hashed', '=', true)]),
+    ]),
+    eb('type', '=', 'refresh_token'),
+    eb('subject_id', 'is not', null),
+  ]);
+
+/**
+ * The per-user cut-off: whatever ends a user's sessions (endSignInsIn: "sign out everywhere", a password reset, an
+ * admin's end of sessions, a deletion) sets `users.sessions_revoked_at`, and a token issued before it (at the source,
+ * by its `CreationTime`) is not adopted.
+ */
+const notSignedOutSince = (userId: RawBuilder<unknown>, issuedAt: RawBuilder<unknown>) =>
+  sql<boolean>`not exists (select from users u where u.id = ${userId} and u.sessions_revoked_at >= ${issuedAt})`;
+
+/**
+ * The key of the live migrated refresh token a client's handle names, without taking it: the read-through window
+ * asks the source whether that token is still live there before it is adopted.
+ */
+export async function findMigratedRefreshTokenKey(
+  db: Db,
+  handle: string,
+  hashedKeys: string[],
+): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('grants')
+    .select('key')
+    .where(migratedRefreshTokenOf(handle, hashedKeys))
+    .where('consumed_time', 'is', null)
+    .where(unexpired('expiration'))
+    .executeTakeFirst();
+  return row?.key;
+}
+
+/** Marks a migrated refresh token consumed without adopting it: the source consumed or revoked it since the sweep. */
+export async function retireMigratedRefreshToken(db: Db, key: string): Promise<void> {
+  await db
+    .updateTable('grants')
+    .set({ consumed_time: sql<Date>`now()` })
+    .where('key', '=', key)
+    .where('type', '=', 'refresh_token')
+    .execute();
 }

@@ -4,13 +4,16 @@ import { insertSkippingExisting } from './insert-new';
 import { JSON_ROWS, jsonRows } from './json-rows';
 import type { MfaCredentialsTable } from './schema';
 import { userExists } from './users';
+import { tombstoned } from './read-through-guards';
 
 /**
  * The roles, external logins and MFA credentials the IdentityServer migration writes for its users. `createdBy`: a
  * CreateOnly run writes only for the users it created (a user that existed before the run is left as it is, children
- * included: after cutover its roles, logins and MFA are the service's); an Upsert run passes undefined.
+ * included: after cutover its roles, logins and MFA are the service's); an Upsert run passes undefined. A user
+ * deactivated here (a tombstone) gets nothing from the source under either mode.
  */
-const writableUser = (userId: RawBuilder<unknown>, createdBy: string | undefined) => userExists(userId, createdBy);
+const writableUser = (userId: RawBuilder<unknown>, createdBy: string | undefined) =>
+  sql<boolean>`(${userExists(userId, createdBy)} and not ${tombstoned(userId)})`;
 
 /** Whether the run writes for any of these users; stops at the first that it does. */
 export async function anyWritableUser(db: Db, ids: string[], createdBy: string | undefined): Promise<boolean> {

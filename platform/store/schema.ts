@@ -315,6 +315,20 @@ export interface RevokedAccessTokensTable {
   expires_at: Date;
 }
 
+/** A user deleted or deactivated here: never read through from the source again, nor swept back (0016). */
+export interface SourceUserTombstonesTable {
+  user_id: string;
+  reason: 'deleted' | 'deactivated';
+  created_at: Generated<Date>;
+}
+
+/** Source look-ups of the read-through window in one window of time, shared by every instance (0016). */
+export interface ReadThroughBudgetTable {
+  window_seconds: number;
+  slot: string;
+  used: number;
+}
+
 export interface SignInAttemptsTable {
   address: string;
   at: Generated<Date>;
@@ -384,6 +398,8 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable;
   user_removals: UserRemovalsTable;
   revoked_access_tokens: RevokedAccessTokensTable;
+  source_user_tombstones: SourceUserTombstonesTable;
+  read_through_budget: ReadThroughBudgetTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

@@ -6,6 +6,7 @@ import { isUniqueViolation } from './errors';
 import { scimPage } from './scim-page';
 import { updatedAny } from './row-counts';
 import { removeOnce, type Removal } from './user-removals';
+import { tombstoneUserIn } from './read-through-guards';
 import { endSignInsIn } from './oidc-payloads';
 
 export const SCIM_USER_COLUMNS = [
@@ -102,6 +103,8 @@ export async function deactivateUserReturningApps(db: Db, id: string, removalId?
     const removed = await trx.deleteFrom('user_provisions').where('user_id', '=', id).returning('app_id').execute();
     // A deactivated user is signed out everywhere, and the clients that listen are told.
     const { signOuts } = await endSignInsIn(trx, id);
+    // Neither the read-through window nor a later sweep (Upsert included) may bring the source's copy back over it.
+    if (updatedAny(updated)) await tombstoneUserIn(trx, id, 'deactivated');
     return { found: updatedAny(updated), appIds: removed.map((r) => r.app_id), signOuts };
   });
 }

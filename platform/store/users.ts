@@ -5,6 +5,7 @@ import { safeStringMap } from '../security/object-keys';
 import { isUniqueViolation } from './errors';
 import { deletedAny } from './row-counts';
 import { removeOnce } from './user-removals';
+import { tombstoneUserIn } from './read-through-guards';
 import { endSignInsIn } from './oidc-payloads';
 import { logger } from '../observability/logger';
 
@@ -173,6 +174,8 @@ export async function deleteUserReturningApps(
     // The user's sessions end with it, and the clients that listen are told (back-channel logout).
     const { signOuts } = await endSignInsIn(trx, userId);
     const result = await trx.deleteFrom('users').where('id', '=', userId).executeTakeFirst();
+    // The source may still hold the user: the read-through window and later sweeps must not make it again.
+    if (deletedAny(result)) await tombstoneUserIn(trx, userId, 'deleted');
     return { found: deletedAny(result), appIds: provisions.map((p) => p.app_id), signOuts };
   });
   return { deleted: found, appIds, signOuts };

@@ -1,4 +1,4 @@
-import type { RequestHandler } from 'express';
+import type { RequestHandler, Response } from 'express';
 import type { Operations } from '../../platform/http/operations';
 import { perClientLimit } from '../../platform/http/rate-limit';
 import { z } from 'zod';
@@ -24,6 +24,16 @@ export const registrationSchema = z
     lastName: personName.optional(),
   })
   .strict();
+
+/** 503 with Retry-After: the read-through window could not tell whether the source holds the address. */
+function sourceUnavailable(res: Response, retryAfterSeconds: number) {
+  res.setHeader('Retry-After', String(retryAfterSeconds));
+  return sendProblem(res, {
+    status: 503,
+    title: 'Registration unavailable',
+    detail: `email: whether this address has an account in the previous system cannot be checked now; retry after ${retryAfterSeconds} s`,
+  });
+}
 
 /** Self-service registration: public, rate limited per client IP, provisions into every configured app. */
 export function registerOperations({
@@ -68,8 +78,10 @@ export function registerOperations({
     const violations = passwordPolicyViolations(password, config.Auth.PasswordPolicy);
     if (violations.length > 0) return sendProblem(res, passwordPolicyProblem(violations));
     // During the read-through window an address the source already holds is that user's: it is migrated now, and
-    // the registration meets it as it would after a sweep (409), instead of making a second account.
-    await readThrough?.user(profile.email);
+    // the registration meets it as it would after a sweep (409), instead of making a second account. When the source
+    // cannot say (unreadable, too slow, or holding the address twice), no account is made either.
+    if ((await readThrough?.user(profile.email)) === 'unavailable')
+      return sourceUnavailable(res, readThrough!.retryAfterSeconds);
     const outcome = await createUserThroughWorkflow(
       { db, run },
       { trigger: 'register', password, user: newUserFrom(profile) },

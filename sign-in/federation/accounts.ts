@@ -21,7 +21,12 @@ export interface FederatedIdentity {
   familyName?: string;
 }
 
-export type FederatedOutcome = { status: 'signed-in'; userId: string } | { status: 'refused'; reason: string };
+/** A refusal with `retryAfterSeconds` is temporary (503 with Retry-After). */
+export type FederatedOutcome =
+  { status: 'signed-in'; userId: string } | { status: 'refused'; reason: string; retryAfterSeconds?: number };
+
+const SOURCE_UNAVAILABLE =
+  'Your account could not be checked against the previous sign-in system just now. Please try again in a little while; if this keeps happening, tell your administrator.';
 
 const DEACTIVATED = 'This account is deactivated.';
 
@@ -41,8 +46,13 @@ export async function federatedUser(
   let owner = await findUserByLogin(db, names, identity.subject);
   // During the cutover's read-through window, a user the last sweep missed is migrated first (with its external
   // logins), so the sign-in finds it rather than making a second account for the same person.
-  if (!owner && email && deps.readThrough && !(await findUserIdByEmail(db, email)))
-    if (await deps.readThrough.user(email)) owner = await findUserByLogin(db, names, identity.subject);
+  if (!owner && email && deps.readThrough && !(await findUserIdByEmail(db, email))) {
+    const found = await deps.readThrough.user(email);
+    if (found === 'migrated') owner = await findUserByLogin(db, names, identity.subject);
+    // The source may hold this person: an account made now would be a second one (fail closed, try again later).
+    if (found === 'unavailable')
+      return { status: 'refused', reason: SOURCE_UNAVAILABLE, retryAfterSeconds: deps.readThrough.retryAfterSeconds };
+  }
   if (owner)
     return owner.active ? { status: 'signed-in', userId: owner.id } : { status: 'refused', reason: DEACTIVATED };
   if (!email) return { status: 'refused', reason: `${identity.providerName} did not say the e-mail address.` };

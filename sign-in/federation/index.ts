@@ -65,7 +65,11 @@ export async function createFederation(deps: FederationDependencies) {
     assertions: adapter('SamlAssertion'),
   });
 
-  const refuse = (res: Response, message: string) => res.status(400).type('html').send(renderErrorPage(message));
+  const refuse = (res: Response, message: string, retryAfterSeconds?: number) => {
+    if (retryAfterSeconds !== undefined) res.status(503).setHeader('Retry-After', String(retryAfterSeconds));
+    else res.status(400);
+    return res.type('html').send(renderErrorPage(message));
+  };
 
   /**
    * Who signed in upstream becomes a user here; a ticket takes them back to their sign-in interaction. An IdP-initiated
@@ -73,7 +77,7 @@ export async function createFederation(deps: FederationDependencies) {
    */
   async function finish(res: Response, completed: { interactionUid?: string; identity: FederatedIdentity }) {
     const outcome = await federatedUser(deps, completed.identity);
-    if (outcome.status === 'refused') return refuse(res, outcome.reason);
+    if (outcome.status === 'refused') return refuse(res, outcome.reason, outcome.retryAfterSeconds);
     if (!completed.interactionUid) return res.type('html').send(accountReadyPage(completed.identity.providerName));
     const ticket = randomBytes(24).toString('base64url');
     await tickets.upsert(ticket, { interactionUid: completed.interactionUid, userId: outcome.userId }, TICKET_SECONDS);

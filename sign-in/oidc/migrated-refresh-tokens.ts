@@ -3,7 +3,9 @@ import { unprotectText, type KeyRing } from '../../platform/security/data-protec
 import { persistedGrantKeys } from '../../platform/security/persisted-grant-keys';
 import type { Db } from '../../platform/store/database';
 import {
+  findMigratedRefreshTokenKey,
   migratedRefreshTokenData,
+  retireMigratedRefreshToken,
   takeMigratedRefreshToken,
   type MigratedRefreshTokenData,
 } from '../../platform/store/grants';
@@ -21,6 +23,11 @@ export interface AdoptionDependencies {
   identityScopes: ReadonlySet<string>;
   /** The API resource whose scopes a token names, when its data does not say. */
   resourceOf: (scopes: string[]) => Promise<string | undefined>;
+  /**
+   * During the read-through window: whether the source still holds the token a sweep carried over (under this key)
+   * live. A token it consumed, revoked or let expire since the sweep is not adopted once. Throws when it cannot say.
+   */
+  liveAtSource?: (key: string) => Promise<boolean>;
 }
 
 const epoch = (date: Date) => Math.floor(date.getTime() / 1000);
@@ -29,14 +36,23 @@ const epoch = (date: Date) => Math.floor(date.getTime() / 1000);
  * A refresh token the migration copied (`grants`, with its handle verbatim), adopted at its first use: written as
  * oidc-provider's RefreshToken and Grant, and marked consumed in `grants` so it is adopted once. From then on it
  * lives like any other refresh token (rotated or reused as its client says). Undefined when no live migrated token
- * has this handle or its data is not in the service's shape.
+ * has this handle, its user was deleted, deactivated or signed out since it was issued, the source no longer holds it
+ * live (in the read-through window), or its data is not in the service's shape.
  */
 export async function adoptMigratedRefreshToken(
   deps: AdoptionDependencies,
   handle: string,
 ): Promise<AdapterPayload | undefined> {
   const { db } = deps;
-  const row = await takeMigratedRefreshToken(db, handle, persistedGrantKeys(handle));
+  const keys = persistedGrantKeys(handle);
+  if (deps.liveAtSource) {
+    const key = await findMigratedRefreshTokenKey(db, handle, keys);
+    if (key !== undefined && !(await deps.liveAtSource(key))) {
+      await retireMigratedRefreshToken(db, key);
+      return undefined;
+    }
+  }
+  const row = await takeMigratedRefreshToken(db, handle, keys);
   if (!row) return undefined;
   let data: MigratedRefreshTokenData;
   try {

@@ -229,7 +229,8 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
         };
         return (
           (await stored('RefreshToken').find(id)) ??
-          (await adoptMigratedRefreshToken(adoption, id)) ??
+          // During the read-through window a token the sweep carried over is adopted only while the source holds it live.
+          (await adoptMigratedRefreshToken({ ...adoption, liveAtSource: deps.readThrough?.liveAtSource }, id)) ??
           // During the read-through window, a token the source rotated after the last sweep is carried over now.
           ((await deps.readThrough?.refreshToken(id)) ? await adoptMigratedRefreshToken(adoption, id) : undefined)
         );

@@ -6,7 +6,7 @@ import { connectSource } from '../../migration/source/connection';
 import { freePort } from '../../dev/ports';
 import { persistedGrantKeys } from '../../platform/security/persisted-grant-keys';
 import { FIXTURE_PASSWORD } from '../fixtures/source/generate';
-import { stopAfterAll, useHarness } from '../support/harness';
+import { stopAfterAll, UNLIMITED_SIGN_IN, useHarness, type HarnessOptions } from '../support/harness';
 import { rowsWhere } from '../support/rows';
 import { globexProvider, startUpstreamProvider, type UpstreamProvider } from '../support/upstream-provider';
 import { codeFlow } from '../support/code-flow';
@@ -48,14 +48,27 @@ afterAll(async () => {
 });
 
 const h = useHarness(() => ({
-  ...harnessOverProtectedSource(source().url, keyRingPath, {
-    ReadThrough: { Until: new Date(Date.now() + 3600_000).toISOString(), ConnectionString: readerUrl },
-  }),
+  ...withConfig(
+    harnessOverProtectedSource(source().url, keyRingPath, {
+      ReadThrough: {
+        Until: new Date(Date.now() + 3600_000).toISOString(),
+        ConnectionString: readerUrl,
+        TimeoutSeconds: 1.5,
+        RetryAfterSeconds: 7,
+      },
+    }),
+    { Auth: UNLIMITED_SIGN_IN },
+  ),
   // Initrode's own OpenID provider runs on 127.0.0.2.
   allowedInternalTargets: ['127.0.0.1', '127.0.0.2'],
 }));
 let initrode: UpstreamProvider | undefined;
 stopAfterAll(() => [initrode]);
+
+/** The harness's options with more configuration beside theirs. */
+function withConfig(options: HarnessOptions, config: Record<string, Record<string, unknown>>): HarnessOptions {
+  return { ...options, config: { ...options.config, ...config } };
+}
 
 const CALLBACK = 'https://web.example.com/callback';
 const flow = codeFlow(CALLBACK);
@@ -245,6 +258,8 @@ async function overClosedSource(until: Date) {
     until,
     dataProtection: h.context.dataProtection!,
     sourceDataProtection: { ApplicationName: APPLICATION_NAME, KeyRingPath: keyRingPath },
+    budget: { permitLimit: 1000, windowSeconds: 60 },
+    timeoutMs: 1000,
   });
 }
 const closeAfterwards: Array<() => Promise<void>> = [];
@@ -258,7 +273,7 @@ const errors = () =>
 test('a source that cannot be read fails the look-up, not the request, and says so', async () => {
   const failing = await overClosedSource(new Date(Date.now() + 60_000));
   const before = await errors();
-  await expect(failing.user('late4@example.com')).resolves.toBe(false);
+  await expect(failing.user('late4@example.com')).resolves.toBe('unavailable');
   await expect(failing.refreshToken(HANDLE)).resolves.toBe(false);
   expect(await errors()).toEqual([before[0] + 1, before[1] + 1]);
 });
@@ -266,8 +281,245 @@ test('a source that cannot be read fails the look-up, not the request, and says 
 test('after the deadline nothing reads the source', async () => {
   const over = await overClosedSource(new Date(Date.now() - 1000));
   const before = await errors();
-  await expect(over.user('late4@example.com')).resolves.toBe(false);
+  await expect(over.user('late4@example.com')).resolves.toBe('absent');
   await expect(over.refreshToken(HANDLE)).resolves.toBe(false);
   expect(over.open()).toBe(false);
   expect(await errors()).toEqual(before);
+});
+
+// Sign-in security round 3 (issue 37, items 3, 4 and 7): what the window must not do.
+
+/** Runs `work` with a client of the source's owner (the read-only login cannot change it). */
+async function atSource<T>(work: (pg: PgClient) => Promise<T>): Promise<T> {
+  const pg = new PgClient({ connectionString: source().url });
+  await pg.connect();
+  try {
+    return await work(pg);
+  } finally {
+    await pg.end();
+  }
+}
+
+/** A refresh token the source issued to user n (issued now by the source's clock): its handle. */
+async function sourceRefreshToken(n: number): Promise<string> {
+  const handle = `${randomBytes(32).toString('hex').toUpperCase()}-1`;
+  const data = protectedGrantData(
+    JSON.stringify({
+      ...grantLifetime(),
+      Subject: { Claims: [{ Type: 'sub', Value: userId(n) }] },
+      Version: 5,
+      ClientId: 'web',
+      AuthorizedScopes: ['openid', 'profile', 'orders.read', 'offline_access'],
+    }),
+    ringKey,
+  );
+  await atSource((pg) =>
+    pg.query(
+      `insert into "PersistedGrants" ("Key","Type","SubjectId","ClientId","CreationTime","Expiration","Data")
+       values ($1, 'refresh_token', $2, 'web', now(), now() + interval '30 days', $3)`,
+      [persistedGrantKeys(handle)[0], userId(n), data],
+    ),
+  );
+  return handle;
+}
+
+const refresh = async (handle: string) =>
+  oidc.refreshTokenGrant(await relyingParty(h.api.publicUrl, 'web', 'web-secret'), handle);
+const usersPassWarnings = (report: Awaited<ReturnType<typeof migrateCompletely>>) =>
+  report.passes.find((p) => p.pass === 'users')!.warnings.join('\n');
+
+describe('a user deleted or deactivated here stays gone', () => {
+  test('a deleted user is not read through at sign-in, nor swept back (CreateOnly or Upsert), nor its source refresh token adopted', async () => {
+    const handle = await sourceRefreshToken(5);
+    expect((await h.admin('DELETE', `/api/v1/profile/${userId(5)}`)).status).toBe(204);
+    const { answer } = await signIn('user5@example.com');
+    expect(answer).not.toBeInstanceOf(URL);
+    expect(await rowsWhere(h.context.db, 'users', { id: userId(5) })).toEqual([]);
+    expect(await counterValue('read_through_total', { kind: 'user', outcome: 'tombstoned' })).toBe(1);
+    await expect(refresh(handle)).rejects.toMatchObject({ error: 'invalid_grant' });
+    for (const usersMode of ['CreateOnly', 'Upsert'] as const) {
+      const report = await migrateCompletely(h, {
+        version: `after-delete-${usersMode}`,
+        usersMode,
+        migrateRefreshTokens: true,
+      });
+      expect(usersPassWarnings(report)).toMatch(/1 user\(s\) deleted or deactivated here were not migrated again/);
+      expect(await rowsWhere(h.context.db, 'users', { id: userId(5) })).toEqual([]);
+    }
+    // The sweeps carried the source's token over again: still not adopted.
+    await expect(refresh(handle)).rejects.toMatchObject({ error: 'invalid_grant' });
+  });
+
+  test('a user deactivated through SCIM keeps what the service holds: an Upsert sweep writes neither the user nor its roles', async () => {
+    const token = (await h.admin('POST', '/api/v1/scim/tokens', { description: 'idp' })).body.token as string;
+    const patched = await h.request(
+      'PATCH',
+      `/scim/v2/Users/${userId(6)}`,
+      JSON.stringify({
+        schemas: ['urn:ietf:params:scim:api:messages:2.0:PatchOp'],
+        Operations: [{ op: 'replace', value: { active: false, 'name.givenName': 'Renamed' } }],
+      }),
+      { authorization: `Bearer ${token}`, 'content-type': 'application/scim+json' },
+    );
+    expect(patched.status).toBe(200);
+    // An operator took the user's roles away before the deactivation.
+    await h.context.db.deleteFrom('user_roles').where('user_id', '=', userId(6)).execute();
+    await migrateCompletely(h, { version: 'after-deactivation', usersMode: 'Upsert' });
+    expect(await rowsWhere(h.context.db, 'users', { id: userId(6) })).toEqual([
+      expect.objectContaining({ active: false, first_name: 'Renamed' }),
+    ]);
+    expect(await rowsWhere(h.context.db, 'user_roles', { user_id: userId(6) })).toEqual([]);
+  });
+
+  test('an on-the-spot migration writes roles only for the user it made in that step', async () => {
+    // user-late-4 was read through earlier; here it moved to another address and lost its roles.
+    await h.context.db
+      .updateTable('users')
+      .set({ email: 'moved4@example.com', normalized_email: 'MOVED4@EXAMPLE.COM' })
+      .where('id', '=', 'user-late-4')
+      .execute();
+    await h.context.db.deleteFrom('user_roles').where('user_id', '=', 'user-late-4').execute();
+    const { answer } = await signIn('late4@example.com');
+    expect(answer).not.toBeInstanceOf(URL);
+    expect(await rowsWhere(h.context.db, 'user_roles', { user_id: 'user-late-4' })).toEqual([]);
+  });
+});
+
+describe('ending sessions here reaches the source refresh tokens', () => {
+  test("after an admin ends a user's sessions, a token the source issued before is refused; one issued after works", async () => {
+    const before = await sourceRefreshToken(7);
+    expect((await h.admin('DELETE', `/api/v1/profile/${userId(7)}/sessions`)).status).toBe(204);
+    await expect(refresh(before)).rejects.toMatchObject({ error: 'invalid_grant' });
+    const after = await sourceRefreshToken(7);
+    expect((await refresh(after)).claims()).toMatchObject({ sub: userId(7) });
+  });
+
+  test('a token the sweep carried over that the source has since consumed or revoked is not redeemed once', async () => {
+    const [consumed, revoked, live] = [
+      await sourceRefreshToken(8),
+      await sourceRefreshToken(8),
+      await sourceRefreshToken(8),
+    ];
+    await migrateCompletely(h, { version: 'tokens-sweep', migrateRefreshTokens: true });
+    await atSource(async (pg) => {
+      await pg.query(`update "PersistedGrants" set "ConsumedTime" = now() where "Key" = $1`, [
+        persistedGrantKeys(consumed)[0],
+      ]);
+      await pg.query(`delete from "PersistedGrants" where "Key" = $1`, [persistedGrantKeys(revoked)[0]]);
+    });
+    await expect(refresh(consumed)).rejects.toMatchObject({ error: 'invalid_grant' });
+    await expect(refresh(revoked)).rejects.toMatchObject({ error: 'invalid_grant' });
+    expect((await refresh(live)).claims()).toMatchObject({ sub: userId(8) });
+  });
+});
+
+describe('read-through fails closed where accounts are made', () => {
+  test('with the source unreadable, registration and a federated sign-in answer 503 with Retry-After and make nothing', async () => {
+    await atSource((pg) => pg.query(`revoke select on "AspNetUsers" from ${READER}`));
+    try {
+      const registered = await h.request('POST', '/api/auth/register', {
+        email: 'new-while-down@example.com',
+        password: 'someone new 12345',
+      });
+      expect(registered.status).toBe(503);
+      expect(registered.headers.get('retry-after')).toBe('7');
+      initrode!.next = { sub: 'initrode-new', email: 'new@initrode.example' };
+      const rp = await relyingParty(h.api.publicUrl, 'web', 'web-secret');
+      const started = await flow.start(rp, 'openid');
+      await started.page.submit('/email', { email: 'new@initrode.example' });
+      const refused = await started.page.submit('/login', {});
+      expect(refused).toMatchObject({ status: 503 });
+      expect(textOf(refused)).toMatch(/try again/i);
+    } finally {
+      await atSource((pg) => pg.query(`grant select on "AspNetUsers" to ${READER}`));
+    }
+    expect(await rowsWhere(h.context.db, 'users', { email: 'new-while-down@example.com' })).toEqual([]);
+    expect(await rowsWhere(h.context.db, 'users', { email: 'new@initrode.example' })).toEqual([]);
+  });
+
+  test('an address the source holds twice is not registered here a third time', async () => {
+    await atSource(async (pg) => {
+      await arriveAtSource(pg, 6, 'user-twice-a', 'twice@example.com');
+      await arriveAtSource(pg, 9, 'user-twice-b', 'twice-b@example.com');
+      await pg.query(
+        `update "AspNetUsers" set "Email" = 'Twice@example.com', "NormalizedEmail" = 'TWICE@EXAMPLE.COM' where "Id" = 'user-twice-b'`,
+      );
+    });
+    const registered = await h.request('POST', '/api/auth/register', {
+      email: 'twice@example.com',
+      password: 'someone else 12345',
+    });
+    expect(registered.status).toBe(503);
+    expect(await rowsWhere(h.context.db, 'users', { email: 'twice@example.com' })).toEqual([]);
+  });
+});
+
+describe('a source that is slow or asked too often', () => {
+  /** How long the password step of a sign-in takes (the e-mail step before it is not timed). */
+  async function passwordStepTakes(email: string, password: string): Promise<number> {
+    const rp = await relyingParty(h.api.publicUrl, 'web', 'web-secret');
+    const started = await flow.start(rp, 'openid');
+    await started.page.submit('/email', { email });
+    const from = performance.now();
+    await started.page.submit('/password', { password });
+    return performance.now() - from;
+  }
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
+  test('a look-up fails within Migration:ReadThrough:TimeoutSeconds and does not become the floor other sign-ins wait for', async () => {
+    const locker = new PgClient({ connectionString: source().url });
+    await locker.connect();
+    await locker.query('begin');
+    await locker.query('lock table "AspNetUsers" in access exclusive mode');
+    // Without a timeout every look-up would wait for this lock; it is let go after 8 s whatever happens.
+    const release = setTimeout(() => void locker.query('rollback').finally(() => locker.end()), 8_000);
+    try {
+      const from = performance.now();
+      const registered = await h.request('POST', '/api/auth/register', {
+        email: 'while-slow@example.com',
+        password: 'someone new 12345',
+      });
+      expect(registered.status).toBe(503);
+      expect(performance.now() - from).toBeLessThan(4_000);
+      // Interleaved: an address unknown here (its look-up waits out the 1.5 s timeout) and a known user's wrong password.
+      const known: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        expect(await passwordStepTakes(`slow-${i}@example.com`, 'wrong password 1')).toBeGreaterThanOrEqual(1_400);
+        known.push(await passwordStepTakes('user9@example.com', 'wrong password 1'));
+      }
+      expect(median(known)).toBeLessThan(1_000);
+    } finally {
+      clearTimeout(release);
+      await locker.query('rollback').catch(() => undefined);
+      await locker.end().catch(() => undefined);
+    }
+  }, 60_000);
+
+  test('the look-up budget holds for every instance together: it is kept in the store', async () => {
+    const reader = connectSource(readerUrl).db;
+    closeAfterwards.push(() => reader.destroy());
+    const instance = () =>
+      createReadThrough({
+        target: h.context.db,
+        source: reader,
+        until: new Date(Date.now() + 60_000),
+        dataProtection: h.context.dataProtection!,
+        sourceDataProtection: { ApplicationName: APPLICATION_NAME, KeyRingPath: keyRingPath },
+        budget: { permitLimit: 3, windowSeconds: 3600 },
+        timeoutMs: 1000,
+      });
+    const [a, b] = [instance(), instance()];
+    const overBudget = () =>
+      Promise.all([
+        counterValue('read_through_total', { kind: 'refresh-token', outcome: 'over-budget' }),
+        counterValue('read_through_total', { kind: 'user', outcome: 'over-budget' }),
+      ]);
+    const before = await overBudget();
+    const unknown = () => `${randomBytes(32).toString('hex').toUpperCase()}-1`;
+    for (const instance of [a, b, a]) await expect(instance.refreshToken(unknown())).resolves.toBe(false);
+    expect(await overBudget()).toEqual(before);
+    await expect(b.refreshToken(unknown())).resolves.toBe(false);
+    await expect(a.user('late3@example.com')).resolves.toBe('unavailable');
+    expect(await overBudget()).toEqual([before[0] + 1, before[1] + 1]);
+  });
 });

@@ -3,19 +3,35 @@ import { normalize } from '../../../platform/store/users';
 import { missingUserIds, type MigratedUser } from '../../../platform/store/migrated-users';
 import { DROPPED_CLAIMS, foldClaimsByUser, noClaims } from '../claims';
 import { identifierProblem } from '../identifiers';
-import { emptyPage, IN_LIST_LIMIT, nextCursor, type Pass } from '../types';
+import { emptyPage, IN_LIST_LIMIT, nextCursor, type PageResult, type Pass } from '../types';
+import type { Db } from '../../../platform/store/database';
+import { tombstonedUserIds } from '../../../platform/store/read-through-guards';
 import { backfillSignInFlags, createUsers, upsertUsers } from './user-writes';
 import { parseUserCursor, readClaims, readUserIds, readUsersById, readUsersOfPage } from '../../source/users';
 
 const looksLikeEmail = (v: string | null) => v !== null && /^[^@\s]+@[^@\s]+$/.test(v);
 
+/**
+ * A user deleted or deactivated here is never migrated again, under either UsersMode: the source still holds its
+ * hash, roles and MFA. Skipped, and the page says how many.
+ */
+async function withoutTombstoned(target: Db, ids: string[], page: PageResult): Promise<string[]> {
+  const gone = await tombstonedUserIds(target, ids);
+  if (gone.size === 0) return ids;
+  page.skipped += gone.size;
+  page.warnings.push(`${gone.size} user(s) deleted or deactivated here were not migrated again (tombstoned)`);
+  return ids.filter((id) => !gone.has(id));
+}
+
 /** AspNetUsers + AspNetUserClaims → users, ids verbatim, claims folded, hashes kept as they are. */
 export const usersPass: Pass = async ({ source, target, options }, cursor, until) => {
   const after = parseUserCursor(cursor);
-  const ids = await readUserIds(source, { after, until }, options.pageSize);
-  const page = { ...emptyPage(), read: ids.length, next: nextCursor(ids, options.pageSize, (id) => id) };
-  if (ids.length === 0) return page;
-  const last = ids[ids.length - 1];
+  const keys = await readUserIds(source, { after, until }, options.pageSize);
+  const page = { ...emptyPage(), read: keys.length, next: nextCursor(keys, options.pageSize, (id) => id) };
+  if (keys.length === 0) return page;
+  const last = keys[keys.length - 1];
+  // A dry run reads nothing of the target (as CreateOnly's skip of existing users shows).
+  const ids = options.dryRun ? keys : await withoutTombstoned(target, keys, page);
 
   // CreateOnly never touches a user that exists, so a delta sweep skips them before reading their rows; the target
   // answers with the missing ids only, which on a re-run is usually none.

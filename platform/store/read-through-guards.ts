@@ -1,0 +1,51 @@
+import { sql, type RawBuilder, type Transaction } from 'kysely';
+import type { Db } from './database';
+import type { Database } from './schema';
+
+/**
+ * Marks a user deleted or deactivated here, inside the removal's transaction: the source still holds the user (and
+ * its hash, roles, logins and MFA), and neither the read-through window nor a later sweep may make it again.
+ */
+export async function tombstoneUserIn(
+  trx: Transaction<Database>,
+  userId: string,
+  reason: 'deleted' | 'deactivated',
+): Promise<void> {
+  await trx
+    .insertInto('source_user_tombstones')
+    .values({ user_id: userId, reason })
+    .onConflict((oc) => oc.column('user_id').doNothing())
+    .execute();
+}
+
+/** Whether the user with this id was deleted or deactivated here, as a condition of a query. */
+export function tombstoned(userId: RawBuilder<unknown>): RawBuilder<boolean> {
+  return sql<boolean>`exists (select from source_user_tombstones t where t.user_id = ${userId})`;
+}
+
+/** Which of these ids were deleted or deactivated here. */
+export async function tombstonedUserIds(db: Db, ids: string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await db.selectFrom('source_user_tombstones').select('user_id').where('user_id', 'in', ids).execute();
+  return new Set(rows.map((r) => r.user_id));
+}
+
+export async function isTombstoned(db: Db, userId: string): Promise<boolean> {
+  return (await tombstonedUserIds(db, [userId])).has(userId);
+}
+
+/**
+ * Counts one source look-up against the read-through budget (`permitLimit` look-ups per `windowSeconds`, shared by
+ * every instance through this table) and says whether it fits. One statement; older windows are dropped by it.
+ */
+export async function spendReadThroughBudget(db: Db, permitLimit: number, windowSeconds: number): Promise<boolean> {
+  const { rows } = await sql<{ used: number }>`
+    with slot as (select floor(extract(epoch from now()) / ${windowSeconds})::bigint as n),
+    purged as (
+      delete from read_through_budget where window_seconds = ${windowSeconds} and slot < (select n from slot)
+    )
+    insert into read_through_budget (window_seconds, slot, used) select ${windowSeconds}, n, 1 from slot
+    on conflict (window_seconds, slot) do update set used = read_through_budget.used + 1
+    returning used`.execute(db);
+  return rows[0].used <= permitLimit;
+}

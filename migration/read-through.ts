@@ -159,7 +159,7 @@ export function createReadThrough(deps: ReadThroughDependencies) {
     liveAtSource: async (key: string): Promise<boolean> => {
       if (!open()) return true;
       const row = await stateOf(key);
-      const dead = row ? notLive(row, new Date()) : 'revoked at the source';
+      const dead = row ? notLive(row, new Date()) : 'revoked';
       if (dead) count('refresh-token', `source-${dead}`);
       return dead === undefined;
     },

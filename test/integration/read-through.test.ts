@@ -409,6 +409,17 @@ describe('ending sessions here reaches the source refresh tokens', () => {
     });
     await expect(refresh(consumed)).rejects.toMatchObject({ error: 'invalid_grant' });
     await expect(refresh(revoked)).rejects.toMatchObject({ error: 'invalid_grant' });
+    // A source that cannot say is no licence to adopt: the client is told to try again and keeps its token.
+    await atSource((pg) => pg.query(`revoke select on "PersistedGrants" from ${READER}`));
+    try {
+      const failed = await refresh(live).then(
+        () => undefined,
+        (error: { cause?: Response }) => error,
+      );
+      expect(failed?.cause?.status).toBe(500);
+    } finally {
+      await atSource((pg) => pg.query(`grant select on "PersistedGrants" to ${READER}`));
+    }
     expect((await refresh(live)).claims()).toMatchObject({ sub: userId(8) });
   });
 });

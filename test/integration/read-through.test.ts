@@ -6,7 +6,14 @@ import { connectSource } from '../../migration/source/connection';
 import { freePort } from '../../dev/ports';
 import { persistedGrantKeys } from '../../platform/security/persisted-grant-keys';
 import { FIXTURE_PASSWORD } from '../fixtures/source/generate';
-import { stopAfterAll, UNLIMITED_SIGN_IN, useHarness, type HarnessOptions } from '../support/harness';
+import {
+  serviceProcessEnv,
+  stopAfterAll,
+  UNLIMITED_SIGN_IN,
+  useHarness,
+  type HarnessOptions,
+} from '../support/harness';
+import { spawnService, waitForOutput, type ServiceProcess } from '../support/service-process';
 import { rowsWhere } from '../support/rows';
 import { globexProvider, startUpstreamProvider, type UpstreamProvider } from '../support/upstream-provider';
 import { codeFlow } from '../support/code-flow';
@@ -63,7 +70,8 @@ const h = useHarness(() => ({
   allowedInternalTargets: ['127.0.0.1', '127.0.0.2'],
 }));
 let initrode: UpstreamProvider | undefined;
-stopAfterAll(() => [initrode]);
+const apiProcesses: ServiceProcess[] = [];
+stopAfterAll(() => [initrode, ...apiProcesses]);
 
 /** The harness's options with more configuration beside theirs. */
 function withConfig(options: HarnessOptions, config: Record<string, Record<string, unknown>>): HarnessOptions {
@@ -534,3 +542,44 @@ describe('a source that is slow or asked too often', () => {
     expect(await overBudget()).toEqual([before[0] + 1, before[1] + 1]);
   });
 });
+
+test('two API processes share one look-up budget: unknown refresh handles past it reach neither source', async () => {
+  const metricsPorts = [await freePort(), await freePort()];
+  const env = (metricsPort: number) => ({
+    ...serviceProcessEnv(`test-read-through-${randomBytes(4).toString('hex')}`),
+    DATABASE_URL: h.config.Database.Url!,
+    PORT: '0',
+    Metrics__Port: String(metricsPort),
+    Migration__ReadThrough__Until: new Date(Date.now() + 3600_000).toISOString(),
+    Migration__ReadThrough__ConnectionString: readerUrl,
+    Migration__ReadThrough__PermitLimit: '3',
+    Migration__ReadThrough__WindowSeconds: '7200',
+    Migration__SourceDataProtection__ApplicationName: APPLICATION_NAME,
+    Migration__SourceDataProtection__KeyRingPath: keyRingPath,
+  });
+  apiProcesses.push(...metricsPorts.map((port) => spawnService('api/server.ts', env(port))));
+  const urls = await Promise.all(
+    apiProcesses.map(async (api) => (await waitForOutput(api, /api: listening on (http:\/\/\S+?)[ "]/))[1]),
+  );
+  const refreshAt = (url: string) =>
+    fetch(`${url}/connect/token`, {
+      method: 'POST',
+      headers: {
+        authorization: `Basic ${Buffer.from('web:web-secret').toString('base64')}`,
+        'content-type': 'application/x-www-form-urlencoded',
+      },
+      body: new URLSearchParams({
+        grant_type: 'refresh_token',
+        refresh_token: `${randomBytes(32).toString('hex').toUpperCase()}-1`,
+      }),
+    });
+  for (const url of [urls[0], urls[1], urls[0], urls[1]]) expect((await refreshAt(url)).status).toBe(400);
+  const counted = async (port: number, outcome: string) => {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    const line = new RegExp(`read_through_total\\{kind="refresh-token",outcome="${outcome}"\\} (\\d+)`).exec(text);
+    return Number(line?.[1] ?? 0);
+  };
+  // Three look-ups reached the source between them; the fourth, at the second process, was over the shared budget.
+  expect((await counted(metricsPorts[0], 'not-found')) + (await counted(metricsPorts[1], 'not-found'))).toBe(3);
+  expect(await counted(metricsPorts[1], 'over-budget')).toBe(1);
+}, 120_000);

@@ -17,7 +17,7 @@ import {
 import type { SourceDatabase } from './source/schema';
 import { notLive, openStockRefreshToken } from './source/stock-refresh-tokens';
 import { equalDuration } from '../platform/security/equal-duration';
-import { isTombstoned, spendReadThroughBudget } from '../platform/store/read-through-guards';
+import { isTombstoned, refusedSubject, spendReadThroughBudget } from '../platform/store/read-through-guards';
 import { findUserBoundsByEmail } from './source/users';
 
 export interface ReadThroughDependencies {
@@ -192,6 +192,14 @@ async function carryRefreshTokenOver(
     count('refresh-token', opened.reason);
     logger.warn(
       `read-through: a refresh token of client ${grant.ClientId} in the source was not carried over: ${opened.reason}`,
+    );
+    return false;
+  }
+  const refused = await refusedSubject(deps.target, opened.subjectId, grant.CreationTime);
+  if (refused) {
+    count('refresh-token', refused);
+    logger.info(
+      `read-through: a refresh token of user ${opened.subjectId} in the source is not carried over: ${refused}`,
     );
     return false;
   }

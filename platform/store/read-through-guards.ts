@@ -49,3 +49,23 @@ export async function spendReadThroughBudget(db: Db, permitLimit: number, window
     returning used`.execute(db);
   return rows[0].used <= permitLimit;
 }
+
+/**
+ * Why a refresh token of this user issued at `issuedAt` is not to be carried over: the user was deleted or
+ * deactivated here, or its sessions were ended after the token was issued (the cut-off adoption also applies,
+ * grants.ts). Undefined when nothing stands in its way.
+ */
+export async function refusedSubject(
+  db: Db,
+  userId: string,
+  issuedAt: Date,
+): Promise<'tombstoned' | 'signed-out' | undefined> {
+  if (await isTombstoned(db, userId)) return 'tombstoned';
+  const cutOff = await db
+    .selectFrom('users')
+    .select('id')
+    .where('id', '=', userId)
+    .where('sessions_revoked_at', '>=', issuedAt)
+    .executeTakeFirst();
+  return cutOff ? 'signed-out' : undefined;
+}

@@ -345,6 +345,7 @@ describe('a user deleted or deactivated here stays gone', () => {
     expect(await rowsWhere(h.context.db, 'users', { id: userId(5) })).toEqual([]);
     expect(await counterValue('read_through_total', { kind: 'user', outcome: 'tombstoned' })).toBe(1);
     await expect(refresh(handle)).rejects.toMatchObject({ error: 'invalid_grant' });
+    expect(await counterValue('read_through_total', { kind: 'refresh-token', outcome: 'tombstoned' })).toBe(1);
     for (const usersMode of ['CreateOnly', 'Upsert'] as const) {
       const report = await migrateCompletely(h, {
         version: `after-delete-${usersMode}`,
@@ -398,6 +399,7 @@ describe('ending sessions here reaches the source refresh tokens', () => {
     const before = await sourceRefreshToken(7);
     expect((await h.admin('DELETE', `/api/v1/profile/${userId(7)}/sessions`)).status).toBe(204);
     await expect(refresh(before)).rejects.toMatchObject({ error: 'invalid_grant' });
+    expect(await counterValue('read_through_total', { kind: 'refresh-token', outcome: 'signed-out' })).toBe(1);
     const after = await sourceRefreshToken(7);
     expect((await refresh(after)).claims()).toMatchObject({ sub: userId(7) });
   });

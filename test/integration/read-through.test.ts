@@ -23,7 +23,8 @@ import { TEST_ADMIN_URL, useGeneratedSource } from '../support/scratch-store';
 import { migrateCompletely } from '../support/migration-runs';
 import { grantLifetime, harnessOverProtectedSource, keyRingFolder } from '../support/source-protection';
 import { newSourceKey, protectedGrantData, SOURCE_APPLICATION_NAME } from '../support/source-protection';
-import { textOf } from '../support/sign-in-flow';
+import { browser, textOf } from '../support/sign-in-flow';
+import { smtpTo, useMailCatcher } from '../support/smtp';
 import { fixtureTotp } from '../support/totp';
 
 // The cutover's dual read (issue "Cutover without a forced re-login", item 3): after the last sweep, users and refresh
@@ -54,6 +55,7 @@ afterAll(async () => {
   await admin.end();
 });
 
+const catcher = useMailCatcher();
 const h = useHarness(() => ({
   ...withConfig(
     harnessOverProtectedSource(source().url, keyRingPath, {
@@ -64,7 +66,10 @@ const h = useHarness(() => ({
         RetryAfterSeconds: 7,
       },
     }),
-    { Auth: UNLIMITED_SIGN_IN },
+    {
+      Auth: UNLIMITED_SIGN_IN,
+      Email: { ...smtpTo(catcher()), From: 'Identity <no-reply@example.com>' },
+    },
   ),
   // Initrode's own OpenID provider runs on 127.0.0.2.
   allowedInternalTargets: ['127.0.0.1', '127.0.0.2'],
@@ -402,6 +407,17 @@ describe('ending sessions here reaches the source refresh tokens', () => {
     expect(await counterValue('read_through_total', { kind: 'refresh-token', outcome: 'signed-out' })).toBe(1);
     const after = await sourceRefreshToken(7);
     expect((await refresh(after)).claims()).toMatchObject({ sub: userId(7) });
+  });
+
+  test('a password reset here (the same end of every session) also ends the source refresh tokens issued before it', async () => {
+    const before = await sourceRefreshToken(3);
+    expect((await h.admin('POST', `/api/v1/profile/${userId(3)}/password-reset`)).status).toBe(202);
+    const page = browser(CALLBACK);
+    await page.open((await catcher().next('user3@example.com')).links[0]);
+    const password = 'A brand new passphrase 2468';
+    const done = await page.submit('/account/reset-password', { password, confirm: password });
+    expect(textOf(done)).toContain('Your password is changed');
+    await expect(refresh(before)).rejects.toMatchObject({ error: 'invalid_grant' });
   });
 
   test('a token the sweep carried over that the source has since consumed or revoked is not redeemed once', async () => {

@@ -76,7 +76,10 @@ async function migrateUser(deps: ReadThroughDependencies, email: string): Promis
     logger.warn('read-through: several source users share an address typed here; none is migrated');
     return 'unavailable';
   }
-  if (!bounds) return (count('user', 'not-found'), 'absent');
+  if (!bounds) {
+    count('user', 'not-found');
+    return 'absent';
+  }
   if (await isTombstoned(deps.target, bounds.id)) {
     count('user', 'tombstoned');
     logger.info(`read-through: user ${bounds.id} was deleted or deactivated here and is not read through again`);
@@ -133,7 +136,7 @@ export function createReadThrough(deps: ReadThroughDependencies) {
         throw new SourceUnavailableError((error as Error).message);
       }
     };
-  // A user look-up takes as long whether the source holds the address or not, and never longer than a query may.
+  // A user look-up takes as long whether the source holds the address or not; the padding stops at the query timeout.
   const lookUpFloor = equalDuration({ halfLifeMs: 60_000, ceilingMs: deps.timeoutMs });
   const lookUpUser = budgeted('user', (email: string) => migrateUser(deps, email));
   const carryOver = budgeted('refresh-token', (handle: string) => carryRefreshTokenOver(deps, keyRing, handle));

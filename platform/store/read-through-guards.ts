@@ -26,7 +26,12 @@ export function tombstoned(userId: RawBuilder<unknown>): RawBuilder<boolean> {
 /** Which of these ids were deleted or deactivated here. */
 export async function tombstonedUserIds(db: Db, ids: string[]): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
-  const rows = await db.selectFrom('source_user_tombstones').select('user_id').where('user_id', 'in', ids).execute();
+  // One array parameter, not one per id: a migration page asks about up to 10,000 ids.
+  const rows = await db
+    .selectFrom('source_user_tombstones')
+    .select('user_id')
+    .where('user_id', '=', sql<string>`any(${ids}::text[])`)
+    .execute();
   return new Set(rows.map((r) => r.user_id));
 }
 

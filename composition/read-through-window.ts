@@ -51,6 +51,7 @@ export function readThroughWindow(
       budget: { permitLimit: PermitLimit, windowSeconds: WindowSeconds },
       timeoutMs: TimeoutSeconds * 1000,
       retryAfterSeconds: RetryAfterSeconds,
+      unavailableMessage: config.Migration.ReadThrough.UnavailableMessage,
     }),
     close: () => source.destroy(),
   };

@@ -34,6 +34,8 @@ export interface ReadThroughDependencies {
   timeoutMs: number;
   /** Migration:ReadThrough:RetryAfterSeconds (30 unless given). */
   retryAfterSeconds?: number;
+  /** Migration:ReadThrough:UnavailableMessage. */
+  unavailableMessage?: string;
 }
 
 /** What a user look-up found: the user migrated now, none to migrate, or no answer (the source unread or unclear). */
@@ -146,6 +148,7 @@ export function createReadThrough(deps: ReadThroughDependencies) {
     /** Whether the window is open now. */
     open,
     retryAfterSeconds: deps.retryAfterSeconds ?? 30,
+    unavailableMessage: deps.unavailableMessage,
 
     /**
      * A refresh token the source holds under one of the hashes of `handle`, written here as the migration writes one

@@ -17,4 +17,6 @@ export interface SourceReadThrough {
   liveAtSource: (key: string) => Promise<boolean>;
   /** Migration:ReadThrough:RetryAfterSeconds: what a refused registration or federated sign-in is told to wait. */
   retryAfterSeconds: number;
+  /** Migration:ReadThrough:UnavailableMessage: the operator's words for such a refusal, when set. */
+  unavailableMessage?: string;
 }

@@ -313,7 +313,8 @@ export const configSchema = z
          * TimeoutSeconds bounds each source query (and the wait for a connection), PoolSize the connections an
          * instance opens, PermitLimit the look-ups of every instance together per WindowSeconds (kept in the store);
          * past any of them a look-up fails closed. RetryAfterSeconds is what a refused registration or federated
-         * sign-in is told to wait (503, Retry-After).
+         * sign-in is told to wait (503, Retry-After); UnavailableMessage, when set, is what they read instead of the
+         * service's own words (a status page, a planned end of the window).
          */
         ReadThrough: z
           .object({
@@ -324,6 +325,7 @@ export const configSchema = z
             PermitLimit: z.coerce.number().int().min(1).default(600),
             WindowSeconds: z.coerce.number().int().min(1).max(86_400).default(60),
             RetryAfterSeconds: z.coerce.number().int().min(1).max(3600).default(30),
+            UnavailableMessage: z.string().trim().min(1).max(500).optional(),
           })
           .prefault({}),
         Target: z.object({ ConnectionString: z.string().min(1).optional() }).prefault({}),

@@ -26,12 +26,12 @@ export const registrationSchema = z
   .strict();
 
 /** 503 with Retry-After: the read-through window could not tell whether the source holds the address. */
-function sourceUnavailable(res: Response, retryAfterSeconds: number) {
+function sourceUnavailable(res: Response, { retryAfterSeconds, unavailableMessage }: SourceReadThrough) {
   res.setHeader('Retry-After', String(retryAfterSeconds));
   return sendProblem(res, {
     status: 503,
     title: 'Registration unavailable',
-    detail: `email: whether this address has an account in the previous system cannot be checked now; retry after ${retryAfterSeconds} s`,
+    detail: `email: whether this address has an account in the previous system cannot be checked now; retry after ${retryAfterSeconds} s${unavailableMessage ? `. ${unavailableMessage}` : ''}`,
   });
 }
 
@@ -80,8 +80,7 @@ export function registerOperations({
     // During the read-through window an address the source already holds is that user's: it is migrated now, and
     // the registration meets it as it would after a sweep (409), instead of making a second account. When the source
     // cannot say (unreadable, too slow, or holding the address twice), no account is made either.
-    if ((await readThrough?.user(profile.email)) === 'unavailable')
-      return sourceUnavailable(res, readThrough!.retryAfterSeconds);
+    if ((await readThrough?.user(profile.email)) === 'unavailable') return sourceUnavailable(res, readThrough!);
     const outcome = await createUserThroughWorkflow(
       { db, run },
       { trigger: 'register', password, user: newUserFrom(profile) },

@@ -51,7 +51,11 @@ export async function federatedUser(
     if (found === 'migrated') owner = await findUserByLogin(db, names, identity.subject);
     // The source may hold this person: an account made now would be a second one (fail closed, try again later).
     if (found === 'unavailable')
-      return { status: 'refused', reason: SOURCE_UNAVAILABLE, retryAfterSeconds: deps.readThrough.retryAfterSeconds };
+      return {
+        status: 'refused',
+        reason: deps.readThrough.unavailableMessage ?? SOURCE_UNAVAILABLE,
+        retryAfterSeconds: deps.readThrough.retryAfterSeconds,
+      };
   }
   if (owner)
     return owner.active ? { status: 'signed-in', userId: owner.id } : { status: 'refused', reason: DEACTIVATED };

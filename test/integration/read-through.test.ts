@@ -64,6 +64,7 @@ const h = useHarness(() => ({
         ConnectionString: readerUrl,
         TimeoutSeconds: 1.5,
         RetryAfterSeconds: 7,
+        UnavailableMessage: 'The old sign-in system is being retired; see status.example.com.',
       },
     }),
     {
@@ -460,13 +461,14 @@ describe('read-through fails closed where accounts are made', () => {
       });
       expect(registered.status).toBe(503);
       expect(registered.headers.get('retry-after')).toBe('7');
+      expect(registered.body.detail).toMatch(/^email: .*The old sign-in system is being retired/);
       initrode!.next = { sub: 'initrode-new', email: 'new@initrode.example' };
       const rp = await relyingParty(h.api.publicUrl, 'web', 'web-secret');
       const started = await flow.start(rp, 'openid');
       await started.page.submit('/email', { email: 'new@initrode.example' });
       const refused = await started.page.submit('/login', {});
       expect(refused).toMatchObject({ status: 503 });
-      expect(textOf(refused)).toMatch(/try again/i);
+      expect(textOf(refused)).toContain('The old sign-in system is being retired; see status.example.com.');
     } finally {
       await atSource((pg) => pg.query(`grant select on "AspNetUsers" to ${READER}`));
     }

@@ -1,5 +1,5 @@
-import { sql, type ExpressionBuilder, type RawBuilder } from 'kysely';
-import { tombstoned } from './read-through-guards';
+import { sql, type ExpressionBuilder } from 'kysely';
+import { signedOutSince, tombstoned } from './read-through-guards';
 import type { Database } from './schema';
 import { z } from 'zod';
 import type { Db } from './database';
@@ -37,7 +37,7 @@ export function takeMigratedRefreshToken(db: Db, handle: string, hashedKeys: str
     .where('consumed_time', 'is', null)
     .where(unexpired('expiration'))
     .where((eb) => eb.not(tombstoned(sql.ref('grants.subject_id'))))
-    .where(notSignedOutSince(sql.ref('grants.subject_id'), sql.ref('grants.creation_time')))
+    .where((eb) => eb.not(signedOutSince(sql.ref('grants.subject_id'), sql.ref('grants.creation_time'))))
     .returningAll()
     .executeTakeFirst();
 }
@@ -52,14 +52,6 @@ const migratedRefreshTokenOf = (handle: string, hashedKeys: string[]) => (eb: Ex
     eb('type', '=', 'refresh_token'),
     eb('subject_id', 'is not', null),
   ]);
-
-/**
- * The per-user cut-off: whatever ends a user's sessions (endSignInsIn: "sign out everywhere", a password reset, an
- * admin's end of sessions, a deletion) sets `users.sessions_revoked_at`, and a token issued before it (at the source,
- * by its `CreationTime`) is not adopted.
- */
-const notSignedOutSince = (userId: RawBuilder<unknown>, issuedAt: RawBuilder<unknown>) =>
-  sql<boolean>`not exists (select from users u where u.id = ${userId} and u.sessions_revoked_at >= ${issuedAt})`;
 
 /**
  * The key of the live migrated refresh token a client's handle names, without taking it: the read-through window

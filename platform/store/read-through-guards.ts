@@ -23,6 +23,15 @@ export function tombstoned(userId: RawBuilder<unknown>): RawBuilder<boolean> {
   return sql<boolean>`exists (select from source_user_tombstones t where t.user_id = ${userId})`;
 }
 
+/**
+ * The per-user cut-off, as a condition: whatever ends a user's sessions (endSignInsIn: "sign out everywhere", a
+ * password reset, an admin's end of sessions, a deletion or deactivation) sets `users.sessions_revoked_at`, and a
+ * token issued before it (at the source, by its `CreationTime`) is not carried over or adopted.
+ */
+export function signedOutSince(userId: RawBuilder<unknown>, issuedAt: RawBuilder<unknown>): RawBuilder<boolean> {
+  return sql<boolean>`exists (select from users u where u.id = ${userId} and u.sessions_revoked_at >= ${issuedAt})`;
+}
+
 /** Which of these ids were deleted or deactivated here. */
 export async function tombstonedUserIds(db: Db, ids: string[]): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
@@ -57,7 +66,7 @@ export async function spendReadThroughBudget(db: Db, permitLimit: number, window
 
 /**
  * Why a refresh token of this user issued at `issuedAt` is not to be carried over: the user was deleted or
- * deactivated here, or its sessions were ended after the token was issued (the cut-off adoption also applies,
+ * deactivated here, or its sessions were ended after the token was issued (the conditions adoption applies too,
  * grants.ts). Undefined when nothing stands in its way.
  */
 export async function refusedSubject(
@@ -65,12 +74,9 @@ export async function refusedSubject(
   userId: string,
   issuedAt: Date,
 ): Promise<'tombstoned' | 'signed-out' | undefined> {
-  if (await isTombstoned(db, userId)) return 'tombstoned';
-  const cutOff = await db
-    .selectFrom('users')
-    .select('id')
-    .where('id', '=', userId)
-    .where('sessions_revoked_at', '>=', issuedAt)
-    .executeTakeFirst();
-  return cutOff ? 'signed-out' : undefined;
+  const { rows } = await sql<{ tombstoned: boolean; signed_out: boolean }>`
+    select ${tombstoned(sql`${userId}`)} as tombstoned, ${signedOutSince(sql`${userId}`, sql`${issuedAt}::timestamptz`)} as signed_out`.execute(
+    db,
+  );
+  return rows[0].tombstoned ? 'tombstoned' : rows[0].signed_out ? 'signed-out' : undefined;
 }

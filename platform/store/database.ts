@@ -98,7 +98,9 @@ const provider: MigrationProvider = {
 };
 
 export async function migrateToLatest(db: Db): Promise<void> {
-  const { error, results } = await new Migrator({ db, provider }).migrateToLatest();
+  // Schema migrations written side by side land in any order: one numbered below another already run still runs
+  // (each creates only its own tables and columns).
+  const { error, results } = await new Migrator({ db, provider, allowUnorderedMigrations: true }).migrateToLatest();
   const failed = results?.find((r) => r.status === 'Error');
   if (error || failed) {
     throw new Error(

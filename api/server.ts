@@ -12,6 +12,7 @@ import { purgeExpiredIdempotencyKeys } from '../platform/store/creation-guards';
 import { purgeAbandonedCredentials } from '../platform/store/pending-credentials';
 import { purgeExpiredOidcPayloads } from '../platform/store/oidc-payloads';
 import { purgeSignInAttempts } from '../platform/store/sign-in';
+import { purgeExpiredHits } from '../platform/store/rate-limits';
 import { purgeOldRemovals } from '../platform/store/user-removals';
 import { purgeRevokedAccessTokens } from '../platform/store/admin-tokens';
 import type { Db } from '../platform/store/database';
@@ -37,6 +38,7 @@ const purges = (config: AppConfig, run: WorkflowRunner): Array<[string, (db: Db)
   ['expired idempotency keys', purgeExpiredIdempotencyKeys],
   ['expired sign-in artefacts', purgeExpiredOidcPayloads],
   ['counted sign-in attempts', (db) => purgeSignInAttempts(db, config.Auth.SignInRateLimit.WindowSeconds)],
+  ['counted requests past their window', purgeExpiredHits],
   ['old removal answers', purgeOldRemovals],
   ['revocations of expired access tokens', purgeRevokedAccessTokens],
   ['old account links', purgeAccountTokens],

@@ -320,6 +320,14 @@ export interface SignInAttemptsTable {
   at: Generated<Date>;
 }
 
+/** A request a budget counted (platform/store/rate-limits.ts). */
+export interface RateLimitHitsTable {
+  bucket: string;
+  key: string;
+  at: Generated<Date>;
+  expires_at: Date;
+}
+
 /** A link the service mailed (password reset, e-mail confirmation): only the token's digest is kept. */
 export interface AccountTokensTable {
   token_hash: string;
@@ -372,6 +380,7 @@ export interface Database {
   signing_keys: SigningKeysTable;
   oidc_payloads: OidcPayloadsTable;
   sign_in_attempts: SignInAttemptsTable;
+  rate_limit_hits: RateLimitHitsTable;
   migration_markers: MigrationMarkersTable;
   users: UsersTable;
   user_provisions: UserProvisionsTable;

@@ -1,6 +1,6 @@
 import type { RequestHandler } from 'express';
 import type { Operations } from '../../platform/http/operations';
-import { perClientLimit } from '../../platform/http/rate-limit';
+import { storedClientLimit } from '../../platform/http/rate-limit';
 import { z } from 'zod';
 import { emailAddress, passwordText, personName } from '../../platform/http/fields';
 import type { AppConfig } from '../../platform/config/schema';
@@ -42,7 +42,8 @@ export function registerOperations({
   readThrough?: SourceReadThrough;
 }): Operations {
   const { PermitLimit, WindowSeconds } = config.Auth.RegistrationRateLimit;
-  const limit = perClientLimit(WindowSeconds * 1000, PermitLimit, (res) =>
+  // Counted in the store, as the sign-in budget is: every API process spends the same one.
+  const limit = storedClientLimit(db, 'registration:address', WindowSeconds, PermitLimit, (res) =>
     sendProblem(res, {
       status: 429,
       title: 'Too many registrations',

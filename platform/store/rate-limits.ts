@@ -5,18 +5,26 @@ import type { Db } from './database';
 export type RateLimitBucket = 'registration:address' | 'user-code:address' | 'user-code:session';
 
 /**
- * Records a request of `key` against `bucket` and says how many it made in the window, this one included: one
- * statement (the count reads the snapshot from before the insert, so it adds one), so parallel requests to any API
- * process each see a distinct count and no more than the budget get through.
+ * Records a request of `key` against `bucket` and says how many it made in the window, this one included. Parallel
+ * requests of one key, to any API process, take turns on a transaction-scoped advisory lock, so each counts the
+ * others' rows (one statement would count from a snapshot without them, and a burst would all see the same count).
  */
-export async function countHit(db: Db, bucket: RateLimitBucket, key: string, windowSeconds: number): Promise<number> {
-  const { rows } = await sql<{ n: string }>`
-    with recorded as (
-      insert into rate_limit_hits (bucket, key, expires_at)
-      values (${bucket}, ${key}, now() + make_interval(secs => ${windowSeconds})))
-    select count(*) + 1 as n from rate_limit_hits
-    where bucket = ${bucket} and key = ${key} and at > now() - make_interval(secs => ${windowSeconds})`.execute(db);
-  return Number(rows[0].n);
+export function countHit(db: Db, bucket: RateLimitBucket, key: string, windowSeconds: number): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    await sql`select pg_advisory_xact_lock(hashtextextended(${`${bucket}\n${key}`}, 0))`.execute(trx);
+    await trx
+      .insertInto('rate_limit_hits')
+      .values({ bucket, key, expires_at: sql<Date>`now() + make_interval(secs => ${windowSeconds})` })
+      .execute();
+    const { n } = await trx
+      .selectFrom('rate_limit_hits')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('bucket', '=', bucket)
+      .where('key', '=', key)
+      .where('at', '>', sql<Date>`now() - make_interval(secs => ${windowSeconds})`)
+      .executeTakeFirstOrThrow();
+    return Number(n);
+  });
 }
 
 /** Drops the hits whose window has passed; how many went. */

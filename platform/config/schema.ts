@@ -205,8 +205,14 @@ export const configSchema = z
           .object({
             Host: z.string().min(1).optional(),
             Port: z.coerce.number().int().min(1).max(65535).default(587),
-            /** TLS from the first byte (port 465); false: STARTTLS when the server offers it. */
+            /** TLS from the first byte (port 465); false: STARTTLS, required as RequireTls says. */
             Secure: flag.default(false),
+            /**
+             * Without Secure, whether mail may go only after STARTTLS (nodemailer's requireTLS). Unset: required unless
+             * Host is a loopback address or name, so a server (or a man in the middle) that does not offer STARTTLS
+             * cannot have mail with reset links sent as plain text. False sends in plain text when not offered.
+             */
+            RequireTls: flag.optional(),
             User: z.string().min(1).optional(),
             Password: z.string().min(1).optional(),
           })

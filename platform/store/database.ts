@@ -14,7 +14,7 @@ import * as revokedAccessTokens from './schema-migrations/0011_revoked_access_to
 import * as accountRecovery from './schema-migrations/0012_account_recovery';
 import * as signOutNotices from './schema-migrations/0013_sign_out_notices';
 import * as stockRefreshTokens from './schema-migrations/0014_stock_refresh_tokens';
-import * as rateLimitHits from './schema-migrations/0018_rate_limit_hits';
+import * as signInRound3 from './schema-migrations/0018_sign_in_round_3';
 import * as scimAsSent from './schema-migrations/0020_scim_as_sent';
 import type { Database } from './schema';
 import { logger } from '../observability/logger';
@@ -92,7 +92,7 @@ const provider: MigrationProvider = {
       '0012_account_recovery': accountRecovery,
       '0013_sign_out_notices': signOutNotices,
       '0014_stock_refresh_tokens': stockRefreshTokens,
-      '0018_rate_limit_hits': rateLimitHits,
+      '0018_sign_in_round_3': signInRound3,
       '0020_scim_as_sent': scimAsSent,
     }),
 };

@@ -237,6 +237,8 @@ export interface SamlProvidersTable {
   sp_entity_id: string | null;
   /** Whether a response the service did not ask for is taken (off: refused). */
   allow_idp_initiated: Generated<boolean>;
+  /** Whether it may create accounts for addresses outside its SSO domains (off: it speaks only for its own). */
+  allow_other_domains: Generated<boolean>;
 }
 
 export interface OidcProvidersTable {
@@ -251,6 +253,8 @@ export interface OidcProvidersTable {
   login_provider_names: ColumnType<string[], string | undefined, string>;
   /** Whether client_secret is sealed under the data-protection ring (rows the migration wrote before are not). */
   client_secret_sealed: Generated<boolean>;
+  /** Whether it may create accounts for addresses outside its SSO domains (off: it speaks only for its own). */
+  allow_other_domains: Generated<boolean>;
 }
 
 export interface SsoDomainsTable {

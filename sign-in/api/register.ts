@@ -28,6 +28,48 @@ export const registrationSchema = z
   })
   .strict();
 
+/**
+ * Auth:RequireConfirmedEmail: a creation, then the new account's confirmation link, or for a taken address a mail to
+ * its owner saying someone tried. Undefined when another registration of the address is running.
+ */
+async function createAndMail(
+  db: Db,
+  mails: RecoveryMails,
+  email: string,
+  create: () => Promise<CreationOutcome>,
+): Promise<CreationOutcome | undefined> {
+  try {
+    const created = await create();
+    const mailTo =
+      created.status === 'provisioned'
+        ? await findRecoveryUserById(db, created.user.userId)
+        : created.status === 'duplicate'
+          ? await findRecoveryUser(db, email)
+          : undefined;
+    if (mailTo && created.status === 'provisioned') await mails.confirmation(mailTo);
+    if (mailTo && created.status === 'duplicate') await mails.registrationAttempt(mailTo);
+    return created;
+  } catch (error) {
+    if (error instanceof AttemptInProgressError) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Auth:RequireConfirmedEmail: a new address and a taken one get the same answer (202, the same body) in the same
+ * time, as "forgot your password?" does; the mail tells the address's owner which it was. An app's refusal of a new
+ * address is still 422 (spec).
+ */
+async function registerUnconfirmed(res: Response, email: string, attempt: () => Promise<CreationOutcome | undefined>) {
+  const outcome = await attempt();
+  if (outcome && outcome.status !== 'provisioned' && outcome.status !== 'duplicate')
+    return answer(res, toHttpOutcome(outcome, 201, { revealIds: false }));
+  res.status(202).json({
+    email,
+    detail: `check the mailbox of ${email}: the link in the mail we sent confirms the address and completes the registration`,
+  });
+}
+
 /** Self-service registration: public, rate limited per client IP, provisions into every configured app. */
 export function registerOperations({
   config,
@@ -79,45 +121,12 @@ export function registerOperations({
     await readThrough?.user(profile.email);
     const create = () =>
       createUserThroughWorkflow({ db, run }, { trigger: 'register', password, user: newUserFrom(profile) });
-    if (config.Auth.RequireConfirmedEmail && mails) return registerUnconfirmed(res, profile.email, create);
+    if (config.Auth.RequireConfirmedEmail && mails)
+      return registerUnconfirmed(res, profile.email, () =>
+        atFloor(() => createAndMail(db, mails, profile.email, create)),
+      );
     answer(res, toHttpOutcome(await create(), 201, { revealIds: false }));
   };
-
-  /**
-   * Auth:RequireConfirmedEmail: a new address and a taken one get the same answer (202, the same body) in the same
-   * time, as "forgot your password?" does; the new account's address gets the confirmation link (it signs in once
-   * that is opened), a taken address's owner a mail saying someone tried. An app's refusal is still 422 (spec).
-   */
-  async function registerUnconfirmed(res: Response, email: string, create: () => Promise<CreationOutcome>) {
-    const outcome = await atFloor(async () => {
-      try {
-        const created = await create();
-        if (created.status === 'provisioned') await mailConfirmation(created.user.userId);
-        if (created.status === 'duplicate') await mailOwner(email);
-        return created;
-      } catch (error) {
-        // Another registration of the address is running: the same answer again.
-        if (error instanceof AttemptInProgressError) return undefined;
-        throw error;
-      }
-    });
-    if (outcome && outcome.status !== 'provisioned' && outcome.status !== 'duplicate')
-      return answer(res, toHttpOutcome(outcome, 201, { revealIds: false }));
-    res.status(202).json({
-      email,
-      detail: `check the mailbox of ${email}: the link in the mail we sent confirms the address and completes the registration`,
-    });
-  }
-
-  async function mailConfirmation(userId: string) {
-    const user = await findRecoveryUserById(db, userId);
-    if (user) await mails!.confirmation(user);
-  }
-
-  async function mailOwner(email: string) {
-    const owner = await findRecoveryUser(db, email);
-    if (owner) await mails!.registrationAttempt(owner);
-  }
 
   return { register: [limit, register] };
 }

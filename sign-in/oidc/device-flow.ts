@@ -49,9 +49,10 @@ export function deviceFlowFeature(db: Db): DeviceFlow {
 }
 
 /**
- * Every user code typed at /device is a guess at a short secret (RFC 8628 §5.1), so each submission spends a budget
- * of its browser session and one of its client address (Auth:UserCodeRateLimit), both counted in the store so every
- * API process spends the same ones; past either the code is not looked up (429, as Duende's device flow throttles).
+ * Every user code typed at /device is a guess at a short secret, and RFC 8628 §5.1 asks the server to rate-limit
+ * their entry: each submission spends a budget of its browser session and one of its client address
+ * (Auth:UserCodeRateLimit), both counted in the store so every API process spends the same ones; past either the
+ * code is not looked up (429).
  * A post without a session that holds the page's anti-forgery state (none, expired, or already used) gets a page
  * saying to start again: oidc-provider would otherwise fail on saving a session it never stored (500).
  */

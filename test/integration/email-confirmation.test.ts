@@ -117,3 +117,27 @@ test("an app's refusal of a new address still answers 422 with its reason (spec)
   expect(refused.status).toBe(422);
   expect(refused.body.detail).toContain('no seats');
 });
+
+test('[timing] a taken address takes as long to answer as a new one: medians within 20 ms over 16 interleaved samples', async () => {
+  const taken = uniqueEmail('confirm-timing-taken');
+  expect(
+    (await h.admin('POST', '/api/v1/profile/', { email: taken, password: PASSWORD, emailConfirmed: true })).status,
+  ).toBe(201);
+  const timed = async (email: string) => {
+    const started = performance.now();
+    const answer = await h.request('POST', '/api/auth/register', { email, password: PASSWORD });
+    expect(answer.status).toBe(202);
+    return performance.now() - started;
+  };
+  // Warm up: the first creations set the pace the taken address is held to.
+  for (let i = 0; i < 3; i++) await timed(uniqueEmail('confirm-timing-warm'));
+  const samples: Record<'fresh' | 'taken', number[]> = { fresh: [], taken: [] };
+  for (let i = 0; i < 16; i++) {
+    samples.fresh.push(await timed(uniqueEmail('confirm-timing-fresh')));
+    samples.taken.push(await timed(taken));
+  }
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+  const [fresh, takenMedian] = [median(samples.fresh), median(samples.taken)];
+  console.log(`registration timing: medians (ms) fresh ${fresh.toFixed(1)}, taken ${takenMedian.toFixed(1)}`);
+  expect(Math.abs(fresh - takenMedian)).toBeLessThan(20);
+}, 120_000);

@@ -12,6 +12,7 @@ import { purgeExpiredIdempotencyKeys } from '../platform/store/creation-guards';
 import { purgeAbandonedCredentials } from '../platform/store/pending-credentials';
 import { purgeExpiredOidcPayloads } from '../platform/store/oidc-payloads';
 import { purgeSignInAttempts } from '../platform/store/sign-in';
+import { purgeExpiredHits } from '../platform/store/rate-limits';
 import { purgeOldRemovals } from '../platform/store/user-removals';
 import { purgeRevokedAccessTokens } from '../platform/store/admin-tokens';
 import type { Db } from '../platform/store/database';
@@ -27,13 +28,17 @@ import { createMailer } from '../platform/email/mailer';
 import { configureBranding } from '../platform/http/html';
 import { recoveryMails } from '../sign-in/recovery/router';
 import { readThroughWindow } from '../composition/read-through-window';
+import { purgeDeadReservations } from '../provisioning/creation';
+import type { WorkflowRunner } from '../provisioning/workflow-runner';
 
 /** What the API clears out every hour: rows kept only for a while, each table with its own retention. */
-const purges = (config: AppConfig): Array<[string, (db: Db) => Promise<unknown>]> => [
+const purges = (config: AppConfig, run: WorkflowRunner): Array<[string, (db: Db) => Promise<unknown>]> => [
   ['abandoned credentials', purgeAbandonedCredentials],
+  ['e-mail reservations of ended attempts', (db) => purgeDeadReservations(db, run)],
   ['expired idempotency keys', purgeExpiredIdempotencyKeys],
   ['expired sign-in artefacts', purgeExpiredOidcPayloads],
   ['counted sign-in attempts', (db) => purgeSignInAttempts(db, config.Auth.SignInRateLimit.WindowSeconds)],
+  ['counted requests past their window', purgeExpiredHits],
   ['old removal answers', purgeOldRemovals],
   ['revocations of expired access tokens', purgeRevokedAccessTokens],
   ['old account links', purgeAccountTokens],
@@ -84,12 +89,13 @@ export async function startApi(
   const mailer = createMailer(config);
   const mails = recoveryMails({ db, config, mailer, publicUrl });
   const window = readThroughWindow(config, context);
+  const run = apiWorkflowRunner(temporal, config);
   const signIn = dataProtection
     ? await createSignIn({
         config,
         db,
         ring: dataProtection,
-        run: apiWorkflowRunner(temporal, config),
+        run,
         issuer: publicUrl,
         mailer,
         mails,
@@ -122,8 +128,8 @@ export async function startApi(
   logger.info(`api: provisioning apps: ${await describeApps(apps)}`);
   logger.info(`api: mail goes to ${mailer.destination}`);
   const purge = setInterval(() => {
-    for (const [what, run] of purges(config))
-      run(db).catch((error: Error) => logger.warn(`api: purging ${what} failed: ${error.message}`));
+    for (const [what, clear] of purges(config, run))
+      clear(db).catch((error: Error) => logger.warn(`api: purging ${what} failed: ${error.message}`));
   }, 3600_000).unref();
   return {
     server,

@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { hashPassword } from '../platform/security/password-hashing';
-import { releaseEmail, reserveEmail, takeOverReservation } from '../platform/store/creation-guards';
+import {
+  dropReservation,
+  listReservationsOlderThan,
+  releaseEmail,
+  reserveEmail,
+  takeOverReservation,
+} from '../platform/store/creation-guards';
 import type { Db } from '../platform/store/database';
 import { ABANDONED_AFTER_HOURS, discardPasswordHash, stashPasswordHash } from '../platform/store/pending-credentials';
 import type { NewUser } from '../platform/store/users';
@@ -49,6 +55,23 @@ async function reserve(db: Db, run: WorkflowRunner, email: string, workflowId: s
     if (young || (await run.isRunning(reservation.holder))) throw new AttemptInProgressError(reservation.holder);
     if (await takeOverReservation(db, email, reservation.holder, workflowId)) return;
   }
+}
+
+/** How many old reservations one purge looks at; the next hour's purge takes the rest. */
+const PURGE_BATCH = 500;
+
+/**
+ * Clears the reservations whose attempt has ended, or never started, past the grace: an API that died between taking
+ * a reservation and releasing it would otherwise keep an e-mail address in the store for ever (another attempt for
+ * the same address takes it over, but most addresses are never submitted again). How many went.
+ */
+export async function purgeDeadReservations(db: Db, run: Pick<WorkflowRunner, 'isRunning'>): Promise<number> {
+  let purged = 0;
+  for (const row of await listReservationsOlderThan(db, RESERVATION_GRACE_MS / 1000, PURGE_BATCH)) {
+    if (await run.isRunning(row.workflow_id)) continue;
+    if (await dropReservation(db, row.normalized_email, row.workflow_id)) purged++;
+  }
+  return purged;
 }
 
 /**

@@ -17,6 +17,7 @@ import {
   healthSchema,
   migrationStatusSchema,
   newScimTokenSchema,
+  registrationPendingSchema,
   scimListSchema,
   scimResourceSchema,
   scimTokenSchema,
@@ -377,6 +378,11 @@ export const ROUTES: RouteSpec[] = [
     workflow: true,
     answers: {
       201: { description: 'Registered and provisioned', body: userViewSchema },
+      202: {
+        description:
+          'With Auth:RequireConfirmedEmail, for a new and a taken address alike: a confirmation link, or a notice to the owner, was mailed',
+        body: registrationPendingSchema,
+      },
       ...USER_ANSWERS,
       429: 'Too many registrations from this address; Retry-After says when to come back',
     },

@@ -60,6 +60,12 @@ export const ssoProviderViewSchema = z
   .looseObject({ id: text, name: text, domains: z.array(text) })
   .meta({ id: 'SsoProvider', description: 'An upstream SAML or OpenID Connect provider and its SSO domains' });
 
+export const registrationPendingSchema = z.object({ email: text, detail: text }).meta({
+  id: 'RegistrationPending',
+  description:
+    'Auth:RequireConfirmedEmail: the same answer whether or not the address was free; the mail says what happened',
+});
+
 export const scimTokenSchema = z
   .looseObject({ id: text, description: nullableText })
   .meta({ id: 'ScimToken', description: 'A SCIM bearer token as listed: never its value' });

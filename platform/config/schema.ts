@@ -155,6 +155,18 @@ export const configSchema = z
           })
           .prefault({}),
         /**
+         * User codes entered at /device (RFC 8628 §5.1: the code is short, so its guessing must be limited): a browser
+         * session may submit PermitLimit per WindowSeconds, a client IP AddressPermitLimit, counted in the store
+         * across API processes; past either, 429 with Retry-After and the code is not looked up.
+         */
+        UserCodeRateLimit: z
+          .object({
+            PermitLimit: z.coerce.number().int().positive().default(10),
+            AddressPermitLimit: z.coerce.number().int().positive().default(30),
+            WindowSeconds: z.coerce.number().int().positive().default(300),
+          })
+          .prefault({}),
+        /**
          * Password reset by e-mail: a link's token lives TokenMinutes; an account gets at most PermitLimit links per
          * WindowMinutes (further requests answer the same and send nothing); a client IP may ask AddressPermitLimit
          * times per WindowMinutes across addresses (then 429 with Retry-After).
@@ -193,8 +205,14 @@ export const configSchema = z
           .object({
             Host: z.string().min(1).optional(),
             Port: z.coerce.number().int().min(1).max(65535).default(587),
-            /** TLS from the first byte (port 465); false: STARTTLS when the server offers it. */
+            /** TLS from the first byte (port 465); false: STARTTLS, required as RequireTls says. */
             Secure: flag.default(false),
+            /**
+             * Without Secure, whether mail may go only after STARTTLS (nodemailer's requireTLS). Unset: required unless
+             * Host is a loopback address or name, so a server (or a man in the middle) that does not offer STARTTLS
+             * cannot have mail with reset links sent as plain text. False sends in plain text when not offered.
+             */
+            RequireTls: flag.optional(),
             User: z.string().min(1).optional(),
             Password: z.string().min(1).optional(),
           })

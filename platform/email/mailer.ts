@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { isIP } from 'node:net';
 import nodemailer from 'nodemailer';
 import type { AppConfig } from '../config/schema';
 import { logger } from '../observability/logger';
 import { mailsSent } from '../observability/metrics';
+import { isLoopbackHost } from '../security/callback-address';
 
 /** One mail: the recipient, a subject, and the same message as plain text and as HTML. */
 export interface Mail {
@@ -51,12 +53,66 @@ async function sent(
   }
 }
 
+type SmtpSettings = AppConfig['Email']['Smtp'] & { Host: string };
+
+export interface MailerOptions {
+  /** How the SMTP host's name becomes an address (tests answer without DNS); nodemailer resolves it when absent. */
+  lookup?: (host: string) => Promise<string>;
+}
+
+/**
+ * Whether mail may go only over TLS (Email:Smtp:RequireTls): as configured, else required unless the host is
+ * this machine by its spelling. Without it nodemailer sends in plain text whenever the server does not offer
+ * STARTTLS, and a man in the middle only has to strip that one line of the server's greeting.
+ */
+export function smtpNeedsTls(smtp: Pick<SmtpSettings, 'Host' | 'RequireTls'>): boolean {
+  return smtp.RequireTls ?? !isLoopbackHost(smtp.Host);
+}
+
+function smtpMailer(
+  smtp: SmtpSettings,
+  message: (mail: Mail) => nodemailer.SendMailOptions,
+  lookup: MailerOptions['lookup'],
+): Mailer {
+  const requireTLS = !smtp.Secure && smtpNeedsTls(smtp);
+  const transportTo = (host: string) =>
+    nodemailer.createTransport({
+      host,
+      // The certificate is checked against the configured name, whatever address it resolved to.
+      ...(isIP(smtp.Host) === 0 && { tls: { servername: smtp.Host } }),
+      port: smtp.Port,
+      secure: smtp.Secure,
+      requireTLS,
+      auth: smtp.User ? { user: smtp.User, pass: smtp.Password } : undefined,
+      // A mail server that does not answer must not hold a request's work for minutes.
+      connectionTimeout: 10_000,
+      greetingTimeout: 10_000,
+      socketTimeout: 20_000,
+    });
+  const shared = lookup && isIP(smtp.Host) === 0 ? undefined : transportTo(smtp.Host);
+  const destination = `smtp://${smtp.Host}:${smtp.Port}${requireTLS ? ' (TLS required)' : ''}`;
+  return {
+    destination,
+    send: (mail) =>
+      sent(mail, destination, 'sent', async () => {
+        const transport = shared ?? transportTo(await lookup!(smtp.Host));
+        try {
+          await transport.sendMail(message(mail));
+        } finally {
+          if (!shared) transport.close();
+        }
+        return { said: `sent through ${destination}` };
+      }),
+    close: () => shared?.close(),
+  };
+}
+
 /**
  * The service's mail through nodemailer: SMTP when Email:Smtp:Host is set (Email:Smtp:User and Password, when set,
  * stay out of every log line), else one .eml file a mail in Email:OutboxPath, which a developer opens in any mail
  * program.
  */
-export function createMailer(config: AppConfig): Mailer {
+export function createMailer(config: AppConfig, options: MailerOptions = {}): Mailer {
   const { Smtp, From, OutboxPath } = config.Email;
   const message = (mail: Mail) => ({
     from: From,
@@ -65,28 +121,7 @@ export function createMailer(config: AppConfig): Mailer {
     text: mail.text,
     html: mail.html,
   });
-  if (Smtp.Host) {
-    const transport = nodemailer.createTransport({
-      host: Smtp.Host,
-      port: Smtp.Port,
-      secure: Smtp.Secure,
-      auth: Smtp.User ? { user: Smtp.User, pass: Smtp.Password } : undefined,
-      // A mail server that does not answer must not hold a request's work for minutes.
-      connectionTimeout: 10_000,
-      greetingTimeout: 10_000,
-      socketTimeout: 20_000,
-    });
-    const destination = `smtp://${Smtp.Host}:${Smtp.Port}`;
-    return {
-      destination,
-      send: (mail) =>
-        sent(mail, destination, 'sent', async () => {
-          await transport.sendMail(message(mail));
-          return { said: `sent through ${destination}` };
-        }),
-      close: () => transport.close(),
-    };
-  }
+  if (Smtp.Host) return smtpMailer(Smtp as SmtpSettings, message, options.lookup);
   const folder = resolve(OutboxPath);
   const writer = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: 'unix' });
   return {

@@ -1,5 +1,7 @@
 import type { RequestHandler, Response } from 'express';
 import { rateLimit } from 'express-rate-limit';
+import type { Db } from '../store/database';
+import { countHit, type RateLimitBucket } from '../store/rate-limits';
 
 /**
  * At most `limit` requests per client address in `windowMs` (the address Express derives under Api:TrustedProxies);
@@ -18,4 +20,24 @@ export function perClientLimit(windowMs: number, limit: number, refuse: (res: Re
       refuse(res);
     },
   });
+}
+
+/**
+ * As perClientLimit, but counted in the store (`bucket` per client address), so every API process behind one URL
+ * spends one budget: two instances do not allow twice the limit.
+ */
+export function storedClientLimit(
+  db: Db,
+  bucket: RateLimitBucket,
+  windowSeconds: number,
+  limit: number,
+  refuse: (res: Response) => void,
+): RequestHandler {
+  return (req, res, next) => {
+    countHit(db, bucket, req.ip ?? req.socket.remoteAddress ?? 'unknown', windowSeconds).then((count) => {
+      if (count <= limit) return next();
+      res.set('Retry-After', String(windowSeconds));
+      refuse(res);
+    }, next);
+  };
 }

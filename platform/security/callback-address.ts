@@ -114,6 +114,15 @@ export function isLoopbackAddress(text: string | undefined): boolean {
   return text !== undefined && net.isIP(text) !== 0 && ipaddr.process(text).range() === 'loopback';
 }
 
+/** Whether a configured host is this machine by its very spelling: a loopback IP, `localhost` or a name under it. */
+export function isLoopbackHost(host: string): boolean {
+  const name = host
+    .toLowerCase()
+    .replace(/^\[(.*)\]$/, '$1')
+    .replace(/\.$/, '');
+  return name === 'localhost' || name.endsWith('.localhost') || isLoopbackAddress(name);
+}
+
 export function assertCallableUrl(value: string, allow: AllowList): URL {
   const problem = callbackUrlProblem(value, allow);
   if (problem) throw new RefusedAddressError(`CallbackUrl ${problem}`);

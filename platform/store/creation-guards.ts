@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Db } from './database';
 import type { StoredAnswer } from './schema';
 import { normalize } from './users';
@@ -47,6 +48,27 @@ export async function releaseEmail(db: Db, email: string, workflowId: string): P
     .where('normalized_email', '=', normalize(email))
     .where('workflow_id', '=', workflowId)
     .execute();
+}
+
+/** The reservations taken more than `seconds` ago (by the store's clock), oldest first, at most `limit`. */
+export function listReservationsOlderThan(db: Db, seconds: number, limit: number) {
+  return db
+    .selectFrom('creation_reservations')
+    .select(['normalized_email', 'workflow_id'])
+    .where('created_at', '<', sql<Date>`now() - make_interval(secs => ${seconds})`)
+    .orderBy('created_at')
+    .limit(limit)
+    .execute();
+}
+
+/** Removes a reservation if the same attempt still holds it (one taken over meanwhile stays). */
+export async function dropReservation(db: Db, normalizedEmail: string, workflowId: string): Promise<boolean> {
+  const result = await db
+    .deleteFrom('creation_reservations')
+    .where('normalized_email', '=', normalizedEmail)
+    .where('workflow_id', '=', workflowId)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows) > 0;
 }
 
 /** How long a client may repeat a request under the same Idempotency-Key. */

@@ -237,6 +237,8 @@ export interface SamlProvidersTable {
   sp_entity_id: string | null;
   /** Whether a response the service did not ask for is taken (off: refused). */
   allow_idp_initiated: Generated<boolean>;
+  /** Whether it may create accounts for addresses outside its SSO domains (off: it speaks only for its own). */
+  allow_other_domains: Generated<boolean>;
 }
 
 export interface OidcProvidersTable {
@@ -251,6 +253,8 @@ export interface OidcProvidersTable {
   login_provider_names: ColumnType<string[], string | undefined, string>;
   /** Whether client_secret is sealed under the data-protection ring (rows the migration wrote before are not). */
   client_secret_sealed: Generated<boolean>;
+  /** Whether it may create accounts for addresses outside its SSO domains (off: it speaks only for its own). */
+  allow_other_domains: Generated<boolean>;
 }
 
 export interface SsoDomainsTable {
@@ -334,6 +338,14 @@ export interface SignInAttemptsTable {
   at: Generated<Date>;
 }
 
+/** A request a budget counted (platform/store/rate-limits.ts). */
+export interface RateLimitHitsTable {
+  bucket: string;
+  key: string;
+  at: Generated<Date>;
+  expires_at: Date;
+}
+
 /** A link the service mailed (password reset, e-mail confirmation): only the token's digest is kept. */
 export interface AccountTokensTable {
   token_hash: string;
@@ -386,6 +398,7 @@ export interface Database {
   signing_keys: SigningKeysTable;
   oidc_payloads: OidcPayloadsTable;
   sign_in_attempts: SignInAttemptsTable;
+  rate_limit_hits: RateLimitHitsTable;
   migration_markers: MigrationMarkersTable;
   users: UsersTable;
   user_provisions: UserProvisionsTable;

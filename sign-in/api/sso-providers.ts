@@ -40,6 +40,11 @@ const common = {
   enabled: z.boolean().default(true),
   /** The source's LoginProvider scheme names that mean this provider, besides its id. */
   loginProviderNames: z.array(name).max(20).default([]),
+  /**
+   * Whether the provider may create accounts for addresses outside its SSO domains. Off by default: a provider
+   * speaks only for its own domains, since any tenant of a multi-tenant IdP can assert any address it likes.
+   */
+  allowOtherDomains: z.boolean().default(false),
 };
 
 export const oidcProviderSchema = z
@@ -176,6 +181,7 @@ export function oidcProvidersOperations({ db, ring, allow }: { db: Db; ring: Key
       scopes: row.scopes,
       enabled: row.enabled,
       loginProviderNames: row.login_provider_names,
+      allowOtherDomains: row.allow_other_domains,
     }),
     // The service fetches the authority's discovery document and every endpoint it names: an internal address is
     // refused here and again at connect time.
@@ -196,6 +202,7 @@ export function oidcProvidersOperations({ db, ring, allow }: { db: Db; ring: Key
           scopes: body.scopes,
           enabled: body.enabled,
           login_provider_names: body.loginProviderNames,
+          allow_other_domains: body.allowOtherDomains,
         },
         domains,
         mode,
@@ -221,6 +228,7 @@ export function samlProvidersOperations({ db }: { db: Db }): Operations {
       allowIdpInitiated: row.allow_idp_initiated,
       spEntityId: row.sp_entity_id,
       loginProviderNames: row.login_provider_names,
+      allowOtherDomains: row.allow_other_domains,
     }),
     put: (store, id, body, domains, mode) =>
       putSamlProvider(
@@ -235,6 +243,7 @@ export function samlProvidersOperations({ db }: { db: Db }): Operations {
           allow_idp_initiated: body.allowIdpInitiated,
           sp_entity_id: body.spEntityId ?? null,
           login_provider_names: body.loginProviderNames,
+          allow_other_domains: body.allowOtherDomains,
         },
         domains,
         mode,

@@ -15,6 +15,8 @@ export interface FederatedIdentity {
   providerName: string;
   /** The source's LoginProvider scheme names that mean this provider (its id is always one). */
   loginProviderNames: string[];
+  /** The provider may create accounts for addresses outside its SSO domains (its `allowOtherDomains`). */
+  allowOtherDomains: boolean;
   subject: string;
   email?: string;
   givenName?: string;
@@ -30,11 +32,36 @@ const SOURCE_UNAVAILABLE =
 
 const DEACTIVATED = 'This account is deactivated.';
 
+/** The e-mail's account exists and the provider speaks for its domain: linked unless that would be unsafe. */
+async function linkExisting(
+  db: Db,
+  identity: FederatedIdentity,
+  existingId: string,
+  link: () => Promise<unknown>,
+): Promise<FederatedOutcome> {
+  const existing = await findLinkCandidate(db, existingId);
+  if (!existing?.active) return { status: 'refused', reason: DEACTIVATED };
+  // Whoever set that password may not be the address's owner (anyone could have registered it before the domain
+  // was an SSO domain): linking would let the password keep opening the owner's account.
+  if (existing.hasPassword && !existing.emailConfirmed) {
+    logger.warn(
+      `federation: ${identity.providerName} signed in a user whose e-mail matches account ${existingId}, which has a password and an unconfirmed e-mail; not linked`,
+    );
+    return {
+      status: 'refused',
+      reason: `An account with this e-mail address already exists here with its own password, and its address was never confirmed, so it cannot be joined to ${identity.providerName}. Ask your administrator to confirm or remove that account (account id ${existingId}), then sign in again.`,
+    };
+  }
+  await link();
+  return { status: 'signed-in', userId: existingId };
+}
+
 /**
  * The user a federated sign-in is for: the owner of the external login (migrated ones through the provider's scheme
  * names); else the user with the same e-mail, linked only when the e-mail's domain is one of this provider's SSO
- * domains (the provider speaks for that domain, not for others); else a new user, created and provisioned through
- * the provisioning workflow (trigger `saml` or `oidc`), linked once every app confirmed.
+ * domains (the provider speaks for that domain, not for others); else, for an address of its SSO domains (or any, with
+ * the provider's allowOtherDomains), a new user, created and provisioned through the provisioning workflow (trigger
+ * `saml` or `oidc`), linked once every app confirmed.
  */
 export async function federatedUser(
   deps: { db: Db; run: WorkflowRunner; readThrough?: SourceReadThrough },
@@ -68,29 +95,27 @@ export async function federatedUser(
       userId,
     });
 
+  const domain = domainOf(email);
+  const ownDomain = (await domainsOf(db, identity.kind, identity.providerId)).includes(domain);
   const existingId = await findUserIdByEmail(db, email);
   if (existingId) {
-    const domain = domainOf(email);
-    if (!(await domainsOf(db, identity.kind, identity.providerId)).includes(domain))
+    if (!ownDomain)
       return {
         status: 'refused',
         reason: `An account with ${email} exists, and ${identity.providerName} does not sign in users of ${domain}. Sign in the way you usually do.`,
       };
-    const existing = await findLinkCandidate(db, existingId);
-    if (!existing?.active) return { status: 'refused', reason: DEACTIVATED };
-    // Whoever set that password may not be the address's owner (anyone could have registered it before the domain
-    // was an SSO domain): linking would let the password keep opening the owner's account.
-    if (existing.hasPassword && !existing.emailConfirmed) {
-      logger.warn(
-        `federation: ${identity.providerName} signed in a user whose e-mail matches account ${existingId}, which has a password and an unconfirmed e-mail; not linked`,
-      );
-      return {
-        status: 'refused',
-        reason: `An account with this e-mail address already exists here with its own password, and its address was never confirmed, so it cannot be joined to ${identity.providerName}. Ask your administrator to confirm or remove that account (account id ${existingId}), then sign in again.`,
-      };
-    }
-    await link(existingId);
-    return { status: 'signed-in', userId: existingId };
+    return linkExisting(db, identity, existingId, () => link(existingId));
+  }
+  // A provider speaks for its own SSO domains only: any tenant of a multi-tenant IdP (or an IdP whose users edit
+  // their own e-mail) can assert any address, and the account made for it would be that address's from then on.
+  if (!ownDomain && !identity.allowOtherDomains) {
+    logger.warn(
+      `federation: ${identity.providerName} (${identity.kind} provider ${identity.providerId}) asserted an address of ${domain}, not one of its SSO domains; no account made`,
+    );
+    return {
+      status: 'refused',
+      reason: `${identity.providerName} does not sign in users of ${domain}. Sign in the way you usually do, or ask your administrator.`,
+    };
   }
 
   try {

@@ -173,6 +173,7 @@ export function createSamlSignIn(deps: SamlDependencies) {
           providerId: row.id,
           providerName: row.name,
           loginProviderNames: row.login_provider_names,
+          allowOtherDomains: row.allow_other_domains,
           subject: profile.nameID,
           email,
           givenName: attribute(profile, ATTRIBUTE_NAMES.givenName),

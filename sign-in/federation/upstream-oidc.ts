@@ -116,6 +116,7 @@ export function createUpstreamOidc(deps: UpstreamOidcDependencies) {
         providerId: row.id,
         providerName: row.name,
         loginProviderNames: row.login_provider_names,
+        allowOtherDomains: row.allow_other_domains,
         subject: claims.sub,
         email: email && email.length <= 256 ? email : undefined,
         givenName: text(profile.given_name),

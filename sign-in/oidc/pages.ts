@@ -167,18 +167,35 @@ ${errorLine(error)}
 }
 
 /** The device flow's confirmation: which application, and the code again to compare with the device's. */
-export function deviceConfirmPage(form: string, clientName: string, userCode: string): string {
+export function deviceConfirmPage(form: string, clientName: string, userCode: string, scopes: string[]): string {
   const fields = `<input type="hidden" name="xsrf" value="${escapeHtml(xsrfOf(form))}">
 <input type="hidden" name="user_code" value="${escapeHtml(userCode)}">`;
   return page(
     'Connect this device?',
-    `<p><span class="who">${escapeHtml(clientName)}</span> on a device asks to use your account.</p>
+    `<p><span class="who">${escapeHtml(clientName)}</span> on a device asks to use your account for:</p>
+<ul>${scopes.map((s) => `<li><strong>${escapeHtml(s)}</strong></li>`).join('')}</ul>
 <p>Continue only if the device shows this code:</p>
 <p class="key">${escapeHtml(userCode)}</p>
 <form method="post" action="${escapeHtml(actionOf(form))}">${fields}
 <input type="hidden" name="confirm" value="yes"><button type="submit">Continue</button></form>
 <form method="post" action="${escapeHtml(actionOf(form))}">${fields}
 <input type="hidden" name="abort" value="yes"><button class="secondary" type="submit">Cancel</button></form>`,
+  );
+}
+
+/** Past Auth:UserCodeRateLimit: the code is not looked up. */
+export function deviceCodeLimitPage(seconds: number): string {
+  return page(
+    'Connect a device',
+    `${errorLine(`Too many codes entered from this browser or network; wait ${seconds} seconds and try again.`)}`,
+  );
+}
+
+/** A code posted without the page it was typed into (no session, or one that expired or was used). */
+export function deviceStartAgainPage(): string {
+  return page(
+    'Connect a device',
+    `${errorLine('This page has expired.')}<p>Open the address your device shows again and enter its code there.</p>`,
   );
 }
 

@@ -16,14 +16,8 @@ import {
 import { adoptMigratedRefreshToken } from './migrated-refresh-tokens';
 import { verifyIssuedAccessToken } from './issued-tokens';
 import { revokeAccessToken } from '../../platform/store/admin-tokens';
-import {
-  deviceCodePage,
-  deviceConfirmPage,
-  deviceDonePage,
-  renderErrorPage,
-  signOutPage,
-  signedOutPage,
-} from './pages';
+import { renderErrorPage, signOutPage, signedOutPage } from './pages';
+import { deviceFlowFeature, userCodeBudget } from './device-flow';
 import {
   AUDIENCE_SEPARATOR,
   indicatorsInRequest,
@@ -278,27 +272,7 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
     features: {
       devInteractions: { enabled: false },
       clientCredentials: { enabled: true },
-      // The device flow, for clients with the device_code grant; its pages in the sign-in pages' layout.
-      deviceFlow: {
-        enabled: true,
-        charset: 'base-20',
-        mask: '****-****',
-        userCodeInputSource: (ctx, form, _out, err) => {
-          ctx.type = 'html';
-          ctx.body = deviceCodePage(
-            form,
-            err ? 'That code is not right, or it expired; enter the code the device shows now.' : undefined,
-          );
-        },
-        userCodeConfirmSource: (ctx, form, client, _deviceInfo, userCode) => {
-          ctx.type = 'html';
-          ctx.body = deviceConfirmPage(form, client.clientName ?? client.clientId, userCode);
-        },
-        successSource: (ctx) => {
-          ctx.type = 'html';
-          ctx.body = deviceDonePage(ctx.oidc.client?.clientName ?? ctx.oidc.client?.clientId ?? 'The device');
-        },
-      },
+      deviceFlow: deviceFlowFeature(db),
       // Not offered: the service's own admin API does not check DPoP proofs, so a bound token must not be issued
       // (clients with RequireDPoP are reported as unsupported), nor advertised in discovery.
       dPoP: { enabled: false },
@@ -380,6 +354,7 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
   provider.use(revokeJwtAccessTokens(db, issuer));
   provider.use(discoveryParity(scopes));
   provider.use(introspectedAudiences());
+  provider.use(userCodeBudget(provider, db, deps.config));
   registerPasswordGrant(provider, { db, config: deps.config, scopes, apiResources, readThrough: deps.readThrough });
   // Behind a TLS-terminating proxy the public URL is https while this process speaks http.
   if (issuer.startsWith('https:')) provider.proxy = true;

@@ -69,3 +69,29 @@ export function confirmationMail(product: string, to: string, url: string): Mail
     html: htmlMail(product, 'Confirm your e-mail address', [...lead, ...tail], { url, label: 'Confirm my address' }),
   };
 }
+
+/**
+ * To the owner of an address someone registered again (Auth:RequireConfirmedEmail): the registration answered as for a
+ * new address, so only the owner learns that the account exists, and how to get back in.
+ */
+export function registrationAttemptMail(product: string, to: string, forgotUrl: string, hasPassword: boolean): Mail {
+  const lead = [
+    `Someone tried to create a ${product} account with ${to}. You already have an account with this address, so nothing was created.`,
+    hasPassword
+      ? 'If it was you, sign in with your password; if you forgot it, choose a new one with this link.'
+      : "If it was you, sign in with your company's identity provider: enter your e-mail address on the sign-in page.",
+  ];
+  const tail = ['If it was not you, ignore this mail: your account stays as it is.'];
+  return {
+    kind: 'registration-attempt',
+    to,
+    subject: `Your ${product} account`,
+    text: textMail(hasPassword ? [...lead, forgotUrl, ...tail] : [...lead, ...tail]),
+    html: htmlMail(
+      product,
+      'You already have an account',
+      [...lead, ...tail],
+      hasPassword ? { url: forgotUrl, label: 'Choose a new password' } : undefined,
+    ),
+  };
+}

@@ -24,7 +24,8 @@ import { recordAuditEvent } from '../../platform/store/audit-events';
 import type { Db } from '../../platform/store/database';
 import type { SignOut } from '../../provisioning/sign-out';
 import { emailForm, formField } from '../oidc/forms';
-import { confirmationMail, noPasswordMail, passwordResetMail } from './mails';
+import { confirmationMail, noPasswordMail, passwordResetMail, registrationAttemptMail } from './mails';
+import { countHit } from '../../platform/store/rate-limits';
 import {
   confirmationExpiredPage,
   emailConfirmedPage,
@@ -97,6 +98,17 @@ export function recoveryMails({ db, config, mailer, publicUrl }: RecoveryDepende
       const token = await createAccountToken(db, 'email-confirmation', user, config.Auth.EmailConfirmationTokenMinutes);
       void mailer.send(confirmationMail(product(), user.email, `${publicUrl}${RECOVERY_PATHS.confirm}?token=${token}`));
       await recordAuditEvent(db, { type: 'email-confirmation-sent', userId: user.id });
+      return true;
+    },
+    /**
+     * Someone registered the user's address again: the owner is told, within the per-account mail budget of
+     * Auth:PasswordReset (so registrations cannot flood a mailbox). Not awaited by the caller's answer.
+     */
+    async registrationAttempt(user: RecoveryUser): Promise<boolean> {
+      const { PermitLimit, WindowMinutes } = config.Auth.PasswordReset;
+      if ((await countHit(db, 'registration-notice:account', user.id, WindowMinutes * 60)) > PermitLimit) return false;
+      const forgot = `${publicUrl}${RECOVERY_PATHS.forgot}`;
+      void mailer.send(registrationAttemptMail(product(), user.email, forgot, user.password_hash !== null));
       return true;
     },
   };

@@ -29,7 +29,7 @@ async function signIn(email: string) {
 
 test('registration mails a link; until it is opened sign-in says so and sends the mail again on request', async () => {
   const email = uniqueEmail('confirm-register');
-  expect((await h.request('POST', '/api/auth/register', { email, password: PASSWORD })).status).toBe(201);
+  expect((await h.request('POST', '/api/auth/register', { email, password: PASSWORD })).status).toBe(202);
   const first = await catcher().next(email);
   expect(first.subject).toMatch(/^Confirm your e-mail address/);
   expect(first.links[0].startsWith(`${h.api.publicUrl}/account/confirm-email?token=`)).toBe(true);
@@ -79,3 +79,65 @@ test('an address the admin marks confirmed, a migrated confirmed one and a SCIM 
   expect(scim.status).toBe(201);
   expect((await signIn(scimEmail)).answer).toBeInstanceOf(URL);
 });
+
+// Issue 37 item 18: registration answered 409 for a taken address, telling anyone which addresses have accounts.
+test('registration answers a new and a taken address alike; the owner of the taken one gets a mail instead', async () => {
+  const taken = uniqueEmail('confirm-taken');
+  const owner = await h.admin('POST', '/api/v1/profile/', { email: taken, password: PASSWORD, emailConfirmed: true });
+  expect(owner.status).toBe(201);
+  const fresh = uniqueEmail('confirm-fresh');
+  const answers = [
+    await h.request('POST', '/api/auth/register', { email: fresh, password: PASSWORD }),
+    await h.request('POST', '/api/auth/register', { email: taken, password: 'another passphrase 3' }),
+  ];
+  expect(answers.map((a) => a.status)).toEqual([202, 202]);
+  const [same, other] = answers.map((a) => JSON.stringify(a.body).replaceAll(a.body.email, 'ADDRESS'));
+  expect(other).toBe(same);
+  expect(answers.map((a) => a.body.email)).toEqual([fresh, taken]);
+
+  expect((await catcher().next(fresh)).subject).toMatch(/^Confirm your e-mail address/);
+  const notice = await catcher().next(taken);
+  expect(notice.subject).toMatch(/account$/);
+  expect(notice.text).toContain('You already have an account with this address');
+  expect(notice.links).toEqual([`${h.api.publicUrl}/account/forgot-password`]);
+  // Nothing changed for the owner: one account, the old password still signs in.
+  const ids = await h.context.db
+    .selectFrom('users')
+    .select('id')
+    .where('normalized_email', '=', taken.toUpperCase())
+    .execute();
+  expect(ids).toEqual([{ id: owner.body.userId }]);
+  expect((await signIn(taken)).answer).toBeInstanceOf(URL);
+});
+
+test("an app's refusal of a new address still answers 422 with its reason (spec)", async () => {
+  h.apps.crm.state.behaviour = { rejectWith: 'no seats' };
+  const email = uniqueEmail('confirm-refused');
+  const refused = await h.request('POST', '/api/auth/register', { email, password: PASSWORD });
+  expect(refused.status).toBe(422);
+  expect(refused.body.detail).toContain('no seats');
+});
+
+test('[timing] a taken address takes as long to answer as a new one: medians within 20 ms over 16 interleaved samples', async () => {
+  const taken = uniqueEmail('confirm-timing-taken');
+  expect(
+    (await h.admin('POST', '/api/v1/profile/', { email: taken, password: PASSWORD, emailConfirmed: true })).status,
+  ).toBe(201);
+  const timed = async (email: string) => {
+    const started = performance.now();
+    const answer = await h.request('POST', '/api/auth/register', { email, password: PASSWORD });
+    expect(answer.status).toBe(202);
+    return performance.now() - started;
+  };
+  // Warm up: the first creations set the pace the taken address is held to.
+  for (let i = 0; i < 3; i++) await timed(uniqueEmail('confirm-timing-warm'));
+  const samples: Record<'fresh' | 'taken', number[]> = { fresh: [], taken: [] };
+  for (let i = 0; i < 16; i++) {
+    samples.fresh.push(await timed(uniqueEmail('confirm-timing-fresh')));
+    samples.taken.push(await timed(taken));
+  }
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+  const [fresh, takenMedian] = [median(samples.fresh), median(samples.taken)];
+  console.log(`registration timing: medians (ms) fresh ${fresh.toFixed(1)}, taken ${takenMedian.toFixed(1)}`);
+  expect(Math.abs(fresh - takenMedian)).toBeLessThan(20);
+}, 120_000);

@@ -118,6 +118,31 @@ describe('home-realm discovery and the upstream OIDC callback', () => {
     expect(await loginOf('globex-carol')).toBeUndefined();
   });
 
+  // Issue 37 item 17: Globex could create an account for any address it asserted, outside its SSO domains too.
+  test("an address outside Globex's domains gets no account unless the provider allows other domains", async () => {
+    const typed = uniqueEmail('frank').replace('@example.test', '@globex.example');
+    const elsewhere = uniqueEmail('frank').replace('@example.test', '@elsewhere.example');
+    const refused = await signInThroughGlobex(typed, { sub: 'globex-frank', email: elsewhere });
+    expect((refused.end as Visit).status).toBe(400);
+    expect(textOf(refused.end)).toContain('Globex does not sign in users of elsewhere.example');
+    expect(await findUserIdByEmail(h.context.db, elsewhere)).toBeUndefined();
+    expect(await loginOf('globex-frank')).toBeUndefined();
+
+    const globex = (await h.admin('GET', '/api/v1/sso/oidc-providers/globex')).body;
+    expect(globex.allowOtherDomains).toBe(false);
+    const { hasClientSecret: _secret, ...writable } = globex;
+    const put = (allowOtherDomains: boolean) =>
+      h.admin('PUT', '/api/v1/sso/oidc-providers/globex', { ...writable, allowOtherDomains });
+    expect((await put(true)).status).toBe(200);
+    try {
+      const allowed = await signInThroughGlobex(typed, { sub: 'globex-frank', email: elsewhere });
+      const userId = await findUserIdByEmail(h.context.db, elsewhere);
+      expect((await allowed.tokens()).claims()).toMatchObject({ sub: userId, email: elsewhere });
+    } finally {
+      expect((await put(false)).status).toBe(200);
+    }
+  });
+
   test("a migrated external login under one of the provider's scheme names signs its user in", async () => {
     const email = uniqueEmail('dave');
     const created = await h.admin('POST', '/api/v1/profile/', { email });
@@ -243,6 +268,7 @@ describe('the OIDC providers admin API', () => {
       domains: ['globex.example'],
       enabled: true,
       loginProviderNames: ['GlobexScheme'],
+      allowOtherDomains: false,
     });
     const { hasClientSecret: _has, ...body } = read.body;
     expect((await h.admin('PUT', '/api/v1/sso/oidc-providers/globex', { ...body, name: 'Globex Corp' })).status).toBe(

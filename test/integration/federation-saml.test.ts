@@ -85,6 +85,32 @@ describe('SAML sign-in through the ACS', () => {
     expect(h.apps.crm.state.calls.filter((c) => c.path === '/try')).toHaveLength(tries);
   });
 
+  // Issue 37 item 17: Initech could create an account for any address it asserted, outside its SSO domains too.
+  test("an address outside Initech's domains gets no account unless the provider allows other domains", async () => {
+    const elsewhere = uniqueEmail('bill').replace('@example.test', '@elsewhere.example');
+    const started = await toTheIdp(initech('bill'));
+    const answer = await postToAcs(started, await samlResponse(started.requestId, elsewhere));
+    expect((answer as Visit).status).toBe(400);
+    expect(textOf(answer)).toContain('Initech does not sign in users of elsewhere.example');
+    expect(await findUserIdByEmail(h.context.db, elsewhere)).toBeUndefined();
+
+    const read = (await h.admin('GET', '/api/v1/sso/saml-providers/initech')).body;
+    expect(read.allowOtherDomains).toBe(false);
+    const put = (allowOtherDomains: boolean) =>
+      h.admin('PUT', '/api/v1/sso/saml-providers/initech', { ...read, allowOtherDomains });
+    expect((await put(true)).status).toBe(200);
+    try {
+      const again = await toTheIdp(initech('bill'));
+      const tokens = await again.finish(await postToAcs(again, await samlResponse(again.requestId, elsewhere)));
+      expect(tokens.claims()).toMatchObject({
+        sub: await findUserIdByEmail(h.context.db, elsewhere),
+        email: elsewhere,
+      });
+    } finally {
+      expect((await put(false)).status).toBe(200);
+    }
+  });
+
   test("an app's refusal answers 400 with its reason, and the user is gone", async () => {
     h.apps.crm.state.behaviour = { rejectWith: 'Initech has no seats left' };
     const email = initech('milton');

@@ -64,10 +64,11 @@ describe('self-service registration', () => {
   });
 });
 
-// A harness of its own, so the budget is this test's alone whatever ran before it.
+// A harness and a database of its own, so the budget (counted in the store) is this test's alone whatever else runs.
 describe('the per-client registration budget', () => {
   const limited = useHarness({
     apps: {},
+    ownDatabase: true,
     config: { Auth: { RegistrationRateLimit: { PermitLimit: 3, WindowSeconds: 60 } } },
   });
 

@@ -1,5 +1,8 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { uniqueEmail, useHarness } from '../support/harness';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { freePort } from '../../dev/ports';
+import { serviceProcessEnv, stopAfterAll, uniqueEmail, useHarness } from '../support/harness';
+import { createScratchStore } from '../support/scratch-store';
+import { spawnService, waitForOutput, type ServiceProcess } from '../support/service-process';
 import { browser, textOf, type Visit } from '../support/sign-in-flow';
 import { publicClient } from '../support/relying-party';
 
@@ -97,5 +100,45 @@ describe('behind an https public URL with no trusted proxy', () => {
       statuses.push(answer.status);
     }
     expect(statuses).toEqual([200, 200, 200, 429]);
+  });
+});
+
+// Issue 37 item 9: the registration budget was kept in each process's memory, so two API instances behind one URL
+// allowed twice Auth:RegistrationRateLimit. Two API processes of this test's own share one store here.
+describe('two API processes on one store', () => {
+  let store: Awaited<ReturnType<typeof createScratchStore>> | undefined;
+  const apis: { url: string; process: ServiceProcess }[] = [];
+
+  beforeAll(async () => {
+    store = await createScratchStore('ips_two_apis');
+    const queue = `test-unserved-${randomUUID()}`;
+    for (let i = 0; i < 2; i++) {
+      const port = await freePort();
+      const process = spawnService('api/server.ts', {
+        ...serviceProcessEnv(queue),
+        DATABASE_URL: store.url,
+        PORT: String(port),
+        Auth__RegistrationRateLimit__PermitLimit: '3',
+        Auth__RegistrationRateLimit__WindowSeconds: '60',
+      });
+      apis.push({ url: `http://127.0.0.1:${port}`, process });
+    }
+    await Promise.all(apis.map((api) => waitForOutput(api.process, /api: listening on/)));
+  }, 90_000);
+  stopAfterAll(() => [...apis.map((api) => api.process), store && { stop: () => store!.drop() }]);
+
+  test('spend one registration budget: the fourth registration from one address is refused by either', async () => {
+    const statuses: number[] = [];
+    // No worker serves these processes: a password the policy refuses (400) still spends the budget, as any request.
+    for (let i = 0; i < 6; i++) {
+      const answer = await fetch(`${apis[i % 2].url}/api/auth/register`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: uniqueEmail(`two-apis${i}`), password: 'short' }),
+      });
+      statuses.push(answer.status);
+      if (answer.status === 429) expect(answer.headers.get('retry-after')).toBe('60');
+    }
+    expect(statuses).toEqual([400, 400, 400, 429, 429, 429]);
   });
 });

@@ -11,6 +11,7 @@ import {
 } from '../../platform/store/pending-credentials';
 import { purgeRevokedAccessTokens, revokeAccessToken } from '../../platform/store/admin-tokens';
 import { useScratchStore } from '../support/scratch-store';
+import { countHit, purgeExpiredHits } from '../../platform/store/rate-limits';
 
 /** Rows kept for a while after they were written go once their retention has passed, and not before. */
 const db = useScratchStore('ips_retention');
@@ -49,4 +50,17 @@ test('a revoked access token is forgotten once it would have expired anyway, and
   await purgeRevokedAccessTokens(db());
   const left = (await db().selectFrom('revoked_access_tokens').select('jti').execute()).map((r) => r.jti);
   expect(left).toEqual(['live-jti']);
+});
+
+test('a counted request is purged once its window has passed, and not before', async () => {
+  await countHit(db(), 'registration:address', 'old', 1);
+  await countHit(db(), 'registration:address', 'recent', 3600);
+  await db()
+    .updateTable('rate_limit_hits')
+    .set({ expires_at: sql<Date>`now() - interval '1 second'` })
+    .where('key', '=', 'old')
+    .execute();
+  expect(await purgeExpiredHits(db())).toBe(1);
+  const left = (await db().selectFrom('rate_limit_hits').select('key').execute()).map((r) => r.key);
+  expect(left).toEqual(['recent']);
 });

@@ -65,6 +65,7 @@ export function serviceProcessEnv(taskQueue: string): Record<string, string> {
     DataProtection__Keys__0__Key: TEST_DATA_PROTECTION_KEY,
     ...TEST_PAYLOAD_KEY_ENV,
     Temporal__TaskQueue: taskQueue,
+    Auth__RegistrationRateLimit__PermitLimit: String(UNLIMITED_REGISTRATION.RegistrationRateLimit.PermitLimit),
   };
 }
 
@@ -156,7 +157,13 @@ export async function startHarness(options: HarnessOptions): Promise<Harness> {
   }
   const sections: Record<string, Record<string, unknown>> = {
     ProvisioningApps: appConfig,
-    Auth: { AllowedInternalTargets: options.allowedInternalTargets ?? ['127.0.0.1'], AdminApiKeys: [ADMIN_KEY] },
+    Auth: {
+      AllowedInternalTargets: options.allowedInternalTargets ?? ['127.0.0.1'],
+      AdminApiKeys: [ADMIN_KEY],
+      // The budget is counted in the store, and every test file registers from 127.0.0.1 into the run's database; a
+      // test of the budget sets its own (in a database of its own).
+      ...UNLIMITED_REGISTRATION,
+    },
     Api: { Port: 0, ResultTimeoutSeconds: 60 },
     Temporal: {
       Address: process.env.TEST_TEMPORAL_ADDRESS,
@@ -275,6 +282,9 @@ export async function storedPasswordHash(h: Harness, userId: string): Promise<st
 }
 
 /** Sign-in submissions without the per-address budget, for files that sign in many times from loopback. */
+/** A registration budget no test file reaches by itself (see startHarness). */
+export const UNLIMITED_REGISTRATION = { RegistrationRateLimit: { PermitLimit: 100_000, WindowSeconds: 60 } } as const;
+
 export const UNLIMITED_SIGN_IN = { SignInRateLimit: { PermitLimit: 100_000, WindowSeconds: 60 } } as const;
 
 /**

@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import express from 'express';
-import type { TccClient } from '../provisioning/activities/tcc-client';
+import type { TccClient } from '../provisioning/apps/tcc-client';
 import type { AppConfig } from '../platform/config/schema';
 import { parseAllowList } from '../platform/security/callback-address';
 import { trustProxySetting } from '../platform/security/trusted-proxies';
@@ -16,7 +16,7 @@ import { codecRouter } from '../platform/http/codec';
 import { errorHandler } from '../platform/http/error-handler';
 import { sendProblem } from '../platform/http/problem';
 import type { Operations } from '../platform/http/operations';
-import type { AppProvider } from '../provisioning/activities/apps';
+import type { AppProvider } from '../provisioning/apps/apps';
 import { clientsOperations } from '../sign-in/api/clients';
 import { oidcProvidersOperations, samlProvidersOperations } from '../sign-in/api/sso-providers';
 import { healthOperations } from './routes/health';

@@ -21,7 +21,7 @@ import { createSignIn } from '../sign-in/oidc';
 import { MISSING_KEY_MESSAGE } from '../platform/config/key-ring';
 import { logger } from '../platform/observability/logger';
 import { startMetricsServer } from '../platform/observability/metrics-server';
-import { describeApps } from '../provisioning/activities/apps';
+import { describeApps } from '../provisioning/apps/apps';
 import { purgeAccountTokens } from '../platform/store/account-tokens';
 import { purgeAuditEvents } from '../platform/store/audit-events';
 import { createMailer } from '../platform/email/mailer';

@@ -1,6 +1,6 @@
 import type { MigrationDependencies } from '../migration/activities';
-import { createConfigAppProvider, createStoreAppProvider, type AppProvider } from '../provisioning/activities/apps';
-import { createTccClient, type TccClient, type TccClientOptions } from '../provisioning/activities/tcc-client';
+import { createConfigAppProvider, createStoreAppProvider, type AppProvider } from '../provisioning/apps/apps';
+import { createTccClient, type TccClient, type TccClientOptions } from '../provisioning/apps/tcc-client';
 import type { AppConfig } from '../platform/config/schema';
 import { parseAllowList } from '../platform/security/callback-address';
 import { createGuardedFetch, type GuardedFetch } from '../platform/security/guarded-fetch';

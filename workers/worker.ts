@@ -12,7 +12,7 @@ import { heapLimitNotice } from './heap-limit';
 import { logger } from '../platform/observability/logger';
 import { startMetricsServer } from '../platform/observability/metrics-server';
 import { installTemporalRuntime } from '../platform/observability/temporal-runtime';
-import { describeApps } from '../provisioning/activities/apps';
+import { describeApps } from '../provisioning/apps/apps';
 
 export interface RunningWorker {
   worker: Worker;

@@ -17,19 +17,9 @@ import {
 import type { AppRef } from '../../platform/store/provisioning-apps';
 import type { SignOutNotice } from '../../platform/store/schema';
 import type { Removal } from '../../platform/store/user-removals';
-import type { AppProvider, ProvisioningApp } from './apps';
-import type { TccClient, TryRequestBody } from './tcc-client';
-import {
-  tccRoundsSeconds,
-  tryConfirmThenRecord,
-  tryThenConfirmInTurn,
-  type Assigned,
-  type FinishResult,
-  type TccRounds,
-  type TccCalls,
-  type TryVerdict,
-} from '../tcc';
-import { within } from '../../platform/net/within';
+import type { AppProvider, ProvisioningApp } from '../apps/apps';
+import type { TccClient, TryRequestBody } from '../apps/tcc-client';
+import type { Assigned, FinishResult, TryVerdict } from '../tcc';
 
 export interface ProvisioningDependencies {
   db: Db;
@@ -53,13 +43,8 @@ export interface ResolvedApps {
 /** What writing the records of the apps that confirmed gave: false when the user was deleted while the attempt ran. */
 export type { FinishResult };
 
-/** What an attempt's first step found (the user, its apps) and, when the calls fitted in it, what it did. */
-export type FirstStep = { user: UserProfile } & ResolvedApps & {
-    /** The Try and Confirm verdicts, when this step made the calls. */
-    rounds?: TccRounds;
-    /** The records of the apps that confirmed, when this step wrote them. */
-    finished?: FinishResult;
-  };
+/** What an attempt's first step found: the user and its apps. The calls are steps of their own, one per app. */
+export type FirstStep = { user: UserProfile } & ResolvedApps;
 
 /** Omits nulls and an empty attribute map, as the spec's Try body table asks. */
 export function buildTryBody(transactionId: string, user: UserProfile): TryRequestBody {
@@ -158,19 +143,6 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
     return user ? { user, ...(await resolve(user, input.appIds)) } : null;
   }
 
-  /**
-   * An attempt's Try and Confirm call to each app; each app is looked up once for both (the store-backed provider
-   * reads and unseals it).
-   */
-  function callsOf(transactionId: string): TccCalls {
-    const found = new Map<string, ProvisioningApp>();
-    const lookUp = async (appId: string) => found.get(appId) ?? found.set(appId, await app(appId)).get(appId)!;
-    return {
-      tryOne: async (appId, seen) => tryOne(await lookUp(appId), transactionId, seen),
-      confirmOne: async (appId) => http.confirm(await lookUp(appId), transactionId),
-    };
-  }
-
   /** What the records of an attempt are made of: the apps that confirmed and what they assigned. */
   type RecordInput = { user: UserProfile; transactionId: string; confirmedApps: string[]; assigned?: Assigned };
 
@@ -186,43 +158,22 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
     return { recorded: true, user: stored || user, provisionedApps };
   }
 
-  /**
-   * The rest of a first step (FIRST_STEP in workflows/activity-policies.ts) once it has the user and its apps: the
-   * calls and the records of the apps that confirmed (tryConfirmThenRecord), when the calls' own timeouts fit in what
-   * is left of the step's limit; otherwise the workflow gives them a step of their own.
-   */
-  async function callAppsIfTheyFit(
-    found: { user: UserProfile } & ResolvedApps,
-    transactionId: string,
-    started: number,
-  ): Promise<FirstStep> {
-    const { user, apps: needed } = found;
-    if (found.unknownAppIds.length > 0 || needed.length === 0) return found;
-    const deadline = started + Context.current().info.startToCloseTimeoutMs;
-    if (Date.now() + tccRoundsSeconds(needed) * 1000 > deadline) return found;
-    // The records get what is left of the step's limit but a second: a write held up longer (a lock) is left to the
-    // workflow's retried step too, so the step never ends by its own backstop once the calls are made.
-    const recordNow = (confirmedApps: string[], assigned?: Assigned) => {
-      const left = deadline - Date.now() - 1000;
-      return within(
-        left,
-        record({ user, transactionId, confirmedApps, assigned }),
-        () => new Error(`not done within ${Math.round(left / 1000)} s`),
-      ).catch((error: unknown) => {
-        log.warn('Recording the apps that confirmed failed; the workflow retries it as a step of its own', {
-          transactionId,
-          reason: (error as Error).message,
-        });
-        return undefined;
-      });
-    };
-    const made = await tryConfirmThenRecord(needed, user, callsOf(transactionId), recordNow);
-    return { ...found, ...made };
-  }
-
   return {
     async discardCredential(credentialRef: string): Promise<void> {
       await discardPasswordHash(db, credentialRef);
+    },
+
+    /**
+     * Try of one app, a step of its own: the user as the approvals before it left it. A refusal, a timeout or an answer
+     * the service cannot take is a verdict, not a fault. Run twice (a replay), it sends the same transactionId.
+     */
+    async tryApp(input: { appId: string; transactionId: string; user: UserProfile }): Promise<TryVerdict> {
+      return tryOne(await app(input.appId), input.transactionId, input.user);
+    },
+
+    /** Confirm of one app, a step of its own; a failure (the app's answer, a timeout) fails the step with its words. */
+    async confirmApp(input: { appId: string; transactionId: string }): Promise<void> {
+      await http.confirm(await app(input.appId), input.transactionId);
     },
 
     async cancelApp(input: { appId: string; transactionId: string }): Promise<void> {
@@ -230,39 +181,23 @@ export function createProvisioningActivities({ db, http, apps }: ProvisioningDep
     },
 
     /**
-     * A creation's first step: the user (safe to run twice, see insertOrFind), the apps it needs, and the calls and
-     * records when they fit (callAppsIfTheyFit). Run again, it sends the same calls with the same transactionId, and
-     * finds the records it wrote: the user then needs no app.
+     * A creation's first step: the user (safe to run twice, see insertOrFind) and the apps it needs. Run again, it
+     * finds the records its first run's attempt wrote: the user then needs no app.
      */
-    async createUserAndCallApps(input: {
+    async createUserWithApps(input: {
       user: NewUser;
       credentialRef?: string;
       appIds?: string[];
-      transactionId: string;
     }): Promise<({ status: 'created' } & FirstStep) | Extract<CreateUserResult, { status: 'duplicate' }>> {
-      const started = Date.now();
-      const created = await createdWithApps(input);
-      if (created.status === 'duplicate') return created;
-      return { ...created, ...(await callAppsIfTheyFit(created, input.transactionId, started)) };
+      return createdWithApps(input);
     },
 
-    /** The first step of an attempt for an existing user, as the creation's; null when the user is gone. */
-    async loadUserAndCallApps(input: {
-      userId: string;
-      appIds?: string[];
-      transactionId: string;
-    }): Promise<FirstStep | null> {
-      const started = Date.now();
-      const loaded = await loadedWithApps(input);
-      return loaded && callAppsIfTheyFit(loaded, input.transactionId, started);
+    /** The first step of an attempt for an existing user: the user as stored and the apps it needs; null when gone. */
+    async loadUserWithApps(input: { userId: string; appIds?: string[] }): Promise<FirstStep | null> {
+      return loadedWithApps(input);
     },
 
-    /** The Try and Confirm calls as a step of their own: when they did not fit in the first step. */
-    async tryThenConfirmApps(input: { apps: AppRef[]; transactionId: string; user: UserProfile }): Promise<TccRounds> {
-      return tryThenConfirmInTurn(input.apps, input.user, callsOf(input.transactionId));
-    },
-
-    /** The records as a step of their own, retried until it lands: when the first step did not write them. */
+    /** The records of the apps that confirmed, retried until it lands: an app that confirmed is always recorded. */
     async recordAndFinish(input: RecordInput): Promise<FinishResult> {
       return record(input);
     },

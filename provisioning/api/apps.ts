@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { parsedPathParam, pathParam, type Operations } from '../../platform/http/operations';
 import { z } from 'zod';
-import type { TccClient } from '../activities/tcc-client';
+import type { TccClient } from '../apps/tcc-client';
 import { appIdSchema, provisioningAppSchema } from '../../platform/config/schema';
 import { callbackUrlProblem, type AllowList } from '../../platform/security/callback-address';
 import type { KeyRing } from '../../platform/security/data-protection';

@@ -1,5 +1,5 @@
 import type { ActivityOptions, LocalActivityOptions } from '@temporalio/workflow';
-import { CONFIRM_CANCEL_TIMEOUT_SECONDS, tccRoundsSeconds } from '../tcc';
+import { CONFIRM_CANCEL_TIMEOUT_SECONDS } from '../tcc';
 
 /**
  * Every activity option the workflows use, named once. Workflow code only: no imports beyond types and the TCC core.
@@ -17,33 +17,29 @@ export const STORE: LocalActivityOptions = {
   retry: { initialInterval: '200 milliseconds', backoffCoefficient: 2, maximumInterval: '10 seconds' },
 };
 
-/** Confirm and Cancel: the spec's 10 seconds, one attempt. */
+/**
+ * A Confirm or a Cancel of one app: the spec's 10 seconds, one attempt. The HTTP call gives up at the same 10 seconds
+ * itself; whichever ends first, the answer reads "timed out".
+ */
 export const TCC_CALL: LocalActivityOptions = {
   startToCloseTimeout: CONFIRM_CANCEL_TIMEOUT_SECONDS * 1000,
   retry: { maximumAttempts: 1 },
 };
 
-/** Try: the HTTP call gives up at the app's TryTimeoutSeconds itself; one second more is the backstop for a stuck worker. */
+/** A Try of one app: the HTTP call gives up at the app's TryTimeoutSeconds itself; one second more is the backstop for a stuck worker. */
 export const tryCall = (app: { tryTimeoutSeconds: number }): LocalActivityOptions => ({
   startToCloseTimeout: (app.tryTimeoutSeconds + 1) * 1000,
   retry: { maximumAttempts: 1 },
 });
 
-/** The Try and Confirm calls as a step of their own: one attempt, limited by tccRoundsSeconds. */
-export const tccRounds = (apps: Array<{ tryTimeoutSeconds: number }>): LocalActivityOptions => ({
-  startToCloseTimeout: tccRoundsSeconds(apps) * 1000,
-  retry: { maximumAttempts: 1 },
-});
-
 /**
- * An attempt's first step (createUserAndCallApps, loadUserAndCallApps): the user, its apps, and, when the calls' own
- * timeouts (tccRoundsSeconds) fit in what is left of this limit, the Try and Confirm calls and the records of the apps
- * that confirmed. Retried like a store write; once a call is sent the step ends within this limit on its own (records
- * it cannot write in time are left to recordAndFinish), so only a stuck worker meets the backstop, and a run again,
- * like a replay, sends the same calls with the same transactionId. Five minutes hold four apps at the default Try
- * timeout; more, or slower, apps get the calls as a step of their own (tccRounds).
+ * A call's options with the app it goes to as its summary, which the Temporal UI shows on the call's event (and which
+ * is sealed like every payload): an operator reads which app was asked, approved, refused or cancelled, and when.
  */
-export const FIRST_STEP: LocalActivityOptions = { ...STORE, startToCloseTimeout: '5 minutes' };
+export const toApp = (options: LocalActivityOptions, phase: 'Try' | 'Confirm' | 'Cancel', appId: string) => ({
+  ...options,
+  summary: `${phase} ${appId}`,
+});
 
 /**
  * Best-effort calls after the caller has its answer (a Cancel that failed inline, deprovisioning DELETEs):

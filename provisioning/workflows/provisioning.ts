@@ -1,7 +1,7 @@
 import { proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
 import type { FirstStep, ProvisioningActivities } from '../activities';
 import type { NewUser } from '../../platform/store/users';
-import { FIRST_STEP, STORE } from './activity-policies';
+import { STORE } from './activity-policies';
 import { deprovisionInBackground } from './background';
 import { signOutInBackground } from './sign-out';
 import type { Trigger } from './ids';
@@ -14,7 +14,6 @@ export type { CreationOutcome, ProvisioningOutcome };
 
 // Store steps, each retried until it lands (STORE): named for that, not for the store module they call.
 const untilLanded = proxyLocalActivities<ProvisioningActivities>(STORE);
-const firstStep = proxyLocalActivities<ProvisioningActivities>(FIRST_STEP);
 
 export interface ProvisionScope {
   trigger: Trigger;
@@ -57,11 +56,10 @@ async function createAndProvision(
 ): Promise<CreationOutcome> {
   let outcome: CreationOutcome | undefined;
   try {
-    const created = await firstStep.createUserAndCallApps({
+    const created = await untilLanded.createUserWithApps({
       user: input.user,
       credentialRef: input.credentialRef,
       appIds: input.appIds,
-      transactionId: transactionId(),
     });
     if (created.status === 'duplicate') return (outcome = created);
     return (outcome = await deleteRefusedUser(created, await provision(created)));
@@ -88,11 +86,7 @@ export async function provisionExistingUser(input: ProvisionScope & { userId: st
 }
 
 async function provisionLoadedUser(input: ProvisionScope & { userId: string }): Promise<ProvisioningOutcome> {
-  const loaded = await firstStep.loadUserAndCallApps({
-    userId: input.userId,
-    appIds: input.appIds,
-    transactionId: transactionId(),
-  });
+  const loaded = await untilLanded.loadUserWithApps({ userId: input.userId, appIds: input.appIds });
   if (!loaded) return { status: 'not-found', userId: input.userId };
   return provision(loaded);
 }

@@ -7,16 +7,21 @@ import {
   TimeoutFailure,
 } from '@temporalio/workflow';
 import type { FirstStep, ProvisioningActivities } from '../activities';
+import type { AppRef } from '../../platform/store/provisioning-apps';
 import type { UserProfile } from '../../platform/store/users';
-import { assignedBy, failedAsAWhole } from '../tcc';
-import { STORE, TCC_CALL, tccRounds } from './activity-policies';
+import { applyApproval, assignedBy, reasons, type Approval, type FinishResult } from '../tcc';
+import { STORE, TCC_CALL, toApp, tryCall } from './activity-policies';
 import { cancelInBackground, deprovisionInBackground } from './background';
 import { backgroundCancelWorkflowId } from './ids';
 import { userIdOfParent } from '../../platform/temporal/search-attributes';
 
 // Store steps, each retried until it lands (STORE): named for that, not for the store module they call.
 const untilLanded = proxyLocalActivities<ProvisioningActivities>(STORE);
-const tccCalls = proxyLocalActivities<ProvisioningActivities>(TCC_CALL);
+
+// A call to one app is a step of its own whose summary names the phase and the app (toApp), as the Temporal UI shows it.
+const tryAt = (app: AppRef) => proxyLocalActivities<ProvisioningActivities>(toApp(tryCall(app), 'Try', app.appId));
+const callTo = (appId: string, phase: 'Confirm' | 'Cancel') =>
+  proxyLocalActivities<ProvisioningActivities>(toApp(TCC_CALL, phase, appId));
 
 export type Ending =
   | { status: 'provisioned'; confirmedApps: string[] }
@@ -32,6 +37,15 @@ export type Ending =
 /** Every ending carries the user as stored afterwards and all apps it is provisioned into (earlier attempts included). */
 export type TransactionResult = Ending & { user: UserProfile; provisionedApps: string[] };
 
+/** The first app that did not answer yes in a phase, and why. */
+type Refusal = { appId: string; reason: string };
+
+/** How Trying ends: every app approved, or one refused after the approvals before it (the compensation stack). */
+type Trying = { approvals: Approval[]; refusal?: Refusal };
+
+/** How Confirming ends: every app confirmed, or one failed after the confirmations before it. */
+type Confirming = { confirmed: Approval[]; unconfirmed: string[]; failure?: Refusal };
+
 export function failureReason(error: unknown): string {
   if (error instanceof ActivityFailure) {
     if (error.cause instanceof TimeoutFailure) return 'timed out';
@@ -41,13 +55,52 @@ export function failureReason(error: unknown): string {
 }
 
 /**
- * Cancel is best effort: one inline call so the app can drop its pending record at once; if that fails it is
- * logged, and a detached workflow keeps retrying after the caller has its answer (the app's TTL stays the net).
+ * Trying: one app after another, each asked with the user as the approvals before it left it (the spec's "later apps
+ * see"), until the first that does not approve. A step that fails (its backstop on a stuck worker, an app no longer
+ * configured) is that app's refusal.
  */
-export async function cancel(appIds: string[], transactionId: string): Promise<void> {
+async function tryEach(apps: AppRef[], user: UserProfile, transactionId: string): Promise<Trying> {
+  const approvals: Approval[] = [];
+  let seen = user;
+  for (const app of apps) {
+    const { appId } = app;
+    const verdict = await tryAt(app)
+      .tryApp({ appId, transactionId, user: seen })
+      .catch((error: unknown) => ({
+        approved: false as const,
+        reason: reasons.tryFailed(appId, failureReason(error)),
+      }));
+    if (!verdict.approved) return { approvals, refusal: { appId, reason: verdict.reason } };
+    const approval = { appId, organizationId: verdict.organizationId, customAttributes: verdict.customAttributes };
+    approvals.push(approval);
+    seen = applyApproval(seen, approval);
+  }
+  return { approvals };
+}
+
+/** Confirming, in the same order; the first failure ends the phase and leaves the apps from it on unconfirmed. */
+async function confirmEach(approvals: Approval[], transactionId: string): Promise<Confirming> {
+  for (const [i, approval] of approvals.entries()) {
+    const { appId } = approval;
+    try {
+      await callTo(appId, 'Confirm').confirmApp({ appId, transactionId });
+    } catch (error) {
+      const failure = { appId, reason: reasons.confirmFailed(appId, failureReason(error)) };
+      return { confirmed: approvals.slice(0, i), unconfirmed: approvals.slice(i).map((a) => a.appId), failure };
+    }
+  }
+  return { confirmed: approvals, unconfirmed: [] };
+}
+
+/**
+ * Cancelling, the compensation: each app that approved and was not confirmed, in order. Best effort: one call so the
+ * app can drop its pending record at once; if that fails it is logged, and a detached workflow keeps retrying after
+ * the caller has its answer (the app's TTL stays the net).
+ */
+async function cancelEach(appIds: string[], transactionId: string): Promise<void> {
   for (const appId of appIds) {
     try {
-      await tccCalls.cancelApp({ appId, transactionId });
+      await callTo(appId, 'Cancel').cancelApp({ appId, transactionId });
     } catch (error) {
       log.warn('Cancel failed; retrying in the background', { appId, transactionId, reason: failureReason(error) });
       await startChild(cancelInBackground, {
@@ -61,71 +114,68 @@ export async function cancel(appIds: string[], transactionId: string): Promise<v
 }
 
 /**
- * The spec's provisioning state table, Start → Trying → Confirming → Provisioned / Partially confirmed / Cancelling →
- * Ended, from the attempt's first step (FirstStep): the user, the apps it needs, the apps it had when the attempt
- * began (its answer when no app confirms), and usually the calls and the records already made by that step.
+ * The spec's provisioning state table, from the attempt's first step (FirstStep: the user, the apps it needs, the apps
+ * it had when the attempt began): Start → Trying → (a refusal) Cancelling → Ended, or Trying → Confirming → Recording
+ * → Provisioned / Partially confirmed, cancelling the apps left unconfirmed. Each call is a step of its own, named by
+ * its app; every step sends the attempt's transactionId, so a step run again (a replay) is the same call to the app.
  */
 export async function runTransaction(first: FirstStep, transactionId: string): Promise<TransactionResult> {
   const { apps, user, provisionedApps: provisionedBefore } = first;
-  // Trying, one app after another so that a later app sees what an earlier one assigned; then Confirming in the same
-  // order, each call once with its own timeout (tryThenConfirmInTurn in provisioning/tcc.ts). The first step made them when
-  // their timeouts fit in it; otherwise they are a step of their own, which, if it fails as a whole (its backstop on
-  // a stalled worker), leaves unknown which apps approved or confirmed: a rejection, and every app is cancelled.
-  const { tryThenConfirmApps } = proxyLocalActivities<ProvisioningActivities>(tccRounds(apps));
-  const rounds =
-    first.rounds ??
-    (await tryThenConfirmApps({ apps, transactionId, user }).catch((error: unknown) =>
-      failedAsAWhole(apps, failureReason(error)),
-    ));
-  if (!rounds.confirmed) {
-    await cancel(
-      rounds.tried.approvals.map((a) => a.appId),
+  const trying = await tryEach(apps, user, transactionId);
+  if (trying.refusal) {
+    await cancelEach(
+      trying.approvals.map((a) => a.appId),
       transactionId,
     );
-    return { status: 'rejected', ...rounds.tried.rejection, user, provisionedApps: provisionedBefore };
+    return { status: 'rejected', ...trying.refusal, user, provisionedApps: provisionedBefore };
   }
+  const confirming = await confirmEach(trying.approvals, transactionId);
+  // The apps that confirmed are recorded before anything else, with what they assigned, by a step retried until it
+  // lands: an app that confirmed is always recorded, and the calls are never made again for a fault of the store.
+  const finished = await recordConfirmed(user, provisionedBefore, confirming.confirmed, transactionId);
+  await cancelEach(confirming.unconfirmed, transactionId);
+  return ending(user, confirming, finished, transactionId);
+}
 
-  const { approvals } = rounds.tried;
-  const round = rounds.confirmed;
-  const confirmed = approvals.slice(0, round.confirmed.length);
-  const unconfirmed = approvals.slice(confirmed.length).map((a) => a.appId);
+async function recordConfirmed(
+  user: UserProfile,
+  provisionedBefore: string[],
+  confirmed: Approval[],
+  transactionId: string,
+): Promise<FinishResult> {
+  if (confirmed.length === 0) return { recorded: true, user, provisionedApps: provisionedBefore };
+  return untilLanded.recordAndFinish({
+    user,
+    transactionId,
+    confirmedApps: confirmed.map((a) => a.appId),
+    assigned: assignedBy(user, confirmed),
+  });
+}
 
-  // The apps that confirmed are recorded first, with what they assigned, so an app that confirmed is always recorded:
-  // by the first step right after its calls, or, when that write failed (or the calls had a step of their own), by a
-  // step of its own retried until it lands, never by making the calls again. Then the apps still waiting are cancelled.
-  const finished =
-    first.finished ??
-    (confirmed.length === 0
-      ? ({ recorded: true, user, provisionedApps: provisionedBefore } as const)
-      : await untilLanded.recordAndFinish({
-          user,
-          transactionId,
-          confirmedApps: round.confirmed,
-          assigned: assignedBy(user, confirmed),
-        }));
-  await cancel(unconfirmed, transactionId);
-
+/** Provisioned, partially confirmed, or (no app confirmed, or the user was deleted meanwhile) rejected. */
+async function ending(
+  user: UserProfile,
+  confirming: Confirming,
+  finished: FinishResult,
+  transactionId: string,
+): Promise<TransactionResult> {
+  const confirmedApps = confirming.confirmed.map((a) => a.appId);
   if (!finished.recorded) {
     // The user was deleted while this attempt ran (its deletion told the apps recorded by then): the apps that just
     // confirmed must not keep it.
     log.warn('User deleted during provisioning', { transactionId });
-    await deprovisionInBackground(user.userId, round.confirmed);
+    await deprovisionInBackground(user.userId, confirmedApps);
     return {
       status: 'rejected',
-      appId: round.confirmed[0],
+      appId: confirmedApps[0],
       reason: 'the user was deleted while it was being provisioned',
       user,
       provisionedApps: [],
     };
   }
   const answer = { user: finished.user, provisionedApps: finished.provisionedApps };
-  if (!round.failure) return { status: 'provisioned', confirmedApps: round.confirmed, ...answer };
-  if (confirmed.length === 0) return { status: 'rejected', ...round.failure, ...answer };
-  return {
-    status: 'partially-confirmed',
-    ...round.failure,
-    confirmedApps: round.confirmed,
-    unconfirmedApps: unconfirmed,
-    ...answer,
-  };
+  const { failure, unconfirmed } = confirming;
+  if (!failure) return { status: 'provisioned', confirmedApps, ...answer };
+  if (confirmedApps.length === 0) return { status: 'rejected', ...failure, ...answer };
+  return { status: 'partially-confirmed', ...failure, confirmedApps, unconfirmedApps: unconfirmed, ...answer };
 }

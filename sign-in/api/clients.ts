@@ -1,6 +1,6 @@
 import { parsedPathParam, pathParam, type Operations } from '../../platform/http/operations';
 import { z } from 'zod';
-import type { AppProvider } from '../../provisioning/activities/apps';
+import type { AppProvider } from '../../provisioning/apps/apps';
 import { appIdSchema, clientConfigSchema } from '../../platform/config/schema';
 import { clientRow, clientView } from '../oidc/clients';
 import {

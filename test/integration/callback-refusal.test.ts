@@ -1,6 +1,6 @@
 import dns from 'node:dns';
 import type { LookupFunction } from 'node:net';
-import { createTccClient } from '../../provisioning/activities/tcc-client';
+import { createTccClient } from '../../provisioning/apps/tcc-client';
 import { parseAllowList } from '../../platform/security/callback-address';
 import { findUserIdByEmail } from '../../platform/store/users';
 import { uniqueEmail, useHarness } from '../support/harness';

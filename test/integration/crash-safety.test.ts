@@ -226,7 +226,7 @@ const report = (fault: string, tally: Tally) =>
   );
 
 test('worker killed with SIGKILL right after a user with a password was created, amid creations with and without: every user consistent', async () => {
-  worker = await startWorker({ step: 'createUserAndCallApps', nth: 3, withPasswordOnly: true });
+  worker = await startWorker({ step: 'createUserWithApps', nth: 3, withPasswordOnly: true });
   const list = attempts('kill', 15);
   await acrossKill(() => Promise.all(list.map(create))); // killed after the third user with a password
   await settled();

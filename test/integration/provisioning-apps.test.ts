@@ -1,5 +1,5 @@
-import type { AppProvider } from '../../provisioning/activities/apps';
-import { createConfigAppProvider } from '../../provisioning/activities/apps';
+import type { AppProvider } from '../../provisioning/apps/apps';
+import { createConfigAppProvider } from '../../provisioning/apps/apps';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServiceContext } from '../../composition/service-context';
 import { createKeyRing } from '../../platform/security/data-protection';

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { createTccClient, type TccClient } from '../../provisioning/activities/tcc-client';
+import { createTccClient, type TccClient } from '../../provisioning/apps/tcc-client';
 import { parseAllowList } from '../../platform/security/callback-address';
 
 /**

@@ -3,8 +3,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import type { ProvisioningActivities } from '../../provisioning/activities';
-import type { TryVerdict } from '../../provisioning/activities/tcc-client';
-import { tryConfirmThenRecord, tryThenConfirmInTurn } from '../../provisioning/tcc';
+import type { TryVerdict } from '../../provisioning/apps/tcc-client';
 import { findTemporalTestServer } from '../../dev/temporal-cli';
 import type { UserProfile } from '../../platform/store/users';
 import { createUserAndProvision } from '../../provisioning/workflows/provisioning';
@@ -14,7 +13,8 @@ import { newUserFrom } from '../../provisioning/creation';
  * The spec's provisioning state table, one case a row, against the workflow code with stub activities on the
  * time-skipping test server: no HTTP, no store, no waiting. The real-HTTP timeouts are tested in the integration tests.
  */
-type AppBehaviour = { verdict?: TryVerdict; confirm?: 'ok' | 'fail'; cancel?: 'ok' | 'fail' };
+/** How a stub app answers; a Try that `stalls` fails as a step (its backstop on a stuck worker) instead of answering. */
+type AppBehaviour = { verdict?: TryVerdict | 'stalls'; confirm?: 'ok' | 'fail'; cancel?: 'ok' | 'fail' };
 
 let env: TestWorkflowEnvironment;
 beforeAll(async () => {
@@ -26,16 +26,11 @@ afterAll(async () => {
   await env?.teardown();
 });
 
-/**
- * The shape of the attempt and faults of a whole step rather than of one app: the calls as a step of their own (when
- * the apps' timeouts do not fit in the first step), the user deleted meanwhile, that step's own limit hit, the first
- * step unable to write the records.
- */
+/** Faults of a step rather than of an app's answer: the user deleted meanwhile, the records' store write. */
 type StepFaults = {
-  callsApart?: boolean;
   userGone?: boolean;
-  tccStepFails?: boolean;
-  firstRecordFails?: boolean;
+  /** The records' step fails this many times before it lands. */
+  recordFailures?: number;
   /** The first step is run again (a replay) and finds these apps' records, written by its first run. */
   heldBy?: string[];
 };
@@ -46,55 +41,43 @@ function stubs(apps: Record<string, AppBehaviour>, faults: StepFaults) {
   const triedWith: Record<string, UserProfile> = {};
   let assigned: unknown;
   let user: UserProfile | undefined;
+  let recordFailures = faults.recordFailures ?? 0;
   const appRefs = Object.keys(apps).map((appId) => ({ appId, tryTimeoutSeconds: 60 }));
-  // The per-app calls the phase steps make, each one recorded; the steps walk them as the real activities do.
-  const tryOne = (appId: string, triedUser: UserProfile): Promise<TryVerdict> => {
-    calls.push(`try ${appId}`);
-    triedWith[appId] = triedUser;
-    return Promise.resolve(apps[appId].verdict ?? { approved: true });
-  };
-  const confirmOne = (appId: string) => {
-    calls.push(`confirm ${appId}`);
-    if (apps[appId].confirm === 'fail') return Promise.reject(new Error('answered HTTP 500'));
-    return Promise.resolve();
-  };
-  const writeRecords = (input: { confirmedApps: string[]; user: UserProfile; assigned?: unknown }) => {
-    calls.push('record');
-    if (faults.userGone && input.confirmedApps.length > 0) return Promise.resolve({ recorded: false as const });
-    for (const appId of input.confirmedApps) records.add(appId);
-    assigned = input.assigned;
-    return Promise.resolve({ recorded: true as const, user: input.user, provisionedApps: [...records].sort() });
-  };
   const activities: Partial<ProvisioningActivities> = {
-    createUserAndCallApps: async (input) => {
+    createUserWithApps: (input) => {
       calls.push('createUser');
       user = { ...input.user, active: true };
-      const found = {
+      return Promise.resolve({
         status: 'created' as const,
         user,
         apps: appRefs,
         unknownAppIds: [],
         provisionedApps: [...records].sort(),
-      };
-      if (faults.callsApart) return found;
-      const created = user;
-      const made = await tryConfirmThenRecord(
-        appRefs,
-        created,
-        { tryOne, confirmOne },
-        (confirmedApps, assignedNow) => {
-          if (!faults.firstRecordFails) return writeRecords({ confirmedApps, user: created, assigned: assignedNow });
-          calls.push('record fails');
-          return Promise.resolve(undefined);
-        },
-      );
-      return { ...found, ...made };
+      });
     },
-    tryThenConfirmApps: (input) =>
-      faults.tccStepFails
-        ? Promise.reject(ApplicationFailure.nonRetryable('the worker stalled'))
-        : tryThenConfirmInTurn(input.apps, input.user, { tryOne, confirmOne }),
-    recordAndFinish: (input) => writeRecords(input),
+    tryApp: ({ appId, user: triedUser }) => {
+      calls.push(`try ${appId}`);
+      triedWith[appId] = triedUser;
+      const verdict = apps[appId].verdict ?? { approved: true };
+      if (verdict === 'stalls') return Promise.reject(ApplicationFailure.nonRetryable('the worker stalled'));
+      return Promise.resolve(verdict);
+    },
+    confirmApp: ({ appId }) => {
+      calls.push(`confirm ${appId}`);
+      if (apps[appId].confirm === 'fail') return Promise.reject(ApplicationFailure.nonRetryable('answered HTTP 500'));
+      return Promise.resolve();
+    },
+    recordAndFinish: (input) => {
+      if (recordFailures-- > 0) {
+        calls.push('record fails');
+        return Promise.reject(new Error('the store is away'));
+      }
+      calls.push('record');
+      if (faults.userGone && input.confirmedApps.length > 0) return Promise.resolve({ recorded: false as const });
+      for (const appId of input.confirmedApps) records.add(appId);
+      assigned = input.assigned;
+      return Promise.resolve({ recorded: true as const, user: input.user, provisionedApps: [...records].sort() });
+    },
     cancelApp: (input) => {
       calls.push(`cancel ${input.appId}`);
       if (apps[input.appId].cancel === 'fail') throw ApplicationFailure.retryable('answered HTTP 503');
@@ -142,13 +125,8 @@ async function attempt(apps: Record<string, AppBehaviour>, faults: StepFaults = 
 /** The calls of one kind to the apps named by the letters, in that order: `each('try', 'ab')`. */
 const each = (call: string, appIds: string) => [...appIds].map((appId) => `${call} ${appId}`);
 
-/** Every row holds in both shapes of an attempt: the calls and records in the first step, or steps of their own. */
-describe.each([
-  ['made by the first step', {}],
-  ['made by steps of their own', { callsApart: true }],
-])('the provisioning state table, row by row, the calls %s', (_, shape: StepFaults) => {
-  const create = (apps: Record<string, AppBehaviour>, faults: StepFaults = {}) =>
-    attempt(apps, { ...shape, ...faults });
+describe('the provisioning state table, row by row', () => {
+  const create = attempt;
 
   test('Start → Trying → Confirming → Provisioned: every app approves and confirms, one record per app', async () => {
     const run = await create({ a: {}, b: {}, c: {} });
@@ -237,32 +215,31 @@ describe.each([
   });
 });
 
-describe('faults of a whole step', () => {
-  test('a TCC step of its own that fails as a whole (its backstop on a stalled worker) cancels every app, since any may have approved', async () => {
-    const run = await attempt({ a: {}, b: {} }, { callsApart: true, tccStepFails: true });
-    expect(run.outcome).toMatchObject({ status: 'rejected', appId: 'a', userDeleted: true });
-    expect(run.outcome).toMatchObject({ reason: expect.stringContaining('the worker stalled') });
-    expect(run.calls).toEqual(['createUser', 'cancel a', 'cancel b', 'deleteUser']);
+describe('faults of a step', () => {
+  test("a Try step that fails as a whole (its backstop on a stuck worker) is that app's refusal; the approvals before it are cancelled", async () => {
+    const run = await attempt({ a: {}, b: { verdict: 'stalls' }, c: {} });
+    expect(run.outcome).toMatchObject({ status: 'rejected', appId: 'b', userDeleted: true });
+    expect(run.outcome).toMatchObject({ reason: expect.stringContaining('Try to app b the worker stalled') });
+    expect(run.calls).toEqual(['createUser', 'try a', 'try b', 'cancel a', 'deleteUser']);
   });
 
-  test('records the first step could not write are written by a step of their own, and the apps are not called again', async () => {
-    const run = await attempt({ a: {}, b: {} }, { firstRecordFails: true });
+  test('records the store could not write are written when their step is retried, and the apps are not called again', async () => {
+    const run = await attempt({ a: {}, b: {} }, { recordFailures: 2 });
     expect(run.outcome).toMatchObject({
       status: 'provisioned',
       confirmedApps: ['a', 'b'],
       provisionedApps: ['a', 'b'],
     });
-    expect(run.calls).toEqual(['createUser', ...each('try', 'ab'), ...each('confirm', 'ab'), 'record fails', 'record']);
-    expect(await localActivities(run.workflowId)).toBe(2);
+    expect(run.calls).toEqual([
+      'createUser',
+      ...each('try', 'ab'),
+      ...each('confirm', 'ab'),
+      'record fails',
+      'record fails',
+      'record',
+    ]);
   });
 });
-
-/** The local activities an attempt ran: each is a workflow step, and each costs a workflow activation. */
-async function localActivities(workflowId: string): Promise<number> {
-  const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
-  expect(history.events!.filter((e) => e.workflowTaskCompletedEventAttributes)).toHaveLength(1);
-  return history.events!.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity').length;
-}
 
 describe('a password stashed by the API', () => {
   // A worker lost after an attempt's last step replays every step of that workflow task, the first step included,
@@ -281,19 +258,38 @@ describe('a password stashed by the API', () => {
   });
 });
 
-describe('the cost of an attempt', () => {
-  test('a creation is one workflow step whatever the number of apps: the user, the TCC calls and the records', async () => {
-    const oneApp: Record<string, AppBehaviour> = { a: {} };
-    for (const apps of [oneApp, { a: {}, b: {}, c: {}, d: {}, e: {} }]) {
-      const run = await attempt(apps);
-      expect(run.outcome).toMatchObject({ status: 'provisioned' });
-      expect(await localActivities(run.workflowId)).toBe(1);
-    }
+/** The steps an attempt ran, in order: each local activity's type (one marker each in the history). */
+async function steps(workflowId: string): Promise<string[]> {
+  const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
+  const markers = history.events!.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity');
+  return markers.map((e) => {
+    const data = e.markerRecordedEventAttributes!.details!.data.payloads![0].data!;
+    return (JSON.parse(Buffer.from(data).toString()) as { activity_type: string }).activity_type;
+  });
+}
+
+// Restructure issue, item 2: the calls ran folded into the first step (one event for every app and phase), so a history
+// did not show which app was asked, approved, refused or cancelled, and when.
+describe('what a history shows', () => {
+  test("each app's Try and Confirm is a step of its own, in the state table's order, between the user and the records", async () => {
+    const run = await attempt({ a: {}, b: {}, c: {} });
+    expect(run.outcome).toMatchObject({ status: 'provisioned' });
+    expect(await steps(run.workflowId)).toEqual([
+      'createUserWithApps',
+      ...Array<string>(3).fill('tryApp'),
+      ...Array<string>(3).fill('confirmApp'),
+      'recordAndFinish',
+    ]);
   });
 
-  test('three when the calls do not fit in the first step: the user, the TCC calls, the records', async () => {
-    const run = await attempt({ a: {}, b: {}, c: {} }, { callsApart: true });
-    expect(run.outcome).toMatchObject({ status: 'provisioned' });
-    expect(await localActivities(run.workflowId)).toBe(3);
+  test('a refusal shows the Try of each app asked and the Cancel of each app that approved', async () => {
+    const run = await attempt({ a: {}, b: {}, c: { verdict: { approved: false, reason: 'full' } } });
+    expect(run.outcome).toMatchObject({ status: 'rejected', appId: 'c' });
+    expect(await steps(run.workflowId)).toEqual([
+      'createUserWithApps',
+      ...Array<string>(3).fill('tryApp'),
+      ...Array<string>(2).fill('cancelApp'),
+      'deleteUser',
+    ]);
   });
 });

@@ -62,6 +62,38 @@ async function apiWith(change: (config: AppConfig) => AppConfig): Promise<Runnin
   return startApi(config, h.context, temporalClient(h.client.connection, config));
 }
 
+// Restructure issue, item 2: the Try and Confirm calls ran folded into the attempt's first step, one event for every
+// app and phase, so an operator could not read which app was asked, approved, refused or cancelled, and when.
+describe('what an operator reads in a provisioning history', () => {
+  test("each app's Try, Confirm and Cancel is an event of its own whose summary names the phase and the app, sealed like every payload", async () => {
+    h.apps.billing.state.behaviour = { confirmStatus: 503 };
+    const res = await h.admin('POST', '/api/v1/profile/', { email: uniqueEmail('per-app') });
+    expect(res.status).toBe(502);
+    const history = await h.client.workflow.getHandle(provisioningWorkflowId(res.body.userId as string)).fetchHistory();
+    const markers = history.events!.filter(
+      (e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity',
+    );
+    const summaries = await Promise.all(
+      markers.map(async (e) => {
+        const summary = e.userMetadata?.summary;
+        if (!summary) return undefined;
+        expect(Buffer.from(summary.data!).toString()).not.toMatch(/crm|billing/);
+        return payloadValue(codecOf(h.config), summary);
+      }),
+    );
+    // The first step (the user and its apps) and the records are store steps, with no app to name.
+    expect(summaries).toEqual([
+      undefined,
+      'Try crm',
+      'Try billing',
+      'Confirm crm',
+      'Confirm billing',
+      undefined,
+      'Cancel billing',
+    ]);
+  });
+});
+
 describe('workflow histories hold ciphertext only', () => {
   test('a finished provisioning history read straight from the server holds no e-mail, name, custom attribute, hash, app key or failure text; opened with the key it holds them', async () => {
     h.apps.billing.state.behaviour = { confirmStatus: 503, cancelStatus: 500 };
@@ -119,38 +151,6 @@ describe('workflow histories hold ciphertext only', () => {
     expect(deletion.typedSearchAttributes.getAll().map((pair) => [pair.key.name, pair.value])).toEqual(
       expect.arrayContaining([['ProvisioningOutcome', 'deleted']]),
     );
-  });
-});
-
-// Restructure issue, item 2: the Try and Confirm calls ran folded into the attempt's first step, one event for every
-// app and phase, so an operator could not read which app was asked, approved, refused or cancelled, and when.
-describe('what an operator reads in a provisioning history', () => {
-  test("each app's Try, Confirm and Cancel is an event of its own whose summary names the phase and the app, sealed like every payload", async () => {
-    h.apps.billing.state.behaviour = { confirmStatus: 503 };
-    const res = await h.admin('POST', '/api/v1/profile/', { email: uniqueEmail('per-app') });
-    expect(res.status).toBe(502);
-    const history = await h.client.workflow.getHandle(provisioningWorkflowId(res.body.userId as string)).fetchHistory();
-    const markers = history.events!.filter(
-      (e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity',
-    );
-    const summaries = await Promise.all(
-      markers.map(async (e) => {
-        const summary = e.userMetadata?.summary;
-        if (!summary) return undefined;
-        expect(Buffer.from(summary.data!).toString()).not.toMatch(/crm|billing/);
-        return payloadValue(codecOf(h.config), summary);
-      }),
-    );
-    // The first step (the user and its apps) and the records are store steps, with no app to name.
-    expect(summaries).toEqual([
-      undefined,
-      'Try crm',
-      'Try billing',
-      'Confirm crm',
-      'Confirm billing',
-      undefined,
-      'Cancel billing',
-    ]);
   });
 });
 

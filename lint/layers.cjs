@@ -35,26 +35,35 @@ const PROVISIONING_FACE = [
   'provisioning/sign-out.ts',
   'provisioning/workflows/ids.ts',
   'provisioning/workflows/provisioning.ts',
-  'provisioning/activities/apps.ts',
+  'provisioning/apps/apps.ts',
 ];
 const ZONES = {
   ...Object.fromEntries(PLATFORM.map((f) => [f, platformBelow(f)])),
   // Inside provisioning, from the top: api → services (the domain's own folder) → workflows → activities → the
-  // workflow-safe TCC core, which imports only the store's types. Workflows import the core, the search attributes
+  // adapters to the apps (the TCC HTTP client, the app providers) → the workflow-safe TCC core, which imports only the
+  // store's types. Workflows import the core, the search attributes
   // and their activities' and the store's types (the workflow bundle holds no other code of the project).
   'provisioning/tcc.ts': ['platform/store'],
-  'provisioning/activities': ['provisioning/tcc.ts', ...PLATFORM],
+  'provisioning/apps': ['provisioning/tcc.ts', ...PLATFORM],
+  'provisioning/activities': ['provisioning/apps', 'provisioning/tcc.ts', ...PLATFORM],
   'provisioning/workflows': [
     'provisioning/tcc.ts',
     'provisioning/activities',
     'platform/temporal/search-attributes.ts',
     'platform/store',
   ],
-  provisioning: ['provisioning/workflows', 'provisioning/activities', 'provisioning/tcc.ts', ...PLATFORM],
+  provisioning: [
+    'provisioning/workflows',
+    'provisioning/activities',
+    'provisioning/apps',
+    'provisioning/tcc.ts',
+    ...PLATFORM,
+  ],
   'provisioning/api': [
     'provisioning',
     'provisioning/workflows',
     'provisioning/activities',
+    'provisioning/apps',
     'provisioning/tcc.ts',
     ...PLATFORM,
   ],

@@ -12,14 +12,15 @@ export const isForeignKeyViolation = (error: unknown) => code(error) === FOREIGN
 
 /**
  * The store could not be reached or dropped the connection under the query (SQLSTATE class 08, an administrator's or
- * a crash's shutdown, too many connections; a refused or reset socket; pg's own words for a connection that ended or
- * never came): nothing about the request itself, so the client may send it again shortly.
+ * a crash's shutdown, too many connections; a refused or reset socket; pg's own words for a connection that ended, never
+ * came, or was lost while its client was checked out between two queries): nothing about the request itself, so the
+ * client may send it again shortly.
  */
 export function isStoreUnavailable(error: unknown): boolean {
   const c = code(error);
   if (c && (/^08/.test(c) || ['57P01', '57P02', '57P03', '53300', 'ECONNREFUSED', 'ECONNRESET'].includes(c)))
     return true;
-  return /^(Connection terminated|timeout exceeded when trying to connect)/.test(
+  return /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error and is not queryable)/.test(
     (error as Error | null)?.message ?? '',
   );
 }

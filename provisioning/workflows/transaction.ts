@@ -93,8 +93,9 @@ async function confirmEach(approvals: Approval[], transactionId: string): Promis
 }
 
 /**
- * Cancelling, the compensation: each app that approved and was not confirmed, in order. Best effort: one call so the
- * app can drop its pending record at once; if that fails it is logged, and a detached workflow keeps retrying after
+ * Cancelling, the compensation: each app that approved and was not confirmed, in order, each Cancel an activity of its
+ * own as Temporal's saga sample (temporalio/samples-typescript, saga) runs each compensation; the Cancels stand alone,
+ * so the order they run in does not matter. Best effort: one call so the app can drop its pending record at once; if that fails it is logged, and a detached workflow keeps retrying after
  * the caller has its answer (the app's TTL stays the net).
  */
 async function cancelEach(appIds: string[], transactionId: string): Promise<void> {

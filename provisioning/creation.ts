@@ -88,17 +88,15 @@ export async function createUserThroughWorkflow(
   await reserve(db, run, request.user.email, workflowId);
   let credentialRef: string | undefined;
   let stillRunning = false;
-  let outcome: CreationOutcome | undefined;
   try {
     credentialRef =
       request.password === undefined ? undefined : await stashPasswordHash(db, await hashPassword(request.password));
-    outcome = await run(createUserAndProvision, {
+    return await run(createUserAndProvision, {
       workflowId,
       onEnded: 'result',
       args: [{ trigger: request.trigger, credentialRef, user: { ...request.user, userId } }],
       search: { userId, trigger: request.trigger },
     });
-    return outcome;
   } catch (error) {
     stillRunning = error instanceof ResultDeadlineError;
     throw error;
@@ -107,23 +105,16 @@ export async function createUserThroughWorkflow(
     // longer read (an attempt that kept no user leaves it here; one that attached to an earlier attempt never had it
     // read), and the e-mail is free again. The answer is already decided, so a failed clean-up is a warning.
     if (!stillRunning) {
-      const cleanUp = (async () => {
+      // Awaited before the answer goes out: a request that follows the answer must meet the user (409 naming it),
+      // not a reservation still held by an attempt that has ended. The pool does not hand out its connections first
+      // come first served while it has idle ones, so a release queued behind the answer could come too late.
+      await (async () => {
         if (credentialRef) await discardPasswordHash(db, credentialRef);
         await releaseEmail(db, request.user.email, workflowId);
       })().catch((error: unknown) => cleanUpFailed(workflowId, error));
-      if (!(outcome && E_MAIL_TAKEN.has(outcome.status))) await cleanUp;
     }
   }
 }
-
-/**
- * Outcomes after which a user holds the e-mail: the answer does not wait for the reservation's release, since a
- * creation that meets the reservation before its release would meet the user after it (a 409 either way). The release
- * is queued before the answer goes out, and the store hands out its connections first come first served, so a
- * request that follows the answer finds it done.
- * After a refusal the user is gone, and the answer waits, so that the same e-mail can be submitted again at once.
- */
-const E_MAIL_TAKEN = new Set<CreationOutcome['status']>(['provisioned', 'partially-confirmed', 'duplicate']);
 
 /** What is left is cleared later: the reservation is taken over after its grace, the hash purged as abandoned. */
 function cleanUpFailed(workflowId: string, error: unknown): void {

@@ -151,16 +151,24 @@ function newUserOf(input: ParsedUser) {
 }
 
 /** Every user is active or not, and has an e-mail every app receives: a PATCH cannot remove those two. */
-function keepsRequired(patched: Record<string, unknown>): Record<string, unknown> {
-  if (!('active' in patched))
+function keepsRequired(patched: unknown): Record<string, unknown> {
+  // An operation with an empty path replaces the whole resource: its value must be a user, not "x", 5 or true.
+  if (!patched || typeof patched !== 'object' || Array.isArray(patched))
+    throw new ScimError(
+      400,
+      'Operations: the patched user is not an object (a value without a path must be one)',
+      'invalidValue',
+    );
+  const user = patched as Record<string, unknown>;
+  if (!('active' in user))
     throw new ScimError(400, 'active: cannot be removed; replace it with false to deactivate the user', 'invalidValue');
-  if (!Array.isArray(patched.emails) || patched.emails.length === 0)
+  if (!Array.isArray(user.emails) || user.emails.length === 0)
     throw new ScimError(
       400,
       "emails: cannot be removed; every downstream app receives the user's e-mail (replace it instead)",
       'invalidValue',
     );
-  return patched;
+  return user;
 }
 
 /** `active` as SCIM sets it: deactivate and deprovision, or provision and then activate (422 when an app refuses). */

@@ -3,6 +3,8 @@ import { isForbiddenKey } from '../security/object-keys';
 import { isAddressOrCidr } from '../security/trusted-proxies';
 import { callbackUrlProblem, describeAllowListEntryProblem, parseAllowList } from '../security/callback-address';
 import { isBackChannelLogoutUri } from './client-rules';
+import { MAX_LIFETIME_SECONDS } from '../security/field-bounds';
+import { hasControlCharacter } from '../security/storable-text';
 
 /** Booleans arrive as strings from environment variables and flags; "false" must stay false. */
 const flag = z.union([
@@ -11,18 +13,16 @@ const flag = z.union([
 ]);
 
 /** ASP.NET-style configuration lists arrive as a string (one value) or an index-keyed object from env/flags. */
-const stringList = z.preprocess(
-  (value) => {
-    if (typeof value === 'string')
-      return value
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean);
-    if (value && typeof value === 'object' && !Array.isArray(value)) return Object.values(value) as unknown[];
-    return value;
-  },
-  z.array(z.string().min(1)),
-);
+const asList = (value: unknown) => {
+  if (typeof value === 'string')
+    return value
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
+  if (value && typeof value === 'object' && !Array.isArray(value)) return Object.values(value) as unknown[];
+  return value;
+};
+const stringList = z.preprocess(asList, z.array(z.string().min(1)));
 
 /** Lists of objects arrive as an index-keyed object from env/flags (`DataProtection__Keys__0__Id`). */
 const indexedList = <T extends z.ZodType>(item: T) =>
@@ -66,14 +66,73 @@ const refreshTokenUsage = z.union([
   z.enum(['ReUse', 'OneTimeOnly']).transform((v) => (v === 'ReUse' ? 0 : 1)),
 ]);
 
+/** IdentityServer's TokenExpiration: Sliding (0) or Absolute (1), by number or by its enum name. */
+const refreshTokenExpiration = z.union(
+  [z.coerce.number().int().min(0).max(1), z.enum(['Sliding', 'Absolute']).transform((v) => (v === 'Sliding' ? 0 : 1))],
+  { error: 'must be Sliding (0) or Absolute (1), as IdentityServer names them' },
+);
+
+/** IdentityServer's AccessTokenType: Jwt (0) or Reference (1), by number or by its enum name. */
+const accessTokenType = z.union(
+  [z.coerce.number().int().min(0).max(1), z.enum(['Jwt', 'Reference']).transform((v) => (v === 'Jwt' ? 0 : 1))],
+  { error: 'must be Jwt (0) or Reference (1), as IdentityServer names them' },
+);
+
+/** A lifetime in seconds, bounded: a longer one is a mistake that would fail every token request of the client. */
+const lifetimeSeconds = (min: number) =>
+  z.coerce
+    .number()
+    .int()
+    .min(min)
+    .max(MAX_LIFETIME_SECONDS, `must be at most ${MAX_LIFETIME_SECONDS} seconds (10 years)`);
+
+/** A list in ASP.NET configuration's shapes (see stringList) whose every item is `item`. */
+const listOf = (item: z.ZodType<string>, max: number) =>
+  z.preprocess(asList, z.array(item).max(max, `at most ${max} entries`));
+
+/** RFC 6749 §3.3: a scope token is printable ASCII without spaces, `"` or `\\`. */
+const scopeName = z
+  .string()
+  .max(200)
+  .regex(
+    /^[\x21\x23-\x5b\x5d-\x7e]+$/,
+    'a scope is printable ASCII without spaces, quotes or backslashes (RFC 6749 §3.3)',
+  );
+
+/**
+ * A CORS origin as browsers send it (`https://app.example.com`, a port when not the scheme's own): never `null`
+ * (sandboxed frames and file pages of any site send that) nor `*`, nor a URL with a path.
+ */
+const corsOrigin = z
+  .string()
+  .refine(
+    (origin) =>
+      URL.canParse(origin) &&
+      ['http:', 'https:'].includes(new URL(origin).protocol) &&
+      new URL(origin).origin === origin,
+    'must be an origin such as https://app.example.com: http or https, host and port only, in lower case (not "null" or "*")',
+  );
+
+/** Text a person reads (a client's name): no control characters, which would reach logs and pages as they are. */
+const displayText = (max: number) =>
+  z
+    .string()
+    .max(max)
+    .refine(
+      (text) => !hasControlCharacter(text),
+      'must not contain control characters (ESC, CR, LF, tab and the like)',
+    );
+
 /** A client in IdentityServer's own appsettings shape, so operators can paste their existing client list. */
 export const clientConfigSchema = z.object({
   ClientId: z
     .string()
     .min(1)
     .max(200)
+    // RFC 6749 Appendix A.1: a client_id is VSCHARs; the provider refuses any other, so none is stored.
+    .regex(/^[\x20-\x7e]+$/, 'must be printable ASCII (no control characters, no characters beyond ASCII)')
     .refine((id) => !isForbiddenKey(id), 'this client id is a reserved name'),
-  ClientName: z.string().max(200).optional(),
+  ClientName: displayText(200).optional(),
   Enabled: flag.default(true),
   /** Values as IdentityServer's configuration holds them: base64 of the SHA-256 or SHA-512 digest of the secret. */
   ClientSecrets: indexedList(
@@ -87,17 +146,19 @@ export const clientConfigSchema = z.object({
   AllowedGrantTypes: stringList.default([]),
   RedirectUris: stringList.default([]),
   PostLogoutRedirectUris: stringList.default([]),
-  AllowedScopes: stringList.default([]),
+  AllowedScopes: listOf(scopeName, 200).default([]),
   RequirePkce: flag.default(true),
   AllowOfflineAccess: flag.default(false),
   RequireConsent: flag.default(false),
-  AllowedCorsOrigins: stringList.default([]),
-  AccessTokenLifetime: z.coerce.number().int().positive().default(3600),
-  IdentityTokenLifetime: z.coerce.number().int().positive().default(300),
-  AuthorizationCodeLifetime: z.coerce.number().int().positive().default(300),
-  AbsoluteRefreshTokenLifetime: z.coerce.number().int().min(0).default(2592000),
-  SlidingRefreshTokenLifetime: z.coerce.number().int().min(0).default(1296000),
+  AllowedCorsOrigins: listOf(corsOrigin, 100).default([]),
+  AccessTokenLifetime: lifetimeSeconds(1).default(3600),
+  IdentityTokenLifetime: lifetimeSeconds(1).default(300),
+  AuthorizationCodeLifetime: lifetimeSeconds(1).default(300),
+  AbsoluteRefreshTokenLifetime: lifetimeSeconds(0).default(2592000),
+  SlidingRefreshTokenLifetime: lifetimeSeconds(0).default(1296000),
   RefreshTokenUsage: refreshTokenUsage.default(1),
+  RefreshTokenExpiration: refreshTokenExpiration.optional(),
+  AccessTokenType: accessTokenType.optional(),
   /** Where back-channel logout tokens are posted (OpenID Connect Back-Channel Logout 1.0); IdentityServer's name. */
   BackChannelLogoutUri: z
     .string()

@@ -28,13 +28,29 @@ function decodedPath(path: string): string | undefined {
   }
 }
 
+/** A request target in absolute form (`http://host/path`, RFC 9112 §3.2.2): the scheme and authority before its path. */
+const ABSOLUTE_FORM = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/;
+
 /**
- * Input the service cannot hold or must not walk is refused here, before any route, library or workflow sees it:
+ * The request target as a path (origin form). A request line may name any host in absolute form; that host is text the
+ * client wrote, and every URL the service hands out starts with Api:PublicUrl, so only the path and query are kept.
+ */
+function inOriginForm(req: Request): void {
+  if (!ABSOLUTE_FORM.test(req.url)) return;
+  const rest = req.url.replace(ABSOLUTE_FORM, '');
+  req.url = rest.startsWith('/') ? rest : `/${rest}`;
+  req.originalUrl = req.url;
+}
+
+/**
+ * Input the service cannot hold or must not walk is refused here, before any route, library or workflow sees it
+ * (and a request target in absolute form is read as its path):
  * a body in a type the route does not take (415), a NUL character anywhere (PostgreSQL's text cannot store one),
  * a JSON key, query attribute or SCIM filter that names `__proto__`, `constructor` or `prototype` (400).
  */
 export function edgeGuard(): RequestHandler {
   return (req, res, next) => {
+    inOriginForm(req);
     const scim = isScimRequest(req);
     const refuse = (detail: string, scimType: ScimType) =>
       sendError(req, res, { status: 400, title: 'Invalid request', detail, scimType });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { FIELD_BOUNDS } from '../security/field-bounds';
+import { hasControlCharacter } from '../security/storable-text';
 
 /** First and last names, as every user-creation body takes them. */
 export const personName = z.string().trim().min(1).max(FIELD_BOUNDS.name);
@@ -21,15 +22,28 @@ export const storableDate = z.coerce
 /** Schemes a redirect may never go to: they run code in, or read from, the browser that follows them. */
 const UNSAFE_REDIRECT_SCHEMES = new Set(['javascript:', 'data:', 'vbscript:', 'file:', 'blob:', 'about:']);
 
+/** The URL a text is, or undefined: each check after the URL check runs even when that one failed. */
+const urlOf = (text: string) => (URL.canParse(text) ? new URL(text) : undefined);
+
 /**
- * A redirect URI of a client: absolute, at most 2000 characters, no fragment (RFC 6749 §3.1.2), and not a scheme that
- * runs code in the browser. Custom schemes of native apps (`com.example.app:/callback`) are fine.
+ * A redirect URI of a client: absolute, at most 2000 characters, no fragment (RFC 6749 §3.1.2), no user name or
+ * password (RFC 9700 §4.1.1: redirect URIs are compared exactly, and credentials in one are a phishing aid), no
+ * whitespace or control character (the URL parser would drop a trailing newline that the exact comparison then misses),
+ * and not a scheme that runs code in the browser. Custom schemes of native apps (`com.example.app:/callback`) are fine.
  */
 export const redirectUri = z
   .string()
   .max(2000)
+  .refine(
+    (uri) => !/\s/.test(uri) && !hasControlCharacter(uri),
+    'must not contain spaces or control characters (a trailing newline included)',
+  )
   .pipe(z.url())
-  .refine((uri) => !UNSAFE_REDIRECT_SCHEMES.has(new URL(uri).protocol), {
-    error: (issue) => `the scheme ${new URL(String(issue.input)).protocol} is not allowed for a redirect`,
+  .refine((uri) => !UNSAFE_REDIRECT_SCHEMES.has(urlOf(uri)?.protocol ?? ''), {
+    error: (issue) => `the scheme ${urlOf(String(issue.input))?.protocol} is not allowed for a redirect`,
   })
-  .refine((uri) => !new URL(uri).hash && !uri.includes('#'), 'must not carry a fragment (#…)');
+  .refine((uri) => !urlOf(uri)?.hash && !uri.includes('#'), 'must not carry a fragment (#…)')
+  .refine(
+    (uri) => !urlOf(uri)?.username && !urlOf(uri)?.password,
+    'must not carry a user name or password (user:password@)',
+  );

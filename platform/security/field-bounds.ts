@@ -11,3 +11,10 @@ export const FIELD_BOUNDS = {
   attributeName: 128,
   attributeValue: 4096,
 } as const;
+
+/**
+ * The longest lifetime of anything the service issues (a token, a code): ten years, in seconds. Longer is a mistake
+ * (IdentityServer's own lifetimes are hours to months), and a lifetime past what a date can hold would fail every
+ * token request of the client.
+ */
+export const MAX_LIFETIME_SECONDS = 10 * 365 * 24 * 3600;

@@ -31,3 +31,13 @@ export const textProblemMessage = (text: string): string | undefined => {
 /** A printable form of a field name that may itself hold what it names (a NUL written as \u0000). */
 export const printableName = (name: string) =>
   name.replace(/\0/g, '\\u0000').replace(/[\ud800-\udfff]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+
+/**
+ * Whether a text holds a control character (C0, DEL or C1: ESC, CR, LF, tab…), which reaches a log or a terminal as
+ * it is, and has no place in a name or a URL.
+ */
+export const hasControlCharacter = (text: string) =>
+  [...text].some((c) => {
+    const code = c.charCodeAt(0);
+    return code < 0x20 || (code >= 0x7f && code <= 0x9f);
+  });

@@ -26,16 +26,27 @@ export async function purgeRevokedAccessTokens(db: Db): Promise<void> {
 }
 
 /**
- * Whether the store still stands behind an admin-API token now: not revoked, and either an active user who holds the
- * role through a role assignment and has not been signed out everywhere since, or an enabled client that is still
- * allowed the scope. One query, at every request.
+ * Whether the store still stands behind an admin-API token now: `revoked` when the token was revoked or its user signed
+ * out everywhere since it was issued (the token is no longer valid); `lacks-right` when it was not, but neither an
+ * active user who holds the role through a role assignment nor an enabled client still allowed the scope is behind
+ * it; else `stands`. One query, at every request.
  */
-export async function adminTokenStands(
+export async function adminTokenStanding(
   db: Db,
   token: { jti: string; userId?: string; clientId: string; issuedAt: number },
   role: string,
-): Promise<boolean> {
+): Promise<'stands' | 'revoked' | 'lacks-right'> {
   const revoked = db.selectFrom('revoked_access_tokens').select('jti').where('jti', '=', token.jti);
+  // "Sign out everywhere" ends the tokens issued until then (iat counts whole seconds: one issued in the same second
+  // counts as issued before).
+  const signedOut =
+    token.userId === undefined
+      ? sql<boolean>`false`
+      : sql<boolean>`exists (${db
+          .selectFrom('users')
+          .select('id')
+          .where('id', '=', token.userId)
+          .where('sessions_revoked_at', '>=', sql<Date>`to_timestamp(${token.issuedAt})`)})`;
   const standing =
     token.userId !== undefined
       ? db
@@ -46,22 +57,15 @@ export async function adminTokenStands(
           .where('users.id', '=', token.userId)
           .where('users.active', '=', true)
           .where('roles.name', '=', role)
-          // "Sign out everywhere" ends the tokens issued until then (iat counts whole seconds: one issued in the same
-          // second counts as issued before).
-          .where((eb) =>
-            eb.or([
-              eb('users.sessions_revoked_at', 'is', null),
-              eb('users.sessions_revoked_at', '<', sql<Date>`to_timestamp(${token.issuedAt})`),
-            ]),
-          )
       : db
           .selectFrom('clients')
           .select('client_id')
           .where('client_id', '=', token.clientId)
           .where('enabled', '=', true)
           .where(sql<boolean>`allowed_scopes ? ${role}`);
-  const { rows } = await sql<{ ok: boolean }>`select (not exists (${revoked}) and exists (${standing})) as ok`.execute(
-    db,
-  );
-  return rows[0]?.ok === true;
+  const { rows } = await sql<{ revoked: boolean; ok: boolean }>`select
+      (exists (${revoked}) or ${signedOut}) as revoked,
+      exists (${standing}) as ok`.execute(db);
+  if (rows[0]?.revoked) return 'revoked';
+  return rows[0]?.ok ? 'stands' : 'lacks-right';
 }

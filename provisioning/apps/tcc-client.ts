@@ -235,10 +235,12 @@ export function createTccClient(allow: AllowList, options: TccClientOptions = {}
     let parsed;
     try {
       const body = JSON.parse(response.body) as { customAttributes?: unknown } | null;
-      if (body?.customAttributes && typeof body.customAttributes === 'object') {
+      const attributes = body?.customAttributes;
+      // Only a map is read as one (an array would become {"0": …}); anything else fails the Try response's shape.
+      if (attributes && typeof attributes === 'object' && !Array.isArray(attributes)) {
         // Names no attribute may have (a prototype's) and names of claims the service sets itself are dropped.
         body.customAttributes = safeStringMap(
-          body.customAttributes as Record<string, string>,
+          attributes as Record<string, string>,
           (key, reason) =>
             warn(
               reason

@@ -14,6 +14,7 @@ import type { Db } from '../../platform/store/database';
 import { sendProblem, type Problem } from '../../platform/http/problem';
 import { redirectUri, storableDate } from '../../platform/http/fields';
 import { callbackUrlProblem, type AllowList } from '../../platform/security/callback-address';
+import { FIELD_BOUNDS } from '../../platform/security/field-bounds';
 
 /** IdentityServer's field names (`RedirectUris`), with camelCase (`redirectUris`) accepted too. */
 const pascalCase = (key: string) => key.charAt(0).toUpperCase() + key.slice(1);
@@ -40,7 +41,6 @@ const IDENTITY_SERVER_SETTINGS = [
   'AlwaysIncludeUserClaimsInIdToken',
   'AllowRememberConsent',
   'ConsentLifetime',
-  'AccessTokenType',
   'EnableLocalLogin',
   'IncludeJwtId',
   'AlwaysSendClientClaims',
@@ -49,7 +49,6 @@ const IDENTITY_SERVER_SETTINGS = [
   'UserSsoLifetime',
   'UserCodeType',
   'DeviceCodeLifetime',
-  'RefreshTokenExpiration',
   'UpdateAccessTokenClaimsOnRefresh',
   'RequireDPoP',
   'DPoPValidationMode',
@@ -87,18 +86,35 @@ export const clientBodySchema = z.preprocess(
       ClientId: clientConfigSchema.shape.ClientId.optional(),
       // GET shows a client without a name as null; PUT takes that back.
       ClientName: clientConfigSchema.shape.ClientName.nullable().transform((name) => name ?? undefined),
-      /** Omitted: the stored secrets stay. */
+      /** Omitted: the stored secrets stay. IdentityServer's own shape (`Type`, null fields) is taken as it is. */
       ClientSecrets: z
         .array(
           z
             .object({
               Value: z.string().min(16).max(512),
-              Description: z.string().max(200).optional(),
-              Expiration: storableDate.optional(),
+              Type: z
+                .literal('SharedSecret', {
+                  error: "only SharedSecret is served (IdentityServer's certificate and JWK secrets are not)",
+                })
+                .optional(),
+              Description: z.string().max(200).nullable().optional(),
+              Expiration: storableDate.nullable().optional(),
             })
             .strict(),
         )
         .max(10)
+        .optional(),
+      /** IdentityServer's ClientClaims, as GET shows them. Omitted: the stored claims stay. */
+      ClientClaims: z
+        .array(
+          z
+            .object({
+              Type: z.string().min(1).max(FIELD_BOUNDS.attributeName),
+              Value: z.string().max(FIELD_BOUNDS.attributeValue),
+            })
+            .strict(),
+        )
+        .max(100)
         .optional(),
       RedirectUris: z.array(redirectUri).max(100).default([]),
       PostLogoutRedirectUris: z.array(redirectUri).max(100).default([]),
@@ -162,10 +178,10 @@ export function clientsOperations({ db, apps, allow }: { db: Db; apps: AppProvid
     /** Replaces the whole client; the provider reads it at the next request. */
     replaceClient: async (req, res) => {
       const clientId = parsedPathParam(req, 'clientId', clientConfigSchema.shape.ClientId);
+      const invalid = (detail: string) => sendProblem(res, { status: 400, title: 'Invalid request', detail });
       const parsed = clientBodySchema.safeParse(req.body);
       if (!parsed.success) throw inCallersSpelling(parsed.error, req.body);
       const body = withoutReadOnly(parsed.data);
-      const invalid = (detail: string) => sendProblem(res, { status: 400, title: 'Invalid request', detail });
       if (body.ClientId !== undefined && body.ClientId !== clientId)
         return invalid(`ClientId: the body says ${body.ClientId}, the path ${clientId}`);
       const publicProblem = publicClientGrantProblem(body);
@@ -192,8 +208,12 @@ export function clientsOperations({ db, apps, allow }: { db: Db; apps: AppProvid
       const known = await Promise.all(body.ProvisioningApps.map((appId) => apps.getApp(appId)));
       const unknown = body.ProvisioningApps.filter((_, i) => !known[i]);
       if (unknown.length > 0) return invalid(`ProvisioningApps: no provisioning app ${unknown.join(', ')}`);
-      const row = clientRow({ ...body, ClientId: clientId, ClientSecrets: [] }, 'api', body.ProvisioningApps);
+      const { ClientClaims, ...settings } = body;
+      const row = clientRow({ ...settings, ClientId: clientId, ClientSecrets: [] }, 'api', body.ProvisioningApps);
       row.settings = JSON.stringify({ ...JSON.parse(row.settings), ...readOnlyOf(stored) });
+      // What GET showed comes back unchanged: the claims (unless the body sets them) and where the client came from.
+      row.claims = JSON.stringify(ClientClaims?.map((c) => ({ type: c.Type, value: c.Value })) ?? stored?.claims ?? []);
+      row.origin = stored?.origin ?? 'api';
       const secrets = body.ClientSecrets?.map((s) => ({
         value: hashClientSecret(s.Value),
         description: s.Description ?? null,

@@ -1,5 +1,6 @@
 import { errors } from 'oidc-provider';
-import { textProblem } from '../../platform/security/storable-text';
+import { findJsonProblem, MAX_JSON_DEPTH } from '../../platform/security/object-keys';
+import { TEXT_PROBLEM_MESSAGES, textProblem } from '../../platform/security/storable-text';
 import type { Db } from '../../platform/store/database';
 import {
   consumeOidcPayload,
@@ -37,6 +38,33 @@ export interface OidcAdapter {
 export const isStorableKey = (key: unknown): key is string =>
   typeof key === 'string' && key.length <= 1024 && textProblem(key) === undefined;
 
+/**
+ * What in a payload the store cannot hold (a NUL or a lone surrogate in any value a client sent: a device
+ * authorization's login_hint, an authorization's nonce), refused as the client's invalid request before it is
+ * written, whichever model carries it; PostgreSQL would refuse it, a 500 for what is only bad input.
+ */
+function refuseUnstorable(payload: AdapterPayload): void {
+  const problem = findJsonProblem(payload, MAX_JSON_DEPTH);
+  if (!problem) return;
+  const field = problem.path.replace(/^params\./, '');
+  const rule =
+    problem.problem === 'forbidden-key'
+      ? 'this key name is not allowed'
+      : problem.problem === 'too-deep'
+        ? `nested deeper than ${MAX_JSON_DEPTH} levels`
+        : TEXT_PROBLEM_MESSAGES[problem.problem];
+  throw new errors.InvalidRequest(`${field}: ${rule}`);
+}
+
+/** When a stored artefact expires; a lifetime no date can hold is a fault with its cause named, not a driver error. */
+function expiryOf(model: string, expiresIn: number | undefined): Date | null {
+  if (typeof expiresIn !== 'number') return null;
+  const expiresAt = new Date(Date.now() + expiresIn * 1000);
+  if (Number.isNaN(expiresAt.getTime()))
+    throw new Error(`oidc store: a ${model} expiring in ${expiresIn} seconds cannot be stored (no date is that far)`);
+  return expiresAt;
+}
+
 /** The models oidc-provider's revocation of a grant removes (lib/helpers/revoke.js). */
 const GRANT_TOKEN_MODELS = [
   'AccessToken',
@@ -66,6 +94,8 @@ export function createPostgresAdapter(db: Db, overrides: ModelOverrides = {}) {
       isStorableKey(value) ? withConsumed(await findLiveOidcPayload(db, model, by, value)) : undefined;
     return {
       async upsert(id, payload, expiresIn) {
+        refuseUnstorable(payload);
+        const expiresAt = expiryOf(model, expiresIn);
         await upsertOidcPayload(db, {
           model,
           id,
@@ -73,7 +103,7 @@ export function createPostgresAdapter(db: Db, overrides: ModelOverrides = {}) {
           grantId: payload.grantId ?? null,
           userCode: payload.userCode ?? null,
           uid: payload.uid ?? null,
-          expiresAt: typeof expiresIn === 'number' ? new Date(Date.now() + expiresIn * 1000) : null,
+          expiresAt,
         });
       },
       find: (id) => findBy('id', id),

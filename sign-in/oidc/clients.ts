@@ -173,6 +173,7 @@ export function clientView(row: ClientRow) {
     PostLogoutRedirectUris: row.post_logout_redirect_uris,
     AllowedScopes: row.allowed_scopes,
     AllowedCorsOrigins: row.cors_origins,
+    ClientClaims: row.claims.map((claim) => ({ Type: claim.type, Value: claim.value })),
     ProvisioningApps: row.provisioning_apps,
     origin: row.origin,
     // What will not work as it did at IdentityServer: the operator reads this before the cutover.

@@ -171,7 +171,8 @@ export async function createSignIn(deps: SignInDependencies): Promise<Router> {
       forwardedAsExpressSees(req, deps.issuer);
       return current.callback(req, res);
     }
-    if (forAccount) return recovery(req, res, () => current.account(req, res, next));
+    if (forAccount)
+      return recovery(req, res, (error?: unknown) => (error ? next(error) : current.account(req, res, next)));
     current.interactions(req, res, next);
   });
   return router;

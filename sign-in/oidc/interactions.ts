@@ -1,6 +1,5 @@
 import type { SourceReadThrough } from '../read-through';
-import express, { Router, type ErrorRequestHandler, type Request, type Response } from 'express';
-import { errors } from 'oidc-provider';
+import express, { Router, type Request, type Response } from 'express';
 import type Provider from 'oidc-provider';
 import { z } from 'zod';
 import { outcomeProblem } from '../../provisioning/outcome-answers';
@@ -34,6 +33,9 @@ import { FederationCheckError } from '../federation/errors';
 import { logger } from '../../platform/observability/logger';
 import { FIELD_BOUNDS } from '../../platform/security/field-bounds';
 import { emailAddressField, emailForm, formField } from './forms';
+import { signInErrorPage } from './error-page';
+
+export { signInErrorPage };
 
 export interface InteractionDependencies {
   provider: Provider;
@@ -372,26 +374,3 @@ export function interactionRouter(deps: InteractionDependencies): Router {
   router.use(signInErrorPage);
   return router;
 }
-
-/**
- * A sign-in page reached in a way the provider no longer knows (the Back button after the sign-in finished, an old
- * link, cookies cleared) is a styled page that says what to do, like every page a browser can reach, never the API's
- * JSON. A fault of the service's own is a 500 page, logged.
- */
-export const signInErrorPage: ErrorRequestHandler = (error: unknown, _req, res, _next) => {
-  if (error instanceof errors.OIDCProviderError && error.statusCode < 500) {
-    const expired = error instanceof errors.SessionNotFound;
-    return res
-      .status(400)
-      .type('html')
-      .send(
-        renderErrorPage(
-          expired
-            ? 'This sign-in has expired or was already finished (an old link, or the Back button after signing in). Go back to the application and start again.'
-            : (error.error_description ?? error.message),
-        ),
-      );
-  }
-  logger.error({ err: error }, 'sign-in: a page failed');
-  res.status(500).type('html').send(renderErrorPage('Something went wrong on our side; try again in a moment.'));
-};

@@ -1,4 +1,7 @@
+import type { Request } from 'express';
 import Provider, { type Configuration, type KoaContextWithOIDC } from 'oidc-provider';
+import { MAX_LIFETIME_SECONDS } from '../../platform/security/field-bounds';
+import { logger } from '../../platform/observability/logger';
 import type { Db } from '../../platform/store/database';
 import { findClient } from '../../platform/store/clients';
 import type { SigningJwk } from '../../platform/store/signing-keys';
@@ -150,6 +153,13 @@ export interface ProviderDependencies {
   /** The cutover's read-through window, while it is configured. */
   readThrough?: SourceReadThrough;
 }
+
+/**
+ * A client's lifetime setting, at most MAX_LIFETIME_SECONDS: the admin API and the configuration refuse longer ones,
+ * and a client stored before (or migrated with one) still gets tokens instead of a date no store can hold.
+ */
+const lifetime = (seconds: number | undefined, fallback: number) =>
+  Math.min(typeof seconds === 'number' && seconds > 0 ? seconds : fallback, MAX_LIFETIME_SECONDS);
 
 const settingsOfClient = (client: { metadata(): Record<string, unknown> } | undefined): ClientSettings =>
   (client?.metadata()['urn:identity-service:settings'] as ClientSettings | undefined) ?? {};
@@ -322,12 +332,13 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
     interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
     ttl: {
       AccessToken: (_ctx, token, client) =>
-        token.resourceServer?.accessTokenTTL ?? settingsOfClient(client).AccessTokenLifetime ?? 3600,
+        token.resourceServer?.accessTokenTTL ?? lifetime(settingsOfClient(client).AccessTokenLifetime, 3600),
       ClientCredentials: (_ctx, token, client) =>
-        token.resourceServer?.accessTokenTTL ?? settingsOfClient(client).AccessTokenLifetime ?? 3600,
-      AuthorizationCode: (ctx) => settingsOfClient(ctx.oidc.client).AuthorizationCodeLifetime ?? 300,
-      IdToken: (ctx) => settingsOfClient(ctx.oidc.client).IdentityTokenLifetime ?? 300,
-      RefreshToken: (_ctx, token, client) => refreshTokenLifetime(settingsOfClient(client), token),
+        token.resourceServer?.accessTokenTTL ?? lifetime(settingsOfClient(client).AccessTokenLifetime, 3600),
+      AuthorizationCode: (ctx) => lifetime(settingsOfClient(ctx.oidc.client).AuthorizationCodeLifetime, 300),
+      IdToken: (ctx) => lifetime(settingsOfClient(ctx.oidc.client).IdentityTokenLifetime, 300),
+      RefreshToken: (_ctx, token, client) =>
+        Math.min(refreshTokenLifetime(settingsOfClient(client), token), MAX_LIFETIME_SECONDS),
       Interaction: 3600,
       Session: 14 * 24 * 3600,
       Grant: 365 * 24 * 3600,
@@ -342,7 +353,10 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
       'resourceServer' in token && token.resourceServer
         ? { ...('extra' in token ? token.extra : undefined), ...(await tokenClaimsOf(db, token, scopes)) }
         : undefined,
+    // `null` is what a sandboxed frame or a file page of any site sends: a client stored with it (before the admin API
+    // refused it, or migrated) gets no CORS answer for it, or every site could read its token answers.
     clientBasedCORS: (_ctx, origin, client) =>
+      origin !== 'null' &&
       ((client.metadata()['urn:identity-service:cors-origins'] as string[] | undefined) ?? []).includes(origin),
     renderError: (ctx, out) => {
       ctx.type = 'html';
@@ -355,6 +369,12 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
   provider.use(discoveryParity(scopes));
   provider.use(introspectedAudiences());
   provider.use(userCodeBudget(provider, db, deps.config));
+  // oidc-provider answers its own faults with server_error and keeps the cause to itself: the log gets it, with the
+  // request id the answer carries in X-Request-Id.
+  provider.on('server_error', (ctx: KoaContextWithOIDC, error: Error) => {
+    const log = (ctx.req as Partial<Request>).log ?? logger;
+    log.error({ err: error }, `sign-in: ${ctx.method} ${ctx.path} failed`);
+  });
   registerPasswordGrant(provider, { db, config: deps.config, scopes, apiResources, readThrough: deps.readThrough });
   // Behind a TLS-terminating proxy the public URL is https while this process speaks http.
   if (issuer.startsWith('https:')) provider.proxy = true;

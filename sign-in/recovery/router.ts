@@ -26,6 +26,7 @@ import type { SignOut } from '../../provisioning/sign-out';
 import { emailForm, formField } from '../oidc/forms';
 import { confirmationMail, noPasswordMail, passwordResetMail, registrationAttemptMail } from './mails';
 import { countHit } from '../../platform/store/rate-limits';
+import { signInErrorPage } from '../oidc/error-page';
 import {
   confirmationExpiredPage,
   emailConfirmedPage,
@@ -210,5 +211,7 @@ export function recoveryRouter(deps: RecoveryDependencies & { mails: RecoveryMai
     html(res, 200, emailConfirmedPage());
   });
 
+  // A form no page can read is a 4xx page; a fault (the store failing after the new password was hashed) a logged 500.
+  router.use(signInErrorPage);
   return router;
 }

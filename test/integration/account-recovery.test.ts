@@ -277,7 +277,7 @@ describe('admin actions', () => {
     expect((await asUser(tokens.access_token)).status).toBe(200);
 
     expect((await h.admin('DELETE', `/api/v1/profile/${user.id}/sessions`)).status).toBe(204);
-    expect((await asUser(tokens.access_token)).status).toBe(403);
+    expect((await asUser(tokens.access_token)).status).toBe(401);
     await expect(oidc.refreshTokenGrant(rp, tokens.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
     // The browser's session is gone: a new authorization asks who is signing in.
     const { url } = await authorizationRequest(rp, { redirect_uri: CALLBACK, scope: 'openid' });

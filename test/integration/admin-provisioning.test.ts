@@ -200,7 +200,7 @@ describe('deleting a user deprovisions it from every app it was provisioned into
 });
 
 describe('admin API input and policy', () => {
-  test('requests without a bearer key get 401, with a wrong key 403', async () => {
+  test('requests without a bearer key get 401, with a wrong key 401 invalid_token', async () => {
     const none = await h.request('POST', '/api/v1/profile/', { email: uniqueEmail('anon') });
     expect(none.status).toBe(401);
     expect(none.headers.get('www-authenticate')).toBe('Bearer');
@@ -210,7 +210,8 @@ describe('admin API input and policy', () => {
       { email: uniqueEmail('anon') },
       { authorization: 'Bearer nope' },
     );
-    expect(wrong.status).toBe(403);
+    expect(wrong.status).toBe(401);
+    expect(wrong.headers.get('www-authenticate')).toBe('Bearer error="invalid_token"');
   });
 
   test('an invalid body answers 400 with a problem naming the field, and creates nothing', async () => {

@@ -194,7 +194,7 @@ describe('the codec endpoint (Temporal remote codec protocol)', () => {
     const refused = await codecCall(h.api, 'decode', wire(payloads));
     expect(refused.status).toBe(401);
     expect(refused.headers.get('content-type')).toContain('application/problem+json');
-    expect((await codecCall(h.api, 'decode', wire(payloads), { authorization: 'Bearer wrong' })).status).toBe(403);
+    expect((await codecCall(h.api, 'decode', wire(payloads), { authorization: 'Bearer wrong' })).status).toBe(401);
   });
 
   test('open to loopback (the embedded default), a caller forwarded from elsewhere still needs the credential', async () => {

@@ -239,6 +239,19 @@ describe('what an app answers is bounded and must be storable', () => {
     await expectRejectedCreation(uniqueEmail('huge-answer'), 'billing', /answered more than 64 kB/);
   });
 
+  // Robustness round 3, item 10: an array was read as a map and stored as {"0": …, "1": …}.
+  test.each([
+    ['an array', ['a', 'b']],
+    ['a string', 'team=blue'],
+  ])('customAttributes as %s is not a Try response: a failure naming the app, nothing stored', async (_l, value) => {
+    h.apps.billing.state.behaviour = { tryBody: JSON.stringify({ approved: true, customAttributes: value }) };
+    await expectRejectedCreation(
+      uniqueEmail('array-attributes'),
+      'billing',
+      /answered a body that is not a Try response/,
+    );
+  });
+
   test('a reason of 60 kB reaches the caller cut to 500 characters', async () => {
     h.apps.billing.state.behaviour = {
       tryBody: JSON.stringify({ approved: false, reason: `no seat ${'x'.repeat(60_000)}` }),

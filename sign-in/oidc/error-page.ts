@@ -1,0 +1,53 @@
+import type { ErrorRequestHandler } from 'express';
+import { errors } from 'oidc-provider';
+import { logger } from '../../platform/observability/logger';
+import { renderErrorPage } from './pages';
+
+/** What body-parser and http-errors put on the errors they raise for a body they cannot read. */
+type FormError = Error & { status?: number; type?: string; limit?: number; charset?: string; encoding?: string };
+
+/**
+ * A form body no page can read (body-parser's refusals: too many fields, too large, a charset or content encoding it
+ * does not take, a compressed body that does not decode): its 4xx status and what to tell the sender; undefined for
+ * any other error.
+ */
+function unreadableForm(error: unknown): { status: number; message: string } | undefined {
+  const e = error as FormError | undefined;
+  if (!(e instanceof Error) || typeof e.status !== 'number' || e.status < 400 || e.status >= 500) return undefined;
+  if (e instanceof errors.OIDCProviderError) return undefined;
+  const messages: Record<string, string> = {
+    'parameters.too.many': 'The form has more fields than this page takes; send only the fields of its form.',
+    'entity.too.large': `The form is larger than this page takes (at most ${e.limit} bytes).`,
+    'charset.unsupported': `The form is in the charset ${String(e.charset).toUpperCase()}, which this page does not take; send it as UTF-8.`,
+    'encoding.unsupported': `The form's Content-Encoding ${e.encoding ?? ''} is not one this page takes (gzip, deflate, br or none).`,
+  };
+  const message =
+    (e.type && messages[e.type]) ??
+    `The form could not be read (${e.message}); send it as application/x-www-form-urlencoded in UTF-8.`;
+  return { status: e.status, message };
+}
+
+/**
+ * A sign-in page reached in a way the provider no longer knows (the Back button after the sign-in finished, an old
+ * link, cookies cleared), or a form no page can read, is a styled page that says what to do, like every page a
+ * browser can reach, never the API's JSON. A fault of the service's own is a 500 page, logged with the request id.
+ */
+export const signInErrorPage: ErrorRequestHandler = (error: unknown, req, res, _next) => {
+  if (error instanceof errors.OIDCProviderError && error.statusCode < 500) {
+    const expired = error instanceof errors.SessionNotFound;
+    return res
+      .status(400)
+      .type('html')
+      .send(
+        renderErrorPage(
+          expired
+            ? 'This sign-in has expired or was already finished (an old link, or the Back button after signing in). Go back to the application and start again.'
+            : (error.error_description ?? error.message),
+        ),
+      );
+  }
+  const unreadable = unreadableForm(error);
+  if (unreadable) return res.status(unreadable.status).type('html').send(renderErrorPage(unreadable.message));
+  (req.log ?? logger).error({ err: error }, 'sign-in: a page failed');
+  res.status(500).type('html').send(renderErrorPage('Something went wrong on our side; try again in a moment.'));
+};

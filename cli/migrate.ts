@@ -4,6 +4,7 @@ import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporal
 import { PASSES } from '../migration/activities/plan';
 import { ConfigError, loadConfig } from '../platform/config/load';
 import { configSchema, type AppConfig } from '../platform/config/schema';
+import { closestKey, unknownKeyPart } from '../platform/config/known-keys';
 import { migrationOptions, startOrAttachMigration } from '../migration/runner/control';
 import {
   createSweepSchedule,
@@ -42,7 +43,26 @@ Options (the Migration section's names; --Migration:Name works too):
 Without TEMPORAL_ADDRESS the tool starts its own Temporal dev server and worker; with it, the run is submitted to
 that cluster, whose migration workers need the source connection string in their own configuration.`;
 
-const MIGRATION_KEYS = Object.keys(configSchema.shape.Migration.unwrap().shape).map((k) => k.toLowerCase());
+const MIGRATION_NAMES = Object.keys(configSchema.shape.Migration.unwrap().shape);
+const MIGRATION_KEYS = MIGRATION_NAMES.map((k) => k.toLowerCase());
+const OWN_FLAGS = ['Every', 'Cron', 'File', 'Kid'];
+
+/**
+ * An option the configuration does not read is refused, naming the closest known one: a misspelt option would
+ * otherwise be dropped in silence and the run go on without it. `key` is the option as typed, `path` its key in the
+ * configuration (`Migration:` added to a bare Migration option).
+ */
+function refuseUnknown(key: string, path: string): void {
+  const unknown = unknownKeyPart(path);
+  if (!unknown) return;
+  const typed = key.split(':');
+  const offset = typed.length - path.split(':').length;
+  const at = Math.max(unknown.index + offset, 0);
+  // A bare option (`--DryRn`) may be meant as any section or any Migration option.
+  const known = unknown.index === 0 ? [...unknown.known, ...MIGRATION_NAMES, ...OWN_FLAGS] : unknown.known;
+  const closest = [...typed.slice(0, at), closestKey(typed[at], known)].join(':');
+  throw new ConfigError(`unknown option --${key}; did you mean --${closest}? (npm run migrate -- --help lists them)`);
+}
 
 /** The spec's flags have no section (`--DryRun true`); they belong to the Migration section. */
 function normalizeFlags(argv: string[]): { flags: string[]; positional: string[]; own: Record<string, string> } {
@@ -60,8 +80,11 @@ function normalizeFlags(argv: string[]): { flags: string[]; positional: string[]
     if (value === undefined) throw new ConfigError(`flag ${arg} has no value`);
     const root = rawKey.split(':')[0].toLowerCase();
     if (['every', 'cron', 'file', 'kid'].includes(rawKey.toLowerCase())) own[rawKey.toLowerCase()] = value;
-    else if (MIGRATION_KEYS.includes(root)) flags.push(`--Migration:${rawKey}`, value);
-    else flags.push(`--${rawKey}`, value);
+    else {
+      const path = MIGRATION_KEYS.includes(root) ? `Migration:${rawKey}` : rawKey;
+      refuseUnknown(rawKey, path);
+      flags.push(`--${path}`, value);
+    }
   }
   return { flags, positional, own };
 }

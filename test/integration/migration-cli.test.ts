@@ -98,6 +98,23 @@ describe('npm run migrate', () => {
     expect(badMode.code).toBe(1);
     expect(badMode.out).toMatch(/Migration:UsersMode/);
   }, 60_000);
+
+  // Robustness round 3, item 11: a misspelt option was dropped in silence and the run went on without it.
+  test.each([
+    ['--Migration:SourceDataProtection:AplicationName', '--Migration:SourceDataProtection:ApplicationName'],
+    ['--SourceDataProtection:AplicationName', '--SourceDataProtection:ApplicationName'],
+    ['--DryRn', '--DryRun'],
+    ['--Migration:DryRn', '--Migration:DryRun'],
+  ])(
+    'an unknown option %s stops the run, naming %s',
+    async (option, closest) => {
+      const res = await migrate(...databases.args(), option, 'x', '--DryRun', 'true');
+      expect(res.code).toBe(1);
+      expect(res.out).toContain(`unknown option ${option}; did you mean ${closest}?`);
+      expect(res.out).not.toMatch(/dry run/);
+    },
+    60_000,
+  );
 });
 
 describe('errors that cannot heal fail the run at once', () => {

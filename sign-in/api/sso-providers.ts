@@ -19,6 +19,7 @@ import {
   type SamlProviderRow,
 } from '../../platform/store/federation';
 import { sendProblem, type Problem } from '../../platform/http/problem';
+import { hasControlCharacter } from '../../platform/security/storable-text';
 
 const providerId = z
   .string()
@@ -29,7 +30,12 @@ const domain = z
   .max(253)
   .regex(/^(?=.*\.)[a-z0-9-]+(\.[a-z0-9-]+)+$/i, 'must be a domain name such as example.com')
   .transform((d) => d.toLowerCase());
-const name = z.string().min(1).max(200);
+// A name reaches the sign-in pages and the log as it is: no control characters (ESC, CR/LF).
+const name = z
+  .string()
+  .min(1)
+  .max(200)
+  .refine((text) => !hasControlCharacter(text), 'must not contain control characters (ESC, CR, LF, tab and the like)');
 const url = z.string().max(2000).pipe(z.url());
 
 /** What both kinds share: identity, SSO domains, the switch, and the source's scheme names. */

@@ -454,6 +454,22 @@ describe('client settings are read as IdentityServer names them, and the unworka
     expect(res.body.detail).toContain(field);
   });
 
+  test('an SSO provider named with ESC or CR/LF: 400 naming the field', async () => {
+    for (const bad of ['Evil\u001b[31m', 'Evil\r\nX-Injected: 1']) {
+      const res = await send('POST', '/api/v1/sso/oidc-providers', {
+        body: JSON.stringify({
+          id: 'esc-provider',
+          name: bad,
+          authority: 'https://127.0.0.1:1',
+          clientId: 'c',
+          domains: ['esc.example.test'],
+        }),
+      });
+      expect(res.status).toBe(400);
+      expect(res.body.detail).toContain('name: must not contain control characters');
+    }
+  });
+
   test.each(['line\nbreak', 'emoji-\u{1F600}', 'tab\there'])(
     'a client id %j: 400 naming the path parameter clientId',
     async (id) => {

@@ -32,8 +32,8 @@ function commonAnswers(route: RouteSpec): Record<number, string | undefined> {
     }),
     ...(route.query && { 400: 'A parameter is not valid; `detail` names it and why' }),
     ...(route.auth === 'admin' && {
-      401: 'No admin credential (Authorization: Bearer <admin API key or admin access token>)',
-      403: 'The credential is not an IdentityAdmin',
+      401: 'No admin credential (Authorization: Bearer <admin API key or admin access token>), or one that is no admin key nor a standing access token of this service (WWW-Authenticate: Bearer error="invalid_token")',
+      403: 'A standing access token without the IdentityAdmin right (WWW-Authenticate: Bearer error="insufficient_scope")',
     }),
     ...(route.auth === 'scim' && { 401: 'No valid SCIM token' }),
     ...((route.auth !== 'public' || route.workflow) && {

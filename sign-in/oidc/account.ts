@@ -1,41 +1,25 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import express, { Router, type Request, type Response } from 'express';
-import type Provider from 'oidc-provider';
 import { toDataURL } from 'qrcode';
 import { z } from 'zod';
 import { base32Decode } from '../../platform/security/base32';
-import { protectSecret, protectText, unprotectText, type KeyRing } from '../../platform/security/data-protection';
+import { protectSecret, protectText, unprotectText } from '../../platform/security/data-protection';
 import { authenticatorUri, matchTotp, newAuthenticatorKey } from '../../platform/security/totp';
-import type { Db } from '../../platform/store/database';
 import { enrolTotp, findTotpCredential } from '../../platform/store/mfa';
 import { sendPage } from '../../platform/http/html';
 import { mfaEnrolPage, notSignedInPage, reauthPage, signInAgainPage } from './pages';
-import {
-  accountPage,
-  formExpiredPage,
-  mfaOffPage,
-  mfaSettingsPage,
-  recoveryCodesPage,
-  signedOutEverywherePage,
-} from './account-pages';
+import { accountPage, mfaOffPage, mfaSettingsPage, recoveryCodesPage, signedOutEverywherePage } from './account-pages';
 import { countRecoveryCodes, removeMfa, replaceRecoveryCodes, setPasswordHash } from '../../platform/store/accounts';
 import { recordAuditEvent } from '../../platform/store/audit-events';
 import { listSessionsOf } from '../../platform/store/oidc-payloads';
-import type { SignOut } from '../../provisioning/sign-out';
 import { hashPassword } from '../../platform/security/password-hashing';
 import { passwordPolicyViolations } from '../../platform/security/password-policy';
 import { recoveryCodeHash } from '../../platform/security/totp';
 import { policyInWords } from '../recovery/router';
-import { checkPassword } from './credentials';
 import { signInErrorPage } from './interactions';
-import type { AppConfig } from '../../platform/config/schema';
-import { findAccountUser } from '../../platform/store/users';
 import { FIELD_BOUNDS } from '../../platform/security/field-bounds';
 import { formField } from './forms';
-import { formToken, isFormToken, FORM_TOKEN_FIELD } from '../../platform/security/form-token';
-import type { Mailer } from '../../platform/email/mailer';
-import { productName } from '../../platform/http/html';
-import { accountChangedMail, type AccountChange } from '../recovery/mails';
+import { accountSessions, type AccountDependencies, type SignedInUser } from './account-session';
 
 /** How long an enrolment page stays good for. */
 const PENDING_MINUTES = 15;
@@ -67,17 +51,6 @@ function newRecoveryCode(): string {
   return `${chars.slice(0, 5)}-${chars.slice(5)}`;
 }
 
-export interface AccountDependencies {
-  provider: Provider;
-  db: Db;
-  ring: KeyRing;
-  issuer: string;
-  config: AppConfig;
-  signOut: SignOut;
-  /** The notice of each change to how the user signs in. */
-  mailer: Mailer;
-}
-
 /**
  * `/account` and `/account/mfa`: a signed-in user (the provider's session cookie) changes the password, ends every
  * sign-in, and turns two-step sign-in on or off. Every form carries the session's anti-forgery token
@@ -85,64 +58,11 @@ export interface AccountDependencies {
  * in the same site (a sibling subdomain) or an older browser does not stop.
  */
 export function accountRouter(deps: AccountDependencies): Router {
-  const { provider, db, ring, issuer, config, signOut } = deps;
+  const { db, ring, issuer, config, signOut } = deps;
   const router = Router();
   const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 5 });
   const html = sendPage;
-  /**
-   * How recent a sign-in must be to change how the user signs in without the password (ASP.NET Identity's UI and most
-   * providers ask for the password again before such a change): a session lasts 14 days, and an unattended browser
-   * must not be enough.
-   */
-  const recentMinutes = config.Auth.RecentSignInMinutes;
-
-  /** The signed-in user, and whether the sign-in (the session's login time) is recent; undefined when none. */
-  async function signedInUser(req: Request, res: Response) {
-    const session = await provider.Session.get(provider.createContext(req, res));
-    if (!session.accountId) return undefined;
-    const user = await findAccountUser(db, session.accountId);
-    const ageSeconds = Date.now() / 1000 - (session.loginTs ?? 0);
-    const token = formToken(ring.primary.key, session.jti);
-    return user && { ...user, recent: ageSeconds <= recentMinutes * 60, sessionId: session.jti, session, token };
-  }
-  type SignedInUser = NonNullable<Awaited<ReturnType<typeof signedInUser>>>;
-
-  /**
-   * The signed-in user of a form post whose form carries this session's anti-forgery token; undefined when the page
-   * has answered instead (401 not signed in; 400 without the token, as ASP.NET Core's antiforgery filter answers).
-   */
-  async function poster(req: Request, res: Response): Promise<SignedInUser | undefined> {
-    const user = await signedInUser(req, res);
-    if (!user) return void html(res, 401, notSignedInPage());
-    const body: unknown = req.body;
-    const given = body && typeof body === 'object' ? (body as Record<string, unknown>)[FORM_TOKEN_FIELD] : undefined;
-    if (!isFormToken(ring.primary.key, user.sessionId, given)) return void html(res, 400, formExpiredPage());
-    return user;
-  }
-
-  /**
-   * After a change to how the user signs in, every other sign-in ends (sessions, refresh tokens, grants, through the
-   * one path a reset takes) and this browser stays signed in, as ASP.NET Identity's UI calls RefreshSignInAsync after
-   * the security stamp changed: its session is kept, without the authorizations whose grants ended with the rest.
-   * The user is told by mail either way.
-   */
-  async function afterChange(req: Request, user: SignedInUser, change: AccountChange, endSignIns: boolean) {
-    if (endSignIns) {
-      const sessions = await signOut.everywhere(user.id);
-      user.session.authorizations = undefined;
-      await user.session.persist();
-      const detail = { sessions: Math.max(0, sessions - 1), reason: change };
-      await recordAuditEvent(db, { type: 'sessions-revoked', userId: user.id, clientAddress: req.ip, detail });
-    }
-    void deps.mailer.send(accountChangedMail(productName(), user.email, change, endSignIns));
-  }
-
-  /** Whether the signed-in user typed their own password: checked as at sign-in (it counts toward the lockout). */
-  async function isTheirPassword(user: { id: string; email: string }, password: string | undefined) {
-    if (password === undefined) return false;
-    const check = await checkPassword(db, config, user.email, password);
-    return check.status === 'valid' && check.userId === user.id;
-  }
+  const { recentMinutes, signedInUser, poster, afterChange, isTheirPassword } = accountSessions(deps);
 
   /** A sign-in that is not recent: the password again (or, without one, a new sign-in) before anything changes. */
   function reauthentication(res: Response, user: SignedInUser, error?: string) {

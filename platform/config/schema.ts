@@ -228,6 +228,11 @@ export const configSchema = z
           })
           .prefault({}),
         /**
+         * How recent a sign-in must be (minutes) to change how the user signs in without the password again: enrolling
+         * an authenticator app, and, for a user without a password, new recovery codes or turning two-step sign-in off.
+         */
+        RecentSignInMinutes: z.coerce.number().int().positive().max(1440).default(5),
+        /**
          * Password reset by e-mail: a link's token lives TokenMinutes; an account gets at most PermitLimit links per
          * WindowMinutes (further requests answer the same and send nothing); a client IP may ask AddressPermitLimit
          * times per WindowMinutes across addresses (then 429 with Retry-After).

@@ -7,53 +7,85 @@ export type AccountTokenPurpose = AccountTokensTable['purpose'];
 
 const digest = (value: string) => createHash('sha256').update(value).digest('base64url');
 
-/** What ties a token to the password it was made for: a password changed since (any way) makes the token dead. */
-const stampOf = (passwordHash: string | null) => digest(`password:${passwordHash ?? ''}`);
+/**
+ * What ties a token to the account as it was when the token was made, ASP.NET Identity's security stamp: the password
+ * hash, the address the link was mailed to, and the last time every sign-in of the user ended (a password reset or
+ * change, a change of the second factor, "sign out everywhere", a deactivation). A change of any of them since makes
+ * the token dead; a deactivated and reactivated account does not bring it back. Computed by the store from the user's
+ * row, when the token is made and when it is used.
+ */
+const stampOfUser = sql<string>`encode(sha256(convert_to(concat_ws(chr(10),
+  coalesce(users.password_hash, ''), users.normalized_email,
+  coalesce(extract(epoch from users.sessions_revoked_at)::text, '')), 'UTF8')), 'base64')`;
+
+/** A token's budget: at most `limit` tokens of the purpose per user in `windowMinutes`. */
+export interface TokenBudget {
+  limit: number;
+  windowMinutes: number;
+}
 
 /**
- * Makes a single-use token for a mailed link: 32 random bytes, of which only the SHA-256 digest is stored, valid for
- * `minutes`. Answers the token itself, for the link only.
+ * Makes a single-use token for a mailed link, within the user's budget: 32 random bytes, of which only the SHA-256
+ * digest is stored, valid for `minutes`. Answers the token itself (for the link only), or undefined when the budget is
+ * spent. The user's row is locked while the budget is counted and the token written, so parallel requests on any API
+ * process count one after another.
  */
 export async function createAccountToken(
   db: Db,
   purpose: AccountTokenPurpose,
-  user: { id: string; password_hash: string | null },
+  userId: string,
   minutes: number,
-): Promise<string> {
+  budget: TokenBudget,
+): Promise<string | undefined> {
   const token = randomBytes(32).toString('base64url');
-  await db
-    .insertInto('account_tokens')
-    .values({
-      token_hash: digest(token),
-      purpose,
-      user_id: user.id,
-      password_stamp: stampOf(user.password_hash),
-      expires_at: sql<Date>`now() + make_interval(mins => ${minutes})`,
-    })
-    .execute();
-  return token;
+  return db.transaction().execute(async (trx) => {
+    const user = await trx.selectFrom('users').select('id').where('id', '=', userId).forUpdate().executeTakeFirst();
+    if (!user) return undefined;
+    const { n } = await trx
+      .selectFrom('account_tokens')
+      .select((eb) => eb.fn.countAll<string>().as('n'))
+      .where('user_id', '=', userId)
+      .where('purpose', '=', purpose)
+      .where('created_at', '>', sql<Date>`now() - make_interval(mins => ${budget.windowMinutes})`)
+      .executeTakeFirstOrThrow();
+    if (Number(n) >= budget.limit) return undefined;
+    await trx
+      .insertInto('account_tokens')
+      .columns(['token_hash', 'purpose', 'user_id', 'stamp', 'expires_at'])
+      .expression((eb) =>
+        eb
+          .selectFrom('users')
+          .select([
+            sql<string>`${digest(token)}::text`.as('token_hash'),
+            sql<AccountTokenPurpose>`${purpose}::text`.as('purpose'),
+            'users.id',
+            stampOfUser.as('stamp'),
+            sql<Date>`now() + make_interval(mins => ${minutes})`.as('expires_at'),
+          ])
+          .where('users.id', '=', userId),
+      )
+      .execute();
+    return token;
+  });
 }
 
 /** A use of a mailed link's token: the user it was made for, when it is live; undefined otherwise. */
 type TokenUse = (db: Db, purpose: AccountTokenPurpose, token: string) => Promise<string | undefined>;
 
-/** The live token's user: unused, unexpired, made for the password the user has now; undefined otherwise. */
-function liveToken(db: Db, purpose: AccountTokenPurpose, token: string) {
-  return db
+/** Whether the token would be taken now: unused, unexpired, for an active user whose stamp is the one it was made for. */
+export const peekAccountToken: TokenUse = async (db, purpose, token) => {
+  const row = await db
     .selectFrom('account_tokens')
     .innerJoin('users', 'users.id', 'account_tokens.user_id')
-    .select(['account_tokens.user_id', 'account_tokens.password_stamp', 'users.password_hash'])
+    .select('account_tokens.user_id')
     .where('account_tokens.token_hash', '=', digest(token))
     .where('account_tokens.purpose', '=', purpose)
     .where('account_tokens.used_at', 'is', null)
     .where('account_tokens.expires_at', '>', sql<Date>`now()`)
-    .where('users.active', '=', true);
-}
-
-/** Whether the token would be taken now (the reset form is shown only for one that would). */
-export const peekAccountToken: TokenUse = async (db, purpose, token) => {
-  const row = await liveToken(db, purpose, token).executeTakeFirst();
-  return row && row.password_stamp === stampOf(row.password_hash) ? row.user_id : undefined;
+    .where('users.active', '=', true)
+    .where('account_tokens.stamp', '=', stampOfUser)
+    .executeTakeFirst();
+  return row?.user_id;
 };
 
 /**
@@ -73,23 +105,6 @@ export const takeAccountToken: TokenUse = async (db, purpose, token) => {
     .execute();
   return taken.some((row) => row.token_hash === digest(token)) ? userId : undefined;
 };
-
-/** How many tokens of this purpose were made for the user in the last `minutes` (the per-account budget). */
-export async function countRecentAccountTokens(
-  db: Db,
-  userId: string,
-  purpose: AccountTokenPurpose,
-  minutes: number,
-): Promise<number> {
-  const row = await db
-    .selectFrom('account_tokens')
-    .select((eb) => eb.fn.countAll<string>().as('n'))
-    .where('user_id', '=', userId)
-    .where('purpose', '=', purpose)
-    .where('created_at', '>', sql<Date>`now() - make_interval(mins => ${minutes})`)
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
-}
 
 /** Tokens past their time or used are kept a day (for the audit of a dispute), then deleted. */
 export async function purgeAccountTokens(db: Db): Promise<number> {

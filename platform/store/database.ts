@@ -15,6 +15,7 @@ import * as accountRecovery from './schema-migrations/0012_account_recovery';
 import * as signOutNotices from './schema-migrations/0013_sign_out_notices';
 import * as stockRefreshTokens from './schema-migrations/0014_stock_refresh_tokens';
 import * as readThroughGuards from './schema-migrations/0016_read_through_guards';
+import * as accountBudgets from './schema-migrations/0017_account_budgets';
 import * as signInRound3 from './schema-migrations/0018_sign_in_round_3';
 import * as scimAsSent from './schema-migrations/0020_scim_as_sent';
 import type { Database } from './schema';
@@ -94,6 +95,7 @@ const provider: MigrationProvider = {
       '0013_sign_out_notices': signOutNotices,
       '0014_stock_refresh_tokens': stockRefreshTokens,
       '0016_read_through_guards': readThroughGuards,
+      '0017_account_budgets': accountBudgets,
       '0018_sign_in_round_3': signInRound3,
       '0020_scim_as_sent': scimAsSent,
     }),

@@ -3,7 +3,11 @@ import type { Db } from './database';
 
 /** The budgets kept in `rate_limit_hits`, each counting requests of one kind per key. */
 export type RateLimitBucket =
-  'registration:address' | 'registration-notice:account' | 'user-code:address' | 'user-code:session';
+  | 'registration:address'
+  | 'registration-notice:account'
+  | 'user-code:address'
+  | 'user-code:session'
+  | 'password-reset:address';
 
 /**
  * Records a request of `key` against `bucket` and says how many it made in the window, this one included. Parallel

@@ -351,8 +351,11 @@ export interface AccountTokensTable {
   token_hash: string;
   purpose: 'password-reset' | 'email-confirmation';
   user_id: string;
-  /** A digest of the password hash the token was made for: a password changed since makes the token dead. */
-  password_stamp: string;
+  /**
+   * A digest of what the token was made for (the password hash, the address, the last end of every sign-in): a change
+   * of any of them since makes the token dead.
+   */
+  stamp: string;
   created_at: Generated<Date>;
   expires_at: Date;
   used_at: Date | null;

@@ -1,8 +1,13 @@
 import { escapeHtml, page } from '../../platform/http/html';
+import { FORM_TOKEN_FIELD } from '../../platform/security/form-token';
 
 /** The pages of a signed-in user's account: overview, password, two-step sign-in, recovery codes, sessions. */
 const errorLine = (error?: string) => (error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : '');
 const statusLine = (text?: string) => (text ? `<p role="status"><strong>${escapeHtml(text)}</strong></p>` : '');
+
+/** The session's anti-forgery token, in every form of the account pages (platform/security/form-token.ts). */
+export const formTokenField = (token: string) =>
+  `<input type="hidden" name="${FORM_TOKEN_FIELD}" value="${escapeHtml(token)}">`;
 
 export interface AccountView {
   email: string;
@@ -10,6 +15,7 @@ export interface AccountView {
   mfaOn: boolean;
   sessions: Array<{ signedInAt?: Date; clientIds: string[]; current: boolean }>;
   passwordRules: string;
+  formToken: string;
 }
 
 const when = (at?: Date) => (at ? at.toISOString().replace('T', ' ').slice(0, 16) + ' UTC' : 'unknown time');
@@ -28,6 +34,7 @@ export function accountPage(view: AccountView, notice?: string, error?: string):
   const password = view.hasPassword
     ? `<h2>Password</h2>
 <form method="post" action="/account/password">
+${formTokenField(view.formToken)}
 <label for="current">Current password</label>
 <input id="current" name="current" type="password" autocomplete="current-password" required maxlength="1024">
 <label for="password">New password</label>
@@ -48,7 +55,7 @@ ${password}
 <p class="links"><a href="/account/mfa">${view.mfaOn ? 'Manage two-step sign-in and recovery codes' : 'Turn two-step sign-in on'}</a></p>
 <h2>Where you are signed in</h2>
 ${sessions}
-<form method="post" action="/account/sessions/end"><button class="secondary" type="submit">Sign out everywhere</button></form>`,
+<form method="post" action="/account/sessions/end">${formTokenField(view.formToken)}<button class="secondary" type="submit">Sign out everywhere</button></form>`,
   );
 }
 
@@ -65,7 +72,7 @@ export function recoveryCodesPage(codes: string[], first: boolean): string {
 }
 
 /** Two-step sign-in is on: new recovery codes or off, each after the password. */
-export function mfaSettingsPage(codesLeft: number, hasPassword: boolean, error?: string): string {
+export function mfaSettingsPage(codesLeft: number, hasPassword: boolean, token: string, error?: string): string {
   const passwordField = (id: string) =>
     hasPassword
       ? `<label for="${id}">Password</label><input id="${id}" name="password" type="password" autocomplete="current-password" required maxlength="1024">`
@@ -75,10 +82,12 @@ export function mfaSettingsPage(codesLeft: number, hasPassword: boolean, error?:
     `<p>Two-step sign-in is on. You have ${codesLeft} unused recovery code${codesLeft === 1 ? '' : 's'}.</p>
 ${errorLine(error)}
 <form method="post" action="/account/mfa/recovery-codes">
+${formTokenField(token)}
 ${passwordField('password-codes')}
 <button type="submit">Make new recovery codes</button>
 </form>
 <form method="post" action="/account/mfa/off">
+${formTokenField(token)}
 ${passwordField('password-off')}
 <button class="secondary" type="submit">Turn two-step sign-in off</button>
 </form>
@@ -97,5 +106,13 @@ export function signedOutEverywherePage(sessions: number): string {
   return page(
     'Signed out everywhere',
     `<p>${sessions} sign-in${sessions === 1 ? '' : 's'} ended, this one too. Every application asks you to sign in again.</p>`,
+  );
+}
+
+/** A form posted without this session's anti-forgery token: another site's, or a page older than the session. */
+export function formExpiredPage(): string {
+  return page(
+    'This form has expired',
+    `<p>The form did not carry this sign-in's ${FORM_TOKEN_FIELD}, so nothing was changed. Open <a href="/account">your account</a> again and send the form from there.</p>`,
   );
 }

@@ -1,12 +1,10 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import express, { Router, type Request, type Response } from 'express';
-import type Provider from 'oidc-provider';
 import { toDataURL } from 'qrcode';
 import { z } from 'zod';
 import { base32Decode } from '../../platform/security/base32';
-import { protectSecret, protectText, unprotectText, type KeyRing } from '../../platform/security/data-protection';
+import { protectSecret, protectText, unprotectText } from '../../platform/security/data-protection';
 import { authenticatorUri, matchTotp, newAuthenticatorKey } from '../../platform/security/totp';
-import type { Db } from '../../platform/store/database';
 import { enrolTotp, findTotpCredential } from '../../platform/store/mfa';
 import { sendPage } from '../../platform/http/html';
 import { mfaEnrolPage, notSignedInPage, reauthPage, signInAgainPage } from './pages';
@@ -14,17 +12,14 @@ import { accountPage, mfaOffPage, mfaSettingsPage, recoveryCodesPage, signedOutE
 import { countRecoveryCodes, removeMfa, replaceRecoveryCodes, setPasswordHash } from '../../platform/store/accounts';
 import { recordAuditEvent } from '../../platform/store/audit-events';
 import { listSessionsOf } from '../../platform/store/oidc-payloads';
-import type { SignOut } from '../../provisioning/sign-out';
 import { hashPassword } from '../../platform/security/password-hashing';
 import { passwordPolicyViolations } from '../../platform/security/password-policy';
 import { recoveryCodeHash } from '../../platform/security/totp';
 import { policyInWords } from '../recovery/router';
-import { checkPassword } from './credentials';
 import { signInErrorPage } from './interactions';
-import type { AppConfig } from '../../platform/config/schema';
-import { findAccountUser } from '../../platform/store/users';
 import { FIELD_BOUNDS } from '../../platform/security/field-bounds';
 import { formField } from './forms';
+import { accountSessions, type AccountDependencies, type SignedInUser } from './account-session';
 
 /** How long an enrolment page stays good for. */
 const PENDING_MINUTES = 15;
@@ -57,59 +52,28 @@ function newRecoveryCode(): string {
 }
 
 /**
- * How recent a sign-in must be to change how the user signs in (ASP.NET Identity's UI and most providers ask for the
- * password again before such a change): a session lasts 14 days, and an unattended browser must not be enough.
+ * `/account` and `/account/mfa`: a signed-in user (the provider's session cookie) changes the password, ends every
+ * sign-in, and turns two-step sign-in on or off. Every form carries the session's anti-forgery token
+ * (platform/security/form-token.ts): the session cookie is SameSite=Lax, which a form posted from another site's page
+ * in the same site (a sibling subdomain) or an older browser does not stop.
  */
-const RECENT_SIGN_IN_MINUTES = 5;
-
-export interface AccountDependencies {
-  provider: Provider;
-  db: Db;
-  ring: KeyRing;
-  issuer: string;
-  config: AppConfig;
-  signOut: SignOut;
-}
-
-/**
- * `/account/mfa`: a signed-in user (the provider's session cookie) without two-step verification enrols an
- * authenticator app. The session cookie is SameSite=Lax, so a form posted from another site arrives without it.
- */
-export function accountRouter({ provider, db, ring, issuer, config, signOut }: AccountDependencies): Router {
+export function accountRouter(deps: AccountDependencies): Router {
+  const { db, ring, issuer, config, signOut } = deps;
   const router = Router();
   const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 5 });
   const html = sendPage;
-
-  /** The signed-in user, and whether the sign-in (the session's login time) is recent; undefined when none. */
-  async function signedInUser(req: Request, res: Response) {
-    const session = await provider.Session.get(provider.createContext(req, res));
-    if (!session.accountId) return undefined;
-    const user = await findAccountUser(db, session.accountId);
-    const ageSeconds = Date.now() / 1000 - (session.loginTs ?? 0);
-    return user && { ...user, recent: ageSeconds <= RECENT_SIGN_IN_MINUTES * 60, sessionId: session.jti };
-  }
-  type SignedInUser = NonNullable<Awaited<ReturnType<typeof signedInUser>>>;
-
-  /** Whether the signed-in user typed their own password: checked as at sign-in (it counts toward the lockout). */
-  async function isTheirPassword(user: { id: string; email: string }, password: string | undefined) {
-    if (password === undefined) return false;
-    const check = await checkPassword(db, config, user.email, password);
-    return check.status === 'valid' && check.userId === user.id;
-  }
+  const { recentMinutes, signedInUser, poster, afterChange, isTheirPassword } = accountSessions(deps);
 
   /** A sign-in that is not recent: the password again (or, without one, a new sign-in) before anything changes. */
-  function reauthentication(res: Response, user: { email: string; hasPassword: boolean }, error?: string) {
-    if (!user.hasPassword) return html(res, 403, signInAgainPage(RECENT_SIGN_IN_MINUTES));
-    html(res, error ? 400 : 200, reauthPage(ACTION, user.email, error));
+  function reauthentication(res: Response, user: SignedInUser, error?: string) {
+    if (!user.hasPassword) return html(res, 403, signInAgainPage(recentMinutes));
+    html(res, error ? 400 : 200, reauthPage(ACTION, user.email, user.token, error));
   }
 
-  async function enrolment(res: Response, email: string, pending: Pending, error?: string) {
-    const qr = await toDataURL(authenticatorUri(new URL(issuer).host, email, pending.key), { margin: 1 });
-    html(
-      res,
-      error ? 400 : 200,
-      mfaEnrolPage(ACTION, qr, pending.key, protectText(JSON.stringify(pending), ring), error),
-    );
+  async function enrolment(res: Response, user: SignedInUser, pending: Pending, error?: string) {
+    const qr = await toDataURL(authenticatorUri(new URL(issuer).host, user.email, pending.key), { margin: 1 });
+    const sealed = protectText(JSON.stringify(pending), ring);
+    html(res, error ? 400 : 200, mfaEnrolPage(ACTION, qr, pending.key, sealed, user.token, error));
   }
   const fresh = (userId: string): Pending => ({
     userId,
@@ -126,43 +90,52 @@ export function accountRouter({ provider, db, ring, issuer, config, signOut }: A
     }
   }
 
-  /** The user who may enrol now; undefined when the page has answered (not signed in, or enrolled already). */
-  async function enrolling(req: Request, res: Response) {
-    const user = await signedInUser(req, res);
-    if (!user) return void html(res, 401, notSignedInPage());
-    if (await findTotpCredential(db, user.id))
-      return void html(res, 200, mfaSettingsPage(await countRecoveryCodes(db, user.id), user.hasPassword));
+  /** The page of a user who has two-step sign-in on: new codes or off. */
+  const settings = async (user: SignedInUser, error?: string) =>
+    mfaSettingsPage(await countRecoveryCodes(db, user.id), user.hasPassword, user.token, error);
+
+  /** The user who may enrol now; undefined when the page has answered (not signed in, no token, enrolled already). */
+  async function enrolling(req: Request, res: Response, posted: boolean) {
+    const user = posted ? await poster(req, res) : await signedInUser(req, res);
+    if (!user) return void (res.headersSent || html(res, 401, notSignedInPage()));
+    if (await findTotpCredential(db, user.id)) return void html(res, 200, await settings(user));
     return user;
   }
 
   router.get(ACTION, async (req, res) => {
-    const user = await enrolling(req, res);
+    const user = await enrolling(req, res, false);
     if (!user) return;
     if (!user.recent) return reauthentication(res, user);
-    await enrolment(res, user.email, fresh(user.id));
+    await enrolment(res, user, fresh(user.id));
   });
 
   router.post(ACTION, form, async (req, res) => {
-    const user = await enrolling(req, res);
+    const user = await enrolling(req, res, true);
     if (!user) return;
     // The password form: checked as at sign-in (counted toward the lockout, the same time whatever the outcome).
     if (req.body && typeof req.body === 'object' && 'password' in req.body) {
       if (!(await isTheirPassword(user, passwordForm.safeParse(req.body).data?.password)))
         return reauthentication(res, user, 'That password is not right.');
-      return enrolment(res, user.email, fresh(user.id));
+      return enrolment(res, user, fresh(user.id));
     }
     // A code form carries a pending enrolment sealed for this user, made only after a recent sign-in or the password.
+    // Without one that opens, a new key is shown only where the first page would show one: after a recent sign-in.
     const parsed = codeForm.safeParse(req.body);
     const pending = parsed.success ? openPending(parsed.data.pending, user.id) : undefined;
-    if (!parsed.success || !pending)
-      return enrolment(res, user.email, fresh(user.id), 'This page has expired; scan the new code below.');
+    if (!parsed.success || !pending) {
+      if (!user.recent)
+        return reauthentication(res, user, 'This page has expired; enter your password to start again.');
+      return enrolment(res, user, fresh(user.id), 'This page has expired; scan the new code below.');
+    }
     const secret = base32Decode(pending.key);
     const step = await matchTotp(secret, parsed.data.code.replace(/\s/g, ''), null);
     if (step === undefined)
-      return enrolment(res, user.email, pending, 'That code is not right; check the time on your phone and try again.');
+      return enrolment(res, user, pending, 'That code is not right; check the time on your phone and try again.');
     await enrolTotp(db, randomUUID(), user.id, protectSecret(secret, ring), step);
     await recordAuditEvent(db, { type: 'mfa-enrolled', userId: user.id, clientAddress: req.ip });
-    html(res, 200, recoveryCodesPage(await newRecoveryCodes(user.id), true));
+    const codes = await newRecoveryCodes(user.id);
+    await afterChange(req, user, 'mfa-enrolled', true);
+    html(res, 200, recoveryCodesPage(codes, true));
   });
 
   /** Ten new recovery codes (the earlier ones stop working): stored as keyed hashes, shown once. */
@@ -185,17 +158,17 @@ export function accountRouter({ provider, db, ring, issuer, config, signOut }: A
    * sign-in. Answers the page to show instead when it is not given.
    */
   async function confirmedByPassword(req: Request, user: SignedInUser): Promise<string | undefined> {
-    if (!user.hasPassword) return user.recent ? undefined : signInAgainPage(RECENT_SIGN_IN_MINUTES);
+    if (!user.hasPassword) return user.recent ? undefined : signInAgainPage(recentMinutes);
     if (await isTheirPassword(user, passwordForm.safeParse(req.body).data?.password)) return undefined;
-    return mfaSettingsPage(await countRecoveryCodes(db, user.id), true, 'That password is not right.');
+    return settings(user, 'That password is not right.');
   }
 
   /** A change to two-step sign-in while it is on: signed in, and the password again (confirmedByPassword). */
   const changingMfa =
     (change: (req: Request, res: Response, user: SignedInUser) => Promise<unknown>): express.RequestHandler =>
     async (req, res) => {
-      const user = await signedInUser(req, res);
-      if (!user) return html(res, 401, notSignedInPage());
+      const user = await poster(req, res);
+      if (!user) return;
       if (!(await findTotpCredential(db, user.id))) return res.redirect(303, ACTION);
       const refused = await confirmedByPassword(req, user);
       if (refused) return html(res, 400, refused);
@@ -208,6 +181,9 @@ export function accountRouter({ provider, db, ring, issuer, config, signOut }: A
     changingMfa(async (req, res, user) => {
       const codes = await newRecoveryCodes(user.id);
       await recordAuditEvent(db, { type: 'recovery-codes-regenerated', userId: user.id, clientAddress: req.ip });
+      // New codes leave the security stamp as it is in ASP.NET Identity (GenerateNewTwoFactorRecoveryCodesAsync):
+      // the other sign-ins stay; the owner is told.
+      await afterChange(req, user, 'recovery-codes-regenerated', false);
       html(res, 200, recoveryCodesPage(codes, false));
     }),
   );
@@ -218,6 +194,7 @@ export function accountRouter({ provider, db, ring, issuer, config, signOut }: A
     changingMfa(async (req, res, user) => {
       await removeMfa(db, user.id);
       await recordAuditEvent(db, { type: 'mfa-removed', userId: user.id, clientAddress: req.ip });
+      await afterChange(req, user, 'mfa-removed', true);
       html(res, 200, mfaOffPage());
     }),
   );
@@ -235,6 +212,7 @@ export function accountRouter({ provider, db, ring, issuer, config, signOut }: A
           mfaOn: (await findTotpCredential(db, user.id)) !== undefined,
           sessions: sessions.map((s) => ({ ...s, current: s.id === user.sessionId })),
           passwordRules: policyInWords(config.Auth.PasswordPolicy),
+          formToken: user.token,
         },
         notice,
         error,
@@ -250,8 +228,8 @@ export function accountRouter({ provider, db, ring, issuer, config, signOut }: A
 
   /** A new password, with the current one (checked as at sign-in: it counts toward the lockout). */
   router.post(`${ACCOUNT_PAGE}/password`, form, async (req, res) => {
-    const user = await signedInUser(req, res);
-    if (!user) return html(res, 401, notSignedInPage());
+    const user = await poster(req, res);
+    if (!user) return;
     const parsed = changeForm.safeParse(req.body);
     if (!parsed.success || !user.hasPassword) return overview(res, user, undefined, 'Fill in all three fields.', 400);
     const { current, password, confirm } = parsed.data;
@@ -262,13 +240,14 @@ export function accountRouter({ provider, db, ring, issuer, config, signOut }: A
     if (violations.length > 0) return overview(res, user, undefined, `The new password ${violations.join('; ')}.`, 400);
     await setPasswordHash(db, user.id, await hashPassword(password));
     await recordAuditEvent(db, { type: 'password-changed', userId: user.id, clientAddress: req.ip });
-    await overview(res, user, 'Your password is changed.');
+    await afterChange(req, user, 'password-changed', true);
+    await overview(res, user, 'Your password is changed. Every other device and application was signed out.');
   });
 
   /** "Sign out everywhere": every session, refresh token and grant, this browser's session too. */
   router.post(`${ACCOUNT_PAGE}/sessions/end`, form, async (req, res) => {
-    const user = await signedInUser(req, res);
-    if (!user) return html(res, 401, notSignedInPage());
+    const user = await poster(req, res);
+    if (!user) return;
     const sessions = await signOut.everywhere(user.id);
     await recordAuditEvent(db, {
       type: 'sessions-revoked',

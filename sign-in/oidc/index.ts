@@ -104,7 +104,7 @@ async function buildSignIn(
       mails: deps.mails,
       readThrough: deps.readThrough,
     }),
-    account: accountRouter({ provider, db, ring, issuer, config: deps.config, signOut }),
+    account: accountRouter({ provider, db, ring, issuer, config: deps.config, signOut, mailer: deps.mailer }),
   };
 }
 

@@ -1,5 +1,6 @@
 /** The sign-in pages, in the layout every page shares (platform/http/html.ts). */
 import { escapeHtml, page } from '../../platform/http/html';
+import { formTokenField } from './account-pages';
 
 const errorLine = (error?: string) => (error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : '');
 
@@ -74,7 +75,14 @@ export function renderErrorPage(message: string): string {
 }
 
 /** Enrolment of an authenticator app: the QR code, the key as text for typing in, and one code to confirm. */
-export function mfaEnrolPage(action: string, qrDataUrl: string, key: string, pending: string, error?: string): string {
+export function mfaEnrolPage(
+  action: string,
+  qrDataUrl: string,
+  key: string,
+  pending: string,
+  token: string,
+  error?: string,
+): string {
   return page(
     'Set up two-step verification',
     `<p>Scan this code with your authenticator app, or type the key into it. Then enter the 6-digit code it shows.</p>
@@ -83,6 +91,7 @@ ${errorLine(error)}
 <p class="key">${escapeHtml(key.replace(/(.{4})/g, '$1 ').trim())}</p>
 <form method="post" action="${escapeHtml(action)}">
 <input type="hidden" name="pending" value="${escapeHtml(pending)}">
+${formTokenField(token)}
 <label for="code">Code</label>
 <input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" required autofocus maxlength="6">
 <button type="submit">Turn on</button>
@@ -91,12 +100,13 @@ ${errorLine(error)}
 }
 
 /** Before a change to how the user signs in, after a sign-in that is not recent: the password again. */
-export function reauthPage(action: string, email: string, error?: string): string {
+export function reauthPage(action: string, email: string, token: string, error?: string): string {
   return page(
     'Confirm it is you',
     `<p>Enter the password of <span class="who">${escapeHtml(email)}</span> to change how you sign in.</p>
 ${errorLine(error)}
 <form method="post" action="${escapeHtml(action)}">
+${formTokenField(token)}
 <label for="password">Password</label>
 <input id="password" name="password" type="password" autocomplete="current-password" required autofocus>
 <button type="submit">Continue</button>

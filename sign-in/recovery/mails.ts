@@ -95,3 +95,35 @@ export function registrationAttemptMail(product: string, to: string, forgotUrl: 
     ),
   };
 }
+
+/** A change to how the account signs in, each with what the mail says happened. */
+export type AccountChange = 'password-changed' | 'mfa-enrolled' | 'mfa-removed' | 'recovery-codes-regenerated';
+
+const CHANGE_WORDS: Record<AccountChange, { subject: string; done: string }> = {
+  'password-changed': { subject: 'Your password was changed', done: 'The password of your account was changed' },
+  'mfa-enrolled': { subject: 'Two-step sign-in is on', done: 'Two-step sign-in was turned on for your account' },
+  'mfa-removed': { subject: 'Two-step sign-in is off', done: 'Two-step sign-in was turned off for your account' },
+  'recovery-codes-regenerated': {
+    subject: 'New recovery codes were made',
+    done: 'New recovery codes were made for your account; the earlier ones no longer work',
+  },
+};
+
+/**
+ * The notice of a change made on the account page, as ASP.NET Identity's templates and most providers send one: the
+ * owner learns of a change they did not make. No link: a mail that asks to click is what phishing looks like.
+ */
+export function accountChangedMail(product: string, to: string, change: AccountChange, signedOut: boolean): Mail {
+  const { subject, done } = CHANGE_WORDS[change];
+  const lines = [
+    `${done} (${product}, ${to}).${signedOut ? ' Every other device and application was signed out.' : ''}`,
+    `If it was not you, reset your password with "Forgot your password?" on the ${product} sign-in page now, and tell your IT support.`,
+  ];
+  return {
+    kind: 'account-changed',
+    to,
+    subject: `${subject} (${product})`,
+    text: textMail(lines),
+    html: htmlMail(product, subject, lines),
+  };
+}

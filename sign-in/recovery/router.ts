@@ -1,19 +1,14 @@
 import express, { Router, type Request } from 'express';
-import { perClientLimit } from '../../platform/http/rate-limit';
+import { storedClientLimit } from '../../platform/http/rate-limit';
+import { logger } from '../../platform/observability/logger';
 import { z } from 'zod';
 import type { AppConfig } from '../../platform/config/schema';
 import type { Mailer } from '../../platform/email/mailer';
 import { productName, sendPage } from '../../platform/http/html';
-import { equalDuration } from '../../platform/security/equal-duration';
 import { FIELD_BOUNDS } from '../../platform/security/field-bounds';
 import { hashPassword } from '../../platform/security/password-hashing';
 import { passwordPolicyViolations } from '../../platform/security/password-policy';
-import {
-  countRecentAccountTokens,
-  createAccountToken,
-  peekAccountToken,
-  takeAccountToken,
-} from '../../platform/store/account-tokens';
+import { createAccountToken, peekAccountToken, takeAccountToken } from '../../platform/store/account-tokens';
 import {
   findRecoveryUser,
   markEmailConfirmed,
@@ -36,6 +31,9 @@ import {
   resetLinkSentPage,
   resetPasswordPage,
 } from './pages';
+
+/** How long the work of a reset request waits after its answer went. */
+const AFTER_THE_ANSWER_MS = 25;
 
 export const RECOVERY_PATHS = {
   forgot: '/account/forgot-password',
@@ -80,23 +78,29 @@ export function recoveryMails({ db, config, mailer, publicUrl }: RecoveryDepende
      */
     async passwordReset(user: RecoveryUser): Promise<boolean> {
       const { TokenMinutes, PermitLimit, WindowMinutes } = config.Auth.PasswordReset;
-      if ((await countRecentAccountTokens(db, user.id, 'password-reset', WindowMinutes)) >= PermitLimit) return false;
-      if (!user.password_hash) {
-        // Counted like a link, so the budget also bounds these mails.
-        await createAccountToken(db, 'password-reset', user, 0);
-        void mailer.send(noPasswordMail(product(), user.email));
-        return true;
+      const budget = { limit: PermitLimit, windowMinutes: WindowMinutes };
+      // Without a password the mail holds no link, but its token is made all the same: the budget bounds these too.
+      const token = await createAccountToken(
+        db,
+        'password-reset',
+        user.id,
+        user.password_hash ? TokenMinutes : 0,
+        budget,
+      );
+      if (token === undefined) return false;
+      if (!user.password_hash) void mailer.send(noPasswordMail(product(), user.email));
+      else {
+        const url = `${publicUrl}${RECOVERY_PATHS.reset}?token=${token}`;
+        void mailer.send(passwordResetMail(product(), user.email, url, TokenMinutes));
       }
-      const token = await createAccountToken(db, 'password-reset', user, TokenMinutes);
-      const url = `${publicUrl}${RECOVERY_PATHS.reset}?token=${token}`;
-      void mailer.send(passwordResetMail(product(), user.email, url, TokenMinutes));
       return true;
     },
     async confirmation(user: RecoveryUser): Promise<boolean> {
       const { PermitLimit, WindowMinutes } = config.Auth.PasswordReset;
-      if ((await countRecentAccountTokens(db, user.id, 'email-confirmation', WindowMinutes)) >= PermitLimit)
-        return false;
-      const token = await createAccountToken(db, 'email-confirmation', user, config.Auth.EmailConfirmationTokenMinutes);
+      const budget = { limit: PermitLimit, windowMinutes: WindowMinutes };
+      const minutes = config.Auth.EmailConfirmationTokenMinutes;
+      const token = await createAccountToken(db, 'email-confirmation', user.id, minutes, budget);
+      if (token === undefined) return false;
       void mailer.send(confirmationMail(product(), user.email, `${publicUrl}${RECOVERY_PATHS.confirm}?token=${token}`));
       await recordAuditEvent(db, { type: 'email-confirmation-sent', userId: user.id });
       return true;
@@ -127,10 +131,9 @@ export function recoveryRouter(deps: RecoveryDependencies & { mails: RecoveryMai
   const router = Router();
   const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 5 });
   const html = sendPage;
-  // Known and unknown addresses take as long as each other: the slower case (a token written) sets the pace.
-  const atFloor = equalDuration({ halfLifeMs: 60_000, ceilingMs: 2_000 });
   const { AddressPermitLimit, WindowMinutes, TokenMinutes } = config.Auth.PasswordReset;
-  const perAddress = perClientLimit(WindowMinutes * 60_000, AddressPermitLimit, (res) =>
+  // Counted in the store: every API process on the database spends from one budget per client address.
+  const perAddress = storedClientLimit(db, 'password-reset:address', WindowMinutes * 60, AddressPermitLimit, (res) =>
     html(
       res,
       429,
@@ -143,29 +146,42 @@ export function recoveryRouter(deps: RecoveryDependencies & { mails: RecoveryMai
   );
   const clientAddress = (req: Request) => req.ip;
 
+  /** What a reset request for a known address does (a token, a mail, an event): after the answer has gone. */
+  async function requestReset(email: string, address: string | undefined): Promise<void> {
+    const user = await findRecoveryUser(db, email);
+    if (!user) return;
+    const sent = await mails.passwordReset(user);
+    await recordAuditEvent(db, {
+      type: 'password-reset-requested',
+      userId: user.id,
+      clientAddress: address,
+      detail: { sent, hasPassword: user.password_hash !== null },
+    });
+  }
+
   router.get(RECOVERY_PATHS.forgot, (req, res) => {
     const email =
       typeof req.query.email === 'string' && req.query.email.length <= FIELD_BOUNDS.email ? req.query.email : '';
     html(res, 200, forgotPasswordPage(RECOVERY_PATHS.forgot, email));
   });
 
-  router.post(RECOVERY_PATHS.forgot, perAddress, form, async (req, res) => {
+  router.post(RECOVERY_PATHS.forgot, perAddress, form, (req, res) => {
     const parsed = emailForm.safeParse(req.body);
     if (!parsed.success)
       return html(res, 400, forgotPasswordPage(RECOVERY_PATHS.forgot, '', 'Enter a valid e-mail address.'));
     const { email } = parsed.data;
-    await atFloor(async () => {
-      const user = await findRecoveryUser(db, email);
-      if (!user) return;
-      const sent = await mails.passwordReset(user);
-      await recordAuditEvent(db, {
-        type: 'password-reset-requested',
-        userId: user.id,
-        clientAddress: clientAddress(req),
-        detail: { sent, hasPassword: user.password_hash !== null },
-      });
-    });
+    // The answer goes before anything looks at the address, so its duration is the same for a known and an unknown
+    // one from the first request on, with no padding to learn. OWASP's Forgot Password Cheat Sheet: "Ensure that
+    // responses return in a consistent amount of time to prevent an attacker enumerating which accounts exist. This
+    // could be achieved by using asynchronous calls". The work waits a moment more, so that on a busy host it does not
+    // compete for the CPU with the answer on its way out.
     html(res, 200, resetLinkSentPage(email, TokenMinutes));
+    const address = clientAddress(req);
+    setTimeout(() => {
+      requestReset(email, address).catch((error: Error) =>
+        logger.error(`recovery: a reset request was answered but not carried out: ${error.message}`),
+      );
+    }, AFTER_THE_ANSWER_MS);
   });
 
   router.get(RECOVERY_PATHS.reset, async (req, res) => {

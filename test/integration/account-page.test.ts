@@ -3,10 +3,11 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as oidc from 'openid-client';
+import { accountPages } from '../support/account-pages';
 import { logger } from '../../platform/observability/logger';
 import { eventually, uniqueEmail, ownService, useHarness, createUserWith } from '../support/harness';
-import { authorizationRequest, confidentialClient, relyingParty as relyingPartyOf } from '../support/relying-party';
-import { browser, textOf, type Browser, type Visit } from '../support/sign-in-flow';
+import { confidentialClient } from '../support/relying-party';
+import { browser, textOf, type Visit } from '../support/sign-in-flow';
 import { totp } from '../support/totp';
 
 // The signed-in user's own account: the account page (password, sessions, "sign out everywhere"), two-step sign-in
@@ -36,28 +37,11 @@ beforeAll(async () => {
 
 const createUser = (label: string, extra: Record<string, unknown> = {}) => createUserWith(h, label, PASSWORD, extra);
 
-/** A sign-in through openid-client's authorization request: the browser keeps the session cookie. */
-async function signIn(email: string, password = PASSWORD, code?: string, page: Browser = browser(CALLBACK)) {
-  const rp = await relyingPartyOf(h.api.publicUrl, 'acct-web', 'acct-web-secret-sixteen');
-  const { url, verifier } = await authorizationRequest(rp, { redirect_uri: CALLBACK, scope: 'openid offline_access' });
-  await page.open(url);
-  await page.submit('/email', { email });
-  let answer = await page.submit('/password', { password });
-  if (code !== undefined && !(answer instanceof URL)) answer = await page.submit('/code', { code });
-  if (!(answer instanceof URL)) return { page, answer, tokens: undefined, rp };
-  return { page, answer, tokens: await oidc.authorizationCodeGrant(rp, answer, { pkceCodeVerifier: verifier }), rp };
-}
-
-const account = (page: Browser, path = '') => page.open(`${h.api.publicUrl}/account${path}`) as Promise<Visit>;
-
-/** Enrols an authenticator at /account/mfa: the key shown, and the recovery codes shown once. */
-async function enrol(page: Browser) {
-  const enrolment = await account(page, '/mfa');
-  const key = /<p class="key">([A-Z2-7 ]+)<\/p>/.exec(enrolment.html)![1].replace(/ /g, '');
-  const done = (await page.submit('/account/mfa', { code: totp(key) })) as Visit;
-  const codes = [...done.html.matchAll(/<li>([2-9A-Z]{5}-[2-9A-Z]{5})<\/li>/g)].map((m) => m[1]);
-  return { key, done, codes };
-}
+const { signIn, account, enrol } = accountPages(
+  h,
+  { id: 'acct-web', secret: 'acct-web-secret-sixteen', callback: CALLBACK },
+  PASSWORD,
+);
 
 test('the account page shows the address, two-step sign-in and where the user is signed in', async () => {
   const user = await createUser('acct-page');

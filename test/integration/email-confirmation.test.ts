@@ -1,3 +1,5 @@
+import { normalize } from '../../platform/store/users';
+import { rowsWhere } from '../support/rows';
 import { uniqueEmail, ownService, useHarness } from '../support/harness';
 import { authorizationRequest, publicClient, relyingParty } from '../support/relying-party';
 import { browser, textOf, type Visit } from '../support/sign-in-flow';
@@ -141,3 +143,21 @@ test('[timing] a taken address takes as long to answer as a new one: medians wit
   console.log(`registration timing: medians (ms) fresh ${fresh.toFixed(1)}, taken ${takenMedian.toFixed(1)}`);
   expect(Math.abs(fresh - takenMedian)).toBeLessThan(20);
 }, 120_000);
+
+test('a confirmation link is bound to the address it was mailed to: once the address changes, it confirms nothing', async () => {
+  const email = uniqueEmail('confirm-moved');
+  expect((await h.request('POST', '/api/auth/register', { email, password: PASSWORD })).status).toBe(202);
+  const link = (await catcher().next(email)).links[0];
+  // The address changes (as a SCIM replace or a migration sweep writes it) before the link is opened.
+  const moved = uniqueEmail('confirm-moved-to');
+  const [user] = await rowsWhere(h.context.db, 'users', { normalized_email: normalize(email) });
+  await h.context.db
+    .updateTable('users')
+    .set({ email: moved, normalized_email: normalize(moved) })
+    .where('id', '=', user.id)
+    .execute();
+  const opened = (await browser(CALLBACK).open(link)) as Visit;
+  expect(opened.status).toBe(400);
+  expect(textOf(opened)).toContain('This link no longer works');
+  expect((await rowsWhere(h.context.db, 'users', { id: user.id }))[0].email_confirmed).toBe(false);
+});

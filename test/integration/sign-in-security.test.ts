@@ -449,9 +449,15 @@ describe('changing how one signs in needs a recent sign-in (item 11)', () => {
     const asked = await account.open(`${h.api.url}/account/mfa`);
     expect(textOf(asked)).toContain('Confirm it is you');
     expect(textOf(asked)).not.toContain('Scan this code');
-    // A code form of an earlier page without its sealed enrolment does not enrol either.
-    const direct = await account.post(`${h.api.url}/account/mfa`, { pending: 'forged', code: '123456' });
+    // A code form of an earlier page without its sealed enrolment does not enrol either, nor show a new key.
+    const token = /name="__RequestVerificationToken" value="([^"]+)"/.exec((asked as Visit).html)![1];
+    const direct = await account.post(`${h.api.url}/account/mfa`, {
+      pending: 'forged',
+      code: '123456',
+      __RequestVerificationToken: token,
+    });
     expect(textOf(direct)).not.toContain('is on');
+    expect(textOf(direct)).toContain('Confirm it is you');
     const wrong = await account.submit('/account/mfa', { password: 'not it' });
     expect((wrong as Visit).status).toBe(400);
     expect(textOf(wrong)).toContain('That password is not right.');

@@ -8,13 +8,13 @@ import type { KeyRing } from '../platform/security/data-protection';
 import type { Db } from '../platform/store/database';
 import { identityAdminCheck, requireIdentityAdmin } from '../platform/http/identity-admin';
 import { serviceTokenCheck } from '../sign-in/api/service-token';
-import { edgeGuard, JSON_BODY_TYPES, rejectJsonProblems } from '../platform/http/edge-guard';
-import { isSignInPath } from '../platform/http/sign-in-paths';
+import { edgeGuard, rejectJsonProblems } from '../platform/http/edge-guard';
+import { isSignInPath } from '../sign-in/sign-in-paths';
 import { MISSING_KEY_MESSAGE } from '../platform/config/key-ring';
 import { payloadCodecOf } from '../platform/temporal/data-converter';
 import { codecRouter } from '../platform/http/codec';
 import { errorHandler } from '../platform/http/error-handler';
-import { sendProblem } from '../platform/http/problem';
+import { sendProblem, speaksErrorDialect } from '../platform/http/problem';
 import type { Operations } from '../platform/http/operations';
 import type { AppProvider } from '../provisioning/apps/apps';
 import { clientsOperations } from '../sign-in/api/clients';
@@ -27,6 +27,7 @@ import { provisioningAppsOperations } from '../provisioning/api/apps';
 import { registerOperations } from '../sign-in/api/register';
 import { scimTokensOperations } from '../scim/tokens';
 import { scimDocumentationPage } from '../scim/documentation';
+import { answerScimError, SCIM_CONTENT_TYPE, SCIM_ERROR_DIALECT } from '../scim/scim-errors';
 import { requireScimToken, scimFallback, scimOperations } from '../scim/router';
 import { mountRoutes } from './mount-routes';
 import { accountAdminOperations } from '../sign-in/api/account-admin';
@@ -38,6 +39,16 @@ import { createSignOut } from '../provisioning/sign-out';
 import { requestObservability } from '../platform/observability/http';
 import { routeOf } from './route-labels';
 import { logger, type Logger } from '../platform/observability/logger';
+
+/** The body types each part of the service takes; a body of any other type is refused with 415 before a route sees it. */
+const BODY_TYPES = {
+  scim: [SCIM_CONTENT_TYPE, 'application/json'],
+  json: ['application/json'],
+  form: ['application/x-www-form-urlencoded'],
+};
+const JSON_BODY_TYPES = [...new Set([...BODY_TYPES.scim, ...BODY_TYPES.json])];
+const bodyTypesOf = (req: express.Request) =>
+  isSignInPath(req.path) ? BODY_TYPES.form : req.originalUrl.startsWith('/scim/') ? BODY_TYPES.scim : BODY_TYPES.json;
 
 export interface ApiDependencies {
   config: AppConfig;
@@ -94,7 +105,8 @@ export function createApiApp({
   // The client address (the key of the sign-in and registration limits) comes from X-Forwarded-For only when the
   // request arrived from one of Api:TrustedProxies; from anyone else the header is the client's own say.
   app.set('trust proxy', trustProxySetting(config.Api.TrustedProxies));
-  app.use(edgeGuard());
+  app.use('/scim', speaksErrorDialect(SCIM_ERROR_DIALECT));
+  app.use(edgeGuard(bodyTypesOf));
   // The service's own access tokens count only where it issues them.
   const adminCheck = identityAdminCheck(
     config.Auth.AdminApiKeys,
@@ -157,6 +169,6 @@ export function createApiApp({
     sendProblem(res, { status: 404, title: 'Not found', detail: `no route for ${req.method} ${req.path}` }),
   );
 
-  app.use(errorHandler());
+  app.use(errorHandler([answerScimError]));
   return app;
 }

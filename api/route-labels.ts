@@ -1,5 +1,5 @@
 import type { Request } from 'express';
-import { DISCOVERY_PATH, OIDC_ROUTES } from '../platform/http/sign-in-paths';
+import { DISCOVERY_PATH, OIDC_ROUTES } from '../sign-in/sign-in-paths';
 import { findRoute } from './openapi/routes';
 
 /**

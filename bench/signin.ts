@@ -11,7 +11,7 @@ import { parseConfig } from '../platform/config/load';
 import { emailPage, passwordPage } from '../sign-in/oidc/pages';
 import { hashPassword, verifyPassword } from '../platform/security/password-hashing';
 import type { Db } from '../platform/store/database';
-import { findSignInUser } from '../platform/store/sign-in';
+import { findSignInUser } from '../sign-in/store/sign-in-users';
 import { insertUser } from '../platform/store/users';
 import { browser } from '../test/support/sign-in-flow';
 import { grantAndFinish } from '../test/support/upstream-provider';

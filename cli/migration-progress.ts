@@ -1,5 +1,5 @@
 import type { Db } from '../platform/store/database';
-import { findMarker, passProgress, type PassTotals } from '../platform/store/migration-markers';
+import { findMarker, passProgress, type PassTotals } from '../migration/store/migration-markers';
 import type { MigrationReport } from '../migration/workflows/migration';
 
 type Totals = Omit<PassTotals, 'done'>;

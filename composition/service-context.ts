@@ -11,7 +11,7 @@ import { createDb, migrateToLatest, type Db } from '../platform/store/database';
 import type { KeyRing } from '../platform/security/data-protection';
 import { keyRingFromConfig, MISSING_KEY_MESSAGE } from '../platform/config/key-ring';
 import { ConfigError } from '../platform/config/load';
-import { protectStoredAppKeys } from '../platform/store/provisioning-apps';
+import { protectStoredAppKeys } from '../provisioning/store/provisioning-apps';
 import { logger } from '../platform/observability/logger';
 
 export interface ServiceContext {

@@ -43,13 +43,15 @@ const ZONES = {
   // adapters to the apps (the TCC HTTP client, the app providers) → the workflow-safe TCC core, which imports only the
   // store's types. Workflows import the core, the search attributes
   // and their activities' and the store's types (the workflow bundle holds no other code of the project).
-  'provisioning/tcc.ts': ['platform/store'],
-  'provisioning/apps': ['provisioning/tcc.ts', ...PLATFORM],
-  'provisioning/activities': ['provisioning/apps', 'provisioning/tcc.ts', ...PLATFORM],
+  'provisioning/store': PLATFORM,
+  'provisioning/tcc.ts': ['provisioning/store', 'platform/store'],
+  'provisioning/apps': ['provisioning/tcc.ts', 'provisioning/store', ...PLATFORM],
+  'provisioning/activities': ['provisioning/apps', 'provisioning/tcc.ts', 'provisioning/store', ...PLATFORM],
   'provisioning/workflows': [
     'provisioning/tcc.ts',
     'provisioning/activities',
     'platform/temporal/search-attributes.ts',
+    'provisioning/store',
     'platform/store',
   ],
   provisioning: [
@@ -57,6 +59,7 @@ const ZONES = {
     'provisioning/activities',
     'provisioning/apps',
     'provisioning/tcc.ts',
+    'provisioning/store',
     ...PLATFORM,
   ],
   'provisioning/api': [
@@ -65,20 +68,24 @@ const ZONES = {
     'provisioning/activities',
     'provisioning/apps',
     'provisioning/tcc.ts',
+    'provisioning/store',
     ...PLATFORM,
   ],
   // Inside migration: runner and api → workflows → activities → the source reader.
+  'migration/store': PLATFORM,
   'migration/source': PLATFORM,
-  'migration/activities': ['migration/source', ...PLATFORM],
-  'migration/workflows': ['migration/activities', 'platform/store'],
-  migration: ['migration/activities', 'migration/source', ...PLATFORM],
-  'migration/runner': ['migration/workflows', 'migration/activities', ...PLATFORM],
-  'migration/api': ['migration', 'migration/runner', ...PLATFORM],
+  'migration/activities': ['migration/source', 'migration/store', ...PLATFORM],
+  'migration/workflows': ['migration/activities', 'migration/store', 'platform/store'],
+  migration: ['migration/activities', 'migration/source', 'migration/store', ...PLATFORM],
+  'migration/runner': ['migration/workflows', 'migration/activities', 'migration/store', ...PLATFORM],
+  'migration/api': ['migration', 'migration/runner', 'migration/store', ...PLATFORM],
   // Sign-in and SCIM create users through provisioning's public face. Inside sign-in, the admin handlers (api) sit
   // over the provider, its pages and federation.
-  'sign-in': [...PROVISIONING_FACE, ...PLATFORM],
-  'sign-in/api': ['sign-in', ...PROVISIONING_FACE, ...PLATFORM],
-  scim: [...PROVISIONING_FACE, ...PLATFORM],
+  'sign-in/store': PLATFORM,
+  'sign-in': ['sign-in/store', ...PROVISIONING_FACE, ...PLATFORM],
+  'sign-in/api': ['sign-in', 'sign-in/store', ...PROVISIONING_FACE, ...PLATFORM],
+  'scim/store': PLATFORM,
+  scim: ['scim/store', ...PROVISIONING_FACE, ...PLATFORM],
   // The composition root builds every domain; the API and the worker are built from it.
   composition: [...DOMAINS, ...PLATFORM],
   api: ['composition', ...DOMAINS, ...PLATFORM],

@@ -4,7 +4,7 @@ import { logger } from '../platform/observability/logger';
 import type { KeyRing } from '../platform/security/data-protection';
 import { persistedGrantKeys } from '../platform/security/persisted-grant-keys';
 import type { Db } from '../platform/store/database';
-import { insertGrants } from '../platform/store/migrated-configuration';
+import { insertGrants } from './store/migrated-configuration';
 import { PASS_IMPLEMENTATIONS } from './activities';
 import { sealedGrantRow } from './activities/passes/refresh-tokens';
 import { userCursor, type MigrationOptions, type PassContext } from './activities/types';
@@ -17,7 +17,8 @@ import {
 import type { SourceDatabase } from './source/schema';
 import { notLive, openStockRefreshToken } from './source/stock-refresh-tokens';
 import { equalDuration } from '../platform/security/equal-duration';
-import { isTombstoned, refusedSubject, spendReadThroughBudget } from '../platform/store/read-through-guards';
+import { isTombstoned, refusedSubject } from '../platform/store/read-through-guards';
+import { spendReadThroughBudget } from './store/read-through-budget';
 import { findUserBoundsByEmail } from './source/users';
 
 export interface ReadThroughDependencies {

@@ -6,9 +6,9 @@ import {
   releaseEmail,
   reserveEmail,
   takeOverReservation,
-} from '../platform/store/creation-guards';
+} from './store/email-reservations';
 import type { Db } from '../platform/store/database';
-import { ABANDONED_AFTER_HOURS, discardPasswordHash, stashPasswordHash } from '../platform/store/pending-credentials';
+import { ABANDONED_AFTER_HOURS, discardPasswordHash, stashPasswordHash } from './store/pending-credentials';
 import type { NewUser } from '../platform/store/users';
 import { provisioningWorkflowId, type Trigger } from './workflows/ids';
 import { createUserAndProvision, type CreationOutcome } from './workflows/provisioning';

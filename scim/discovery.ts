@@ -1,6 +1,6 @@
 import type { RequestHandler, Response } from 'express';
 import { pathParam, type Operations } from '../platform/http/operations';
-import { ScimError, SCIM_CONTENT_TYPE } from '../platform/http/scim-errors';
+import { ScimError, SCIM_CONTENT_TYPE } from './scim-errors';
 import { ENTERPRISE_SCHEMA, GROUP_SCHEMA, listResponse, USER_SCHEMA } from './resources';
 import { SCHEMAS as schemas } from './schemas';
 

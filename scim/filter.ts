@@ -1,6 +1,6 @@
 import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
 import { parse, type Filter } from 'scim2-parse-filter';
-import { ScimError } from '../platform/http/scim-errors';
+import { ScimError } from './scim-errors';
 
 /** How one SCIM attribute (lower-cased path) compares against a table: equality only, which is what Okta and Entra send. */
 export type AttributeMap<DB, TB extends keyof DB> = Record<

@@ -11,11 +11,11 @@ import {
   type GroupFilter,
   type GroupMember,
   type GroupRow,
-} from '../platform/store/scim-groups';
+} from './store/scim-groups';
 import type { Database } from '../platform/store/schema';
 import { normalize } from '../platform/store/users';
 import { describeIssues } from '../platform/http/problem';
-import { ScimError } from '../platform/http/scim-errors';
+import { ScimError } from './scim-errors';
 import { scimFilterToSql, type AttributeMap } from './filter';
 import { resourceReads } from './resource-reads';
 import { checkIfMatch, GROUP_SCHEMA, meta, uniqueName } from './resources';

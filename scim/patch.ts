@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { parse, Tester, type Filter } from 'scim2-parse-filter';
-import { ScimError } from '../platform/http/scim-errors';
+import { ScimError } from './scim-errors';
 import { forbiddenPathSegment } from '../platform/security/object-keys';
 import type { AttributeDefinition, ResourceSchema } from './schemas';
 

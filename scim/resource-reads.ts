@@ -1,6 +1,6 @@
 import type { Response } from 'express';
 import { pathParam, type Operations } from '../platform/http/operations';
-import { ScimError, SCIM_CONTENT_TYPE } from '../platform/http/scim-errors';
+import { ScimError, SCIM_CONTENT_TYPE } from './scim-errors';
 import { listResponse, parseListQuery, parseSelection, project, searchRequestQuery, type Selection } from './resources';
 
 /** What the reads of one SCIM resource type need: its store lookups, its filter translation and its resource shape. */

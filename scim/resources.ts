@@ -1,8 +1,8 @@
 import type { Request } from 'express';
 import { z } from 'zod';
 import { describeIssues } from '../platform/http/problem';
-import { ScimError } from '../platform/http/scim-errors';
-import type { ScimUserRow } from '../platform/store/scim-users';
+import { ScimError } from './scim-errors';
+import type { ScimUserRow } from './store/scim-users';
 import type { ScimEmail, ScimManager, ScimName } from '../platform/store/schema';
 import { passwordText } from '../platform/http/fields';
 import { FIELD_BOUNDS } from '../platform/security/field-bounds';

@@ -1,10 +1,10 @@
 import { Router, type RequestHandler } from 'express';
 import type { Db } from '../platform/store/database';
-import { isValidScimToken } from '../platform/store/scim-tokens';
+import { isValidScimToken } from './store/scim-tokens';
 import { bearerToken } from '../platform/http/bearer';
 import type { Operations } from '../platform/http/operations';
 import { DISCOVERY_PATHS, scimDiscoveryOperations } from './discovery';
-import { sendScimError } from '../platform/http/scim-errors';
+import { sendScimError } from './scim-errors';
 import { scimGroupsOperations } from './groups';
 import { scimUsersOperations } from './users';
 import type { ScimDependencies } from './dependencies';

@@ -1,7 +1,7 @@
 import { pathParam, type Operations } from '../platform/http/operations';
 import { z } from 'zod';
 import type { Db } from '../platform/store/database';
-import { createScimToken, listScimTokens, revokeScimToken } from '../platform/store/scim-tokens';
+import { createScimToken, listScimTokens, revokeScimToken } from './store/scim-tokens';
 import { sendProblem } from '../platform/http/problem';
 
 export const scimTokenCreateSchema = z.object({ description: z.string().trim().min(1).max(256).optional() }).strict();

@@ -14,7 +14,7 @@ import {
   updateScimUser,
   type ScimUserRow,
   type UserFilter,
-} from '../platform/store/scim-users';
+} from './store/scim-users';
 import type { ScimEmail, ScimManager, ScimName } from '../platform/store/schema';
 import { DuplicateUserError, normalize } from '../platform/store/users';
 import { deactivationWorkflowId, provisioningWorkflowId } from '../provisioning/workflows/ids';
@@ -28,7 +28,7 @@ import type { ScimDependencies } from './dependencies';
 import { outcomeProblem } from '../provisioning/outcome-answers';
 import { createUserThroughWorkflow } from '../provisioning/creation';
 import { describeIssues } from '../platform/http/problem';
-import { ScimError, scimErrorAnswer, SCIM_CONTENT_TYPE } from '../platform/http/scim-errors';
+import { ScimError, scimErrorAnswer, SCIM_CONTENT_TYPE } from './scim-errors';
 import { scimFilterToSql, type AttributeMap } from './filter';
 import { applyPatch } from './patch';
 import { USER_RESOURCE_SCHEMA } from './schemas';

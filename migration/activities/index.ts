@@ -4,14 +4,9 @@ import type { Kysely } from 'kysely';
 import type { SourceDatabase } from '../source/schema';
 import type { SourceDataProtectionSettings } from '../source/data-protection-keys';
 import { countUsers, userIdAt } from '../source/users';
-import { anyUserCreatedBy } from '../../platform/store/migrated-users';
+import { anyUserCreatedBy } from '../store/migrated-users';
 import type { Db } from '../../platform/store/database';
-import {
-  findMarker,
-  recordPassProgress,
-  writeFinishedMarker,
-  writeStartedMarker,
-} from '../../platform/store/migration-markers';
+import { findMarker, recordPassProgress, writeFinishedMarker, writeStartedMarker } from '../store/migration-markers';
 import { clientsPass, scopesPass } from './passes/configuration';
 import { rolesPass } from './passes/roles';
 import { loginsPass, mfaPass, userRolesPass } from './passes/user-children';
@@ -19,7 +14,7 @@ import { oidcProvidersPass, samlProvidersPass } from './passes/providers';
 import { refreshTokensPass } from './passes/refresh-tokens';
 import { usersPass } from './passes/users';
 import type { MigrationOptions, PageResult, Pass, PassName, UserPartition } from './types';
-import { addCounts, type Counts } from '../../platform/store/migration-counts';
+import { addCounts, type Counts } from '../store/migration-counts';
 import { migrationRows } from '../../platform/observability/metrics';
 import { preflight, type Preflight } from './preflight';
 import { validateSource, type SourceValidation } from './validation';

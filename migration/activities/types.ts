@@ -17,7 +17,7 @@ export interface MigrationOptions {
   parallelism: number;
 }
 
-import type { Counts } from '../../platform/store/migration-counts';
+import type { Counts } from '../store/migration-counts';
 import type { PassName } from './plan';
 
 export type { PassName };

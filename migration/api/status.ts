@@ -1,7 +1,7 @@
 import type { Operations } from '../../platform/http/operations';
 import type { AppConfig } from '../../platform/config/schema';
 import type { Db } from '../../platform/store/database';
-import { findMarker, passProgress } from '../../platform/store/migration-markers';
+import { findMarker, passProgress } from '../store/migration-markers';
 import type { AdminCheck } from '../../platform/http/identity-admin';
 
 /** GET /admin/migration/status: progress and report of the configured version. A refusal looks exactly like "not mapped". */

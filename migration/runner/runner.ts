@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type { AppConfig } from '../../platform/config/schema';
 import type { Db } from '../../platform/store/database';
-import { findMarker } from '../../platform/store/migration-markers';
+import { findMarker } from '../store/migration-markers';
 import { migrationOptions, startOrAttachMigration, waitForMigration } from './control';
 import { logger } from '../../platform/observability/logger';
 

@@ -1,13 +1,6 @@
-import {
-  ApplicationFailure,
-  continueAsNew,
-  executeChild,
-  patched,
-  proxyActivities,
-  workflowInfo,
-} from '@temporalio/workflow';
+import { ApplicationFailure, continueAsNew, executeChild, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { MigrationActivities } from '../activities';
-import { addCounts, noCounts, type Counts } from '../../platform/store/migration-counts';
+import { addCounts, noCounts, type Counts } from '../store/migration-counts';
 import { PASS_PLAN, PASSES, planOf, type PassName, type PlannedPass } from '../activities/plan';
 import {
   userCursor,
@@ -198,8 +191,8 @@ export async function migrationRun(input: { options: MigrationOptions }): Promis
   const begin = await markers.beginRun(options);
   if (!begin.proceed) return { ...report, state: 'Skipped', reason: begin.reason };
   try {
-    // Checked before anything is written; runs recorded before the check existed go on without it.
-    const checked = patched('migration-preflight') ? await markers.preflight(options) : { skipped: [] };
+    // Checked before anything is written.
+    const checked = await markers.preflight(options);
     if (checked.fatal) throw ApplicationFailure.nonRetryable(checked.fatal, 'MigrationCannotStart');
     if (options.dryRun) report.validation = await markers.validateSource();
     const partitions = await markers.planUserPartitions({

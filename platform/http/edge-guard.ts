@@ -1,19 +1,10 @@
 import type { Request, RequestHandler } from 'express';
 import { findJsonProblem, forbiddenPathSegment, MAX_JSON_DEPTH } from '../security/object-keys';
 import { TEXT_PROBLEM_MESSAGES } from '../security/storable-text';
-import type { ScimType } from './scim-errors';
-import { isSignInPath } from './sign-in-paths';
-import { isScimRequest, sendError } from './problem';
+import { sendError, type ErrorKind } from './problem';
 
-/** The body types each part of the service takes; a body of any other type is refused with 415 before a route sees it. */
-const BODY_TYPES = {
-  scim: ['application/scim+json', 'application/json'],
-  json: ['application/json'],
-  form: ['application/x-www-form-urlencoded'],
-};
-export const JSON_BODY_TYPES = [...new Set([...BODY_TYPES.scim, ...BODY_TYPES.json])];
-const bodyTypesOf = (req: Request) =>
-  isSignInPath(req.path) ? BODY_TYPES.form : isScimRequest(req) ? BODY_TYPES.scim : BODY_TYPES.json;
+/** The body types the part of the service a request goes to takes (the composition knows the parts). */
+export type BodyTypesOf = (req: Request) => string[];
 
 /** A request carries a body when it says so; `content-length: 0` (fetch's POST without a body) does not. */
 const hasBody = (headers: Record<string, string | string[] | undefined>) =>
@@ -44,16 +35,15 @@ function inOriginForm(req: Request): void {
 
 /**
  * Input the service cannot hold or must not walk is refused here, before any route, library or workflow sees it
- * (and a request target in absolute form is read as its path):
- * a body in a type the route does not take (415), a NUL character anywhere (PostgreSQL's text cannot store one),
+ * (and a request target in absolute form is read as its path): a body in a type the part of the service asked does
+ * not take (415), a NUL character anywhere (PostgreSQL's text cannot store one),
  * a JSON key, query attribute or SCIM filter that names `__proto__`, `constructor` or `prototype` (400).
  */
-export function edgeGuard(): RequestHandler {
+export function edgeGuard(bodyTypesOf: BodyTypesOf): RequestHandler {
   return (req, res, next) => {
     inOriginForm(req);
-    const scim = isScimRequest(req);
-    const refuse = (detail: string, scimType: ScimType) =>
-      sendError(req, res, { status: 400, title: 'Invalid request', detail, scimType });
+    const refuse = (detail: string, kind: ErrorKind) =>
+      sendError(req, res, { status: 400, title: 'Invalid request', detail, kind });
     const path = decodedPath(req.path);
     if (path === undefined) return refuse('path: not a valid percent-encoded URL path', 'invalidValue');
     if (path.includes('\0')) return refuse('path: must not contain NUL characters', 'invalidValue');
@@ -70,7 +60,7 @@ export function edgeGuard(): RequestHandler {
         if (forbidden)
           return refuse(
             `${name}: the attribute name "${forbidden}" is not allowed`,
-            scim && name === 'filter' ? 'invalidFilter' : 'invalidPath',
+            name === 'filter' ? 'invalidFilter' : 'invalidPath',
           );
       }
     }
@@ -82,7 +72,7 @@ export function edgeGuard(): RequestHandler {
           status: 415,
           title: 'Unsupported media type',
           detail: `the body must be ${types.join(' or ')}; this request sent ${req.get('content-type') ?? 'no content type'}`,
-          scimType: 'invalidSyntax',
+          kind: 'invalidSyntax',
         });
       }
     }
@@ -97,8 +87,8 @@ export function edgeGuard(): RequestHandler {
 export function rejectJsonProblems(): RequestHandler {
   return (req, res, next) => {
     const problem = findJsonProblem(req.body);
-    const refuse = (detail: string, scimType: ScimType) =>
-      sendError(req, res, { status: 400, title: 'Invalid request', detail, scimType });
+    const refuse = (detail: string, kind: ErrorKind) =>
+      sendError(req, res, { status: 400, title: 'Invalid request', detail, kind });
     if (!problem) return next();
     if (problem.problem === 'forbidden-key')
       return refuse(`${problem.path}: this key name is not allowed`, 'invalidPath');

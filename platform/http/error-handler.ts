@@ -4,7 +4,6 @@ import type { ErrorRequestHandler } from 'express';
 import { AttemptInProgressError, ResultDeadlineError, TemporalUnavailableError } from '../temporal/run-errors';
 import { z } from 'zod';
 import { sendError, validationProblem, type ErrorAnswer } from './problem';
-import { ScimError } from './scim-errors';
 import { isStoreUnavailable } from '../store/errors';
 
 /** How soon a client may send again after the store was out of reach: the pool replaces a dropped connection at once. */
@@ -24,10 +23,11 @@ function storeRefusedData(caught: unknown): boolean {
   return false;
 }
 
+/** A domain's own errors as answers (SCIM's ScimError): undefined for an error it does not know. */
+export type DomainErrorAnswer = (caught: unknown) => ErrorAnswer | undefined;
+
 /** The answer to an error a route threw, or undefined for a fault of the service's own (500, logged). */
 function answerTo(caught: unknown, revealIds: boolean): ErrorAnswer | undefined {
-  if (caught instanceof ScimError)
-    return { status: caught.status, title: 'Invalid request', detail: caught.message, scimType: caught.scimType };
   // A workflow id carries the new user's id, which the public registration endpoint does not reveal.
   const attempt = (
     status: number,
@@ -38,7 +38,7 @@ function answerTo(caught: unknown, revealIds: boolean): ErrorAnswer | undefined 
     status,
     title,
     detail: revealIds ? error.message : publicDetail,
-    ...(status === 409 ? { scimType: 'uniqueness' as const } : {}),
+    ...(status === 409 ? { kind: 'uniqueness' as const } : {}),
     ...(revealIds ? { extensions: { workflowId: error.workflowId } } : {}),
   });
   if (caught instanceof AttemptInProgressError) {
@@ -77,7 +77,7 @@ function answerTo(caught: unknown, revealIds: boolean): ErrorAnswer | undefined 
   }
   const error = caught as ParserError | undefined;
   if (error?.type === 'entity.parse.failed')
-    return { status: 400, title: 'Invalid request', detail: 'the body is not valid JSON', scimType: 'invalidSyntax' };
+    return { status: 400, title: 'Invalid request', detail: 'the body is not valid JSON', kind: 'invalidSyntax' };
   if (error?.type === 'entity.too.large') {
     return {
       status: 413,
@@ -87,7 +87,7 @@ function answerTo(caught: unknown, revealIds: boolean): ErrorAnswer | undefined 
   }
   if (caught instanceof z.ZodError) {
     const { status, title, detail, errors } = validationProblem(caught);
-    return { status, title, detail, scimType: 'invalidValue', extensions: { errors } };
+    return { status, title, detail, kind: 'invalidValue', extensions: { errors } };
   }
   if (typeof error?.status === 'number' && error.status >= 400 && error.status < 500) {
     return { status: error.status, title: 'Invalid request', detail: error.message ?? 'invalid request' };
@@ -96,9 +96,11 @@ function answerTo(caught: unknown, revealIds: boolean): ErrorAnswer | undefined 
 }
 
 /** The one error middleware: every error becomes an answer rendered for whoever asked (problem+json, or SCIM's schema). */
-export function errorHandler(): ErrorRequestHandler {
+export function errorHandler(domainAnswers: DomainErrorAnswer[] = []): ErrorRequestHandler {
   return (caught, req, res, _next) => {
-    const answer = answerTo(caught, !req.originalUrl.startsWith('/api/auth/'));
+    const answer =
+      domainAnswers.map((answerOf) => answerOf(caught)).find(Boolean) ??
+      answerTo(caught, !req.originalUrl.startsWith('/api/auth/'));
     if (answer) return sendError(req, res, answer);
     req.log.error({ err: caught }, `${req.method} ${req.path} failed`);
     sendError(req, res, {

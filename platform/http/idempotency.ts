@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { uuidV5 } from '../security/name-based-uuid';
-import { claimIdempotencyKey, saveIdempotentAnswer } from '../store/creation-guards';
+import { claimIdempotencyKey, saveIdempotentAnswer } from '../store/idempotency-keys';
 import type { Db } from '../store/database';
 import type { StoredAnswer } from '../store/schema';
 import { bearerToken } from './bearer';
@@ -64,7 +64,7 @@ export async function idempotentCreation(
       status: 400,
       title: 'Invalid request',
       detail: 'Idempotency-Key: 1-255 visible ASCII characters',
-      scimType: 'invalidValue',
+      kind: 'invalidValue',
     });
   }
   // The route, not the path as spelled: Express matches paths case-insensitively, so `/API/V1/PROFILE/` reaches the

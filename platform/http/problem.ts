@@ -1,5 +1,4 @@
-import type { Request, Response } from 'express';
-import { sendScimError, type ScimType } from './scim-errors';
+import type { Request, RequestHandler, Response } from 'express';
 import type { z } from 'zod';
 
 /** RFC 9457 problem details; `detail` always says which field or app is at fault and why. */
@@ -39,24 +38,51 @@ export function validationProblem(error: z.ZodError): Problem {
   return { status: 400, title: 'Invalid request', detail: describeIssues(error), errors: issueList(error) };
 }
 
-/** SCIM clients get every error in SCIM's schema (RFC 7644 §3.12); everyone else gets problem+json. */
-export const isScimRequest = (req: Request) => req.originalUrl.startsWith('/scim/');
+/**
+ * What kind of mistake an error answer reports, in the words of a protocol that carries one (SCIM's `scimType`, RFC
+ * 7644 §3.12, has these); problem+json leaves it out.
+ */
+export type ErrorKind =
+  | 'uniqueness'
+  | 'invalidFilter'
+  | 'invalidValue'
+  | 'invalidSyntax'
+  | 'mutability'
+  | 'noTarget'
+  | 'invalidPath'
+  | 'tooMany';
 
-/** An error answer before it is rendered: problem+json fields, SCIM's `scimType`, extra headers. */
+/** An error answer before it is rendered: problem+json fields, the kind of mistake, extra headers. */
 export interface ErrorAnswer {
   status: number;
   title: string;
   detail: string;
-  scimType?: ScimType;
+  kind?: ErrorKind;
   type?: string;
   extensions?: Record<string, unknown>;
   headers?: Record<string, string>;
 }
 
-/** An error, rendered for whoever asked: SCIM's error schema under /scim, problem+json everywhere else. */
-export function sendError(req: Request, res: Response, answer: ErrorAnswer): void {
+/**
+ * A part of the API whose clients expect an error schema of their own (SCIM's) renders the errors of its requests:
+ * its router marks them (speaksErrorDialect), mounted before anything that may refuse a request.
+ */
+export interface ErrorDialect {
+  send(res: Response, answer: ErrorAnswer): void;
+}
+
+export const speaksErrorDialect =
+  (dialect: ErrorDialect): RequestHandler =>
+  (_req, res, next) => {
+    res.locals.errorDialect = dialect;
+    next();
+  };
+
+/** An error, rendered for whoever asked: in the dialect of the part of the API asked, else problem+json. */
+export function sendError(_req: Request, res: Response, answer: ErrorAnswer): void {
   if (answer.headers) res.set(answer.headers);
-  if (isScimRequest(req)) return sendScimError(res, answer.status, answer.detail, answer.scimType);
+  const dialect = res.locals.errorDialect as ErrorDialect | undefined;
+  if (dialect) return dialect.send(res, answer);
   sendProblem(res, {
     status: answer.status,
     title: answer.title,

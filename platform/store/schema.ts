@@ -1,4 +1,4 @@
-import type { ColumnType, Generated, Insertable, Selectable, Updateable } from 'kysely';
+import type { ColumnType, Generated, Insertable, Selectable } from 'kysely';
 
 /** The kysely view of the service's PostgreSQL stores; one interface per table, named after the spec's store. */
 /** One e-mail of a user as SCIM carries it (RFC 7643 §4.1.2). */
@@ -420,4 +420,3 @@ export interface Database {
 
 export type UserRow = Selectable<UsersTable>;
 export type NewUserRow = Insertable<UsersTable>;
-export type UserUpdate = Updateable<UsersTable>;

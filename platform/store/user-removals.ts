@@ -2,6 +2,9 @@ import type { Transaction } from 'kysely';
 import type { Db } from './database';
 import type { Database, SignOutNotice } from './schema';
 import { deleteCreatedBefore } from './retention';
+import { updatedAny } from './row-counts';
+import { endSignInsIn } from './oidc-payloads';
+import { tombstoneUserIn } from './read-through-guards';
 
 /** What removing a user (deleting or deactivating it) found, and the apps it took the user from. */
 export interface Removal {
@@ -59,4 +62,28 @@ async function storedRemoval(trx: Transaction<Database>, removalId: string): Pro
 
 export function purgeOldRemovals(db: Db): Promise<number> {
   return deleteCreatedBefore(db, 'user_removals', REMOVALS_KEPT_DAYS * 24);
+}
+
+/**
+ * The spec's soft-delete (SCIM's DELETE and deactivation): the user stays but is inactive and provisioned nowhere.
+ * Under a `removalId` a second run answers what the first did, the apps it took the user from included.
+ */
+export async function deactivateUserReturningApps(db: Db, id: string, removalId?: string): Promise<Removal> {
+  return removeOnce(db, removalId, async (trx) => {
+    const updated = await trx
+      .updateTable('users')
+      .set({ active: false, updated_at: new Date() })
+      .where('id', '=', id)
+      .executeTakeFirst();
+    const removed = await trx.deleteFrom('user_provisions').where('user_id', '=', id).returning('app_id').execute();
+    // A deactivated user is signed out everywhere, and the clients that listen are told.
+    const { signOuts } = await endSignInsIn(trx, id);
+    // Neither the read-through window nor a later sweep (Upsert included) may bring the source's copy back over it.
+    if (updatedAny(updated)) await tombstoneUserIn(trx, id, 'deactivated');
+    return { found: updatedAny(updated), appIds: removed.map((r) => r.app_id), signOuts };
+  });
+}
+
+export async function activateUser(db: Db, id: string): Promise<void> {
+  await db.updateTable('users').set({ active: true, updated_at: new Date() }).where('id', '=', id).execute();
 }

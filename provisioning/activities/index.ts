@@ -1,8 +1,8 @@
 import { ApplicationFailure, Context, log } from '@temporalio/activity';
 import { deprovisioningRetries } from '../../platform/observability/metrics';
 import type { Db } from '../../platform/store/database';
-import { discardPasswordHash, readPasswordHash } from '../../platform/store/pending-credentials';
-import { activateUser, deactivateUserReturningApps } from '../../platform/store/scim-users';
+import { discardPasswordHash, readPasswordHash } from '../store/pending-credentials';
+import { activateUser, deactivateUserReturningApps } from '../../platform/store/user-removals';
 import { listProvisionedApps, recordProvisions } from '../../platform/store/provisions';
 import {
   deleteUserReturningApps,
@@ -14,7 +14,7 @@ import {
   type NewUser,
   type UserProfile,
 } from '../../platform/store/users';
-import type { AppRef } from '../../platform/store/provisioning-apps';
+import type { AppRef } from '../store/provisioning-apps';
 import type { SignOutNotice } from '../../platform/store/schema';
 import type { Removal } from '../../platform/store/user-removals';
 import type { AppProvider, ProvisioningApp } from '../apps/apps';

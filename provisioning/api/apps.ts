@@ -14,7 +14,7 @@ import {
   listStoredApps,
   replaceStoredApp,
   type ProvisioningApp,
-} from '../../platform/store/provisioning-apps';
+} from '../store/provisioning-apps';
 import { sendProblem, validationProblem, type Problem } from '../../platform/http/problem';
 
 /** The configuration's field names (`CallbackUrl`), with camelCase (`callbackUrl`) accepted too. */

@@ -1,7 +1,7 @@
 import type { ProvisioningAppConfig } from '../../platform/config/schema';
 import type { KeyRing } from '../../platform/security/data-protection';
 import type { Db } from '../../platform/store/database';
-import { findStoredApp, listStoredApps, type ProvisioningApp } from '../../platform/store/provisioning-apps';
+import { findStoredApp, listStoredApps, type ProvisioningApp } from '../store/provisioning-apps';
 
 export type { ProvisioningApp };
 

@@ -7,7 +7,7 @@ import {
   TimeoutFailure,
 } from '@temporalio/workflow';
 import type { FirstStep, ProvisioningActivities } from '../activities';
-import type { AppRef } from '../../platform/store/provisioning-apps';
+import type { AppRef } from '../store/provisioning-apps';
 import type { UserProfile } from '../../platform/store/users';
 import { applyApproval, assignedBy, reasons, type Approval, type FinishResult } from '../tcc';
 import { STORE, TCC_CALL, toApp, tryCall } from './activity-policies';

@@ -4,13 +4,8 @@ import { adminActorOf } from '../../platform/http/identity-admin';
 import { parsedPathParam, type Operations } from '../../platform/http/operations';
 import { sendProblem, userNotFound } from '../../platform/http/problem';
 import { FIELD_BOUNDS } from '../../platform/security/field-bounds';
-import { findRecoveryUserById, removeMfa, unlockUser } from '../../platform/store/accounts';
-import {
-  AUDIT_EVENT_TYPES,
-  listAuditEvents,
-  recordAuditEvent,
-  type AuditEventType,
-} from '../../platform/store/audit-events';
+import { findRecoveryUserById, removeMfa, unlockUser } from '../store/accounts';
+import { AUDIT_EVENT_TYPES, listAuditEvents, recordAuditEvent, type AuditEventType } from '../store/audit-events';
 import type { Db } from '../../platform/store/database';
 import { findUser } from '../../platform/store/users';
 import type { RecoveryMails } from '../recovery/router';

@@ -6,13 +6,13 @@ import { emailAddress, passwordText, personName } from '../../platform/http/fiel
 import type { AppConfig } from '../../platform/config/schema';
 import { passwordPolicyViolations } from '../../platform/security/password-policy';
 import type { Db } from '../../platform/store/database';
-import { isSsoDomainEmail } from '../../platform/store/federation';
+import { isSsoDomainEmail } from '../store/federation';
 import { domainOf } from '../../platform/store/users';
 import { passwordPolicyProblem, sendProblem } from '../../platform/http/problem';
 import { answer, toHttpOutcome } from '../../provisioning/outcome-answers';
 import { createUserThroughWorkflow, newUserFrom } from '../../provisioning/creation';
 import type { WorkflowRunner } from '../../provisioning/workflow-runner';
-import { findRecoveryUser, findRecoveryUserById } from '../../platform/store/accounts';
+import { findRecoveryUser, findRecoveryUserById } from '../store/accounts';
 import { equalDuration } from '../../platform/security/equal-duration';
 import { AttemptInProgressError } from '../../platform/temporal/run-errors';
 import type { CreationOutcome } from '../../provisioning/workflows/provisioning';

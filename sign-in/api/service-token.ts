@@ -1,6 +1,6 @@
 import type { ServiceTokenCheck } from '../../platform/http/identity-admin';
 import type { Db } from '../../platform/store/database';
-import { adminTokenStanding } from '../../platform/store/admin-tokens';
+import { adminTokenStanding } from '../store/admin-tokens';
 import { verifyIssuedAccessToken } from '../oidc/issued-tokens';
 import { ADMIN_RESOURCE } from '../oidc/resources';
 

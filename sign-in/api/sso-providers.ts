@@ -17,7 +17,7 @@ import {
   putSamlProvider,
   type OidcProviderRow,
   type SamlProviderRow,
-} from '../../platform/store/federation';
+} from '../store/federation';
 import { sendProblem, type Problem } from '../../platform/http/problem';
 import { hasControlCharacter } from '../../platform/security/storable-text';
 

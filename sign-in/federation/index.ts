@@ -2,19 +2,14 @@ import { randomBytes } from 'node:crypto';
 import express, { Router, type Response } from 'express';
 import type { WorkflowRunner } from '../../provisioning/workflow-runner';
 import { createPostgresAdapter } from '../oidc/adapter';
-import { FEDERATION_CALLBACK_PATH } from '../../platform/http/sign-in-paths';
+import { FEDERATION_CALLBACK_PATH } from '../sign-in-paths';
 import { accountReadyPage, renderErrorPage } from '../oidc/pages';
 import type { AllowList } from '../../platform/security/callback-address';
 import type { KeyRing } from '../../platform/security/data-protection';
 import { createGuardedFetch } from '../../platform/security/guarded-fetch';
 import type { SourceReadThrough } from '../read-through';
 import type { Db } from '../../platform/store/database';
-import {
-  findOidcProvider,
-  findSamlProvider,
-  findSsoProvider,
-  sealOidcProviderSecrets,
-} from '../../platform/store/federation';
+import { findOidcProvider, findSamlProvider, findSsoProvider, sealOidcProviderSecrets } from '../store/federation';
 import { federatedUser, type FederatedIdentity } from './accounts';
 import { createSamlSignIn } from './saml';
 import { FederationCheckError } from './errors';

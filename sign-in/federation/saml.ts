@@ -8,7 +8,7 @@ import {
 } from '@node-saml/node-saml';
 import type { OidcAdapter } from '../oidc/adapter';
 import type { Db } from '../../platform/store/database';
-import { findSamlProvider, type SamlProviderRow } from '../../platform/store/federation';
+import { findSamlProvider, type SamlProviderRow } from '../store/federation';
 import type { FederatedIdentity } from './accounts';
 import { FederationCheckError } from './errors';
 

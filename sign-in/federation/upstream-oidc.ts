@@ -3,7 +3,7 @@ import * as oidc from 'openid-client';
 import type { KeyRing } from '../../platform/security/data-protection';
 import type { GuardedFetch } from '../../platform/security/guarded-fetch';
 import type { Db } from '../../platform/store/database';
-import { findOidcProvider, oidcClientSecret, type OidcProviderRow } from '../../platform/store/federation';
+import { findOidcProvider, oidcClientSecret, type OidcProviderRow } from '../store/federation';
 import type { OidcAdapter } from '../oidc/adapter';
 import type { FederatedIdentity } from './accounts';
 import { FederationCheckError } from './errors';

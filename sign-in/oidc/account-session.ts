@@ -5,7 +5,7 @@ import type { Mailer } from '../../platform/email/mailer';
 import { productName, sendPage } from '../../platform/http/html';
 import type { KeyRing } from '../../platform/security/data-protection';
 import { FORM_TOKEN_FIELD, formToken, isFormToken } from '../../platform/security/form-token';
-import { recordAuditEvent } from '../../platform/store/audit-events';
+import { recordAuditEvent } from '../store/audit-events';
 import type { Db } from '../../platform/store/database';
 import { findAccountUser } from '../../platform/store/users';
 import type { SignOut } from '../../provisioning/sign-out';

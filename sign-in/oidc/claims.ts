@@ -1,5 +1,5 @@
 import type { Db } from '../../platform/store/database';
-import { findClaimsUser, listScopes, type ClaimsUser } from '../../platform/store/sign-in';
+import { findClaimsUser, listScopes, type ClaimsUser } from '../store/sign-in-users';
 import { isForbiddenKey } from '../../platform/security/object-keys';
 import { isReservedClaim } from '../../platform/security/reserved-claims';
 

@@ -6,7 +6,7 @@ import { cheaperThanNative, verifyAnyPassword } from '../../platform/security/pa
 import { matchTotp, recoveryCodeHash } from '../../platform/security/totp';
 import type { Db } from '../../platform/store/database';
 import type { SourceReadThrough } from '../read-through';
-import { consumeRecoveryCode, findTotpCredential, useTotpStep } from '../../platform/store/mfa';
+import { consumeRecoveryCode, findTotpCredential, useTotpStep } from '../store/mfa';
 import {
   countSignInAttempt,
   findLockoutEnd,
@@ -15,7 +15,7 @@ import {
   reserveSignInAttempt,
   settleSignInSuccess,
   upgradePasswordHash,
-} from '../../platform/store/sign-in';
+} from '../store/sign-in-users';
 
 /**
  * A password check answers `invalid` for an unknown e-mail, a deactivated user, a user without a password, a locked

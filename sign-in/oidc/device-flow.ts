@@ -3,10 +3,10 @@ import type { Request } from 'express';
 import type Provider from 'oidc-provider';
 import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 import type { AppConfig } from '../../platform/config/schema';
-import { OIDC_ROUTES } from '../../platform/http/sign-in-paths';
+import { OIDC_ROUTES } from '../sign-in-paths';
 import type { Db } from '../../platform/store/database';
 import { countHit } from '../../platform/store/rate-limits';
-import { findScopeTexts } from '../../platform/store/sign-in';
+import { findScopeTexts } from '../store/sign-in-users';
 import { deviceCodeLimitPage, deviceCodePage, deviceConfirmPage, deviceDonePage, deviceStartAgainPage } from './pages';
 
 type DeviceFlow = NonNullable<NonNullable<Configuration['features']>['deviceFlow']>;

@@ -9,7 +9,7 @@ import type { AppConfig } from '../../platform/config/schema';
 import type { KeyRing } from '../../platform/security/data-protection';
 import { findClient, type ClientRow } from '../../platform/store/clients';
 import type { Db } from '../../platform/store/database';
-import { isSsoDomainEmail } from '../../platform/store/federation';
+import { isSsoDomainEmail } from '../store/federation';
 import { listProvisionedApps } from '../../platform/store/provisions';
 import { domainOf, findUserEmail } from '../../platform/store/users';
 import { provisioningWorkflowId } from '../../provisioning/workflows/ids';
@@ -23,9 +23,9 @@ import {
   type SecondFactorCheck,
 } from './credentials';
 import { codePage, consentPage, emailPage, passwordPage, renderErrorPage } from './pages';
-import { recordAuditEvent, type AuditEvent } from '../../platform/store/audit-events';
-import { countRecoveryCodes, findRecoveryUserById } from '../../platform/store/accounts';
-import { findScopeTexts } from '../../platform/store/sign-in';
+import { recordAuditEvent, type AuditEvent } from '../store/audit-events';
+import { countRecoveryCodes, findRecoveryUserById } from '../store/accounts';
+import { findScopeTexts } from '../store/sign-in-users';
 import { RECOVERY_PATHS, type RecoveryMails } from '../recovery/router';
 import { unconfirmedEmailPage } from '../recovery/pages';
 import type { Federation } from '../federation';

@@ -1,5 +1,5 @@
 import { createPublicKey, verify, type JsonWebKey } from 'node:crypto';
-import { findSigningPublicKey } from '../../platform/store/admin-tokens';
+import { findSigningPublicKey } from '../store/admin-tokens';
 import type { Db } from '../../platform/store/database';
 
 export interface IssuedAccessTokenClaims {

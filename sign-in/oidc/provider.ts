@@ -7,7 +7,7 @@ import { findClient } from '../../platform/store/clients';
 import type { SigningJwk } from '../../platform/store/signing-keys';
 import type { KeyRing } from '../../platform/security/data-protection';
 import { createPostgresAdapter, isStorableKey } from './adapter';
-import { DISCOVERY_PATH, OIDC_ROUTES } from '../../platform/http/sign-in-paths';
+import { DISCOVERY_PATH, OIDC_ROUTES } from '../sign-in-paths';
 import { claimsOf, tokenClaimsOf, type ScopeClaims } from './claims';
 import {
   allowedScopesOf,
@@ -18,7 +18,7 @@ import {
 } from './clients';
 import { adoptMigratedRefreshToken } from './migrated-refresh-tokens';
 import { verifyIssuedAccessToken } from './issued-tokens';
-import { revokeAccessToken } from '../../platform/store/admin-tokens';
+import { revokeAccessToken } from '../store/admin-tokens';
 import { renderErrorPage, signOutPage, signedOutPage } from './pages';
 import { deviceFlowFeature, userCodeBudget } from './device-flow';
 import {

@@ -8,14 +8,9 @@ import { productName, sendPage } from '../../platform/http/html';
 import { FIELD_BOUNDS } from '../../platform/security/field-bounds';
 import { hashPassword } from '../../platform/security/password-hashing';
 import { passwordPolicyViolations } from '../../platform/security/password-policy';
-import { createAccountToken, peekAccountToken, takeAccountToken } from '../../platform/store/account-tokens';
-import {
-  findRecoveryUser,
-  markEmailConfirmed,
-  setPasswordHash,
-  type RecoveryUser,
-} from '../../platform/store/accounts';
-import { recordAuditEvent } from '../../platform/store/audit-events';
+import { createAccountToken, peekAccountToken, takeAccountToken } from '../store/account-tokens';
+import { findRecoveryUser, markEmailConfirmed, setPasswordHash, type RecoveryUser } from '../store/accounts';
+import { recordAuditEvent } from '../store/audit-events';
 import type { Db } from '../../platform/store/database';
 import type { SignOut } from '../../provisioning/sign-out';
 import { emailForm, formField } from '../oidc/forms';

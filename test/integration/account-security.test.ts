@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import * as oidc from 'openid-client';
 import { freePort } from '../../dev/ports';
-import { activateUser, deactivateUserReturningApps } from '../../platform/store/scim-users';
+import { activateUser, deactivateUserReturningApps } from '../../platform/store/user-removals';
 import { normalize } from '../../platform/store/users';
 import { accountPages } from '../support/account-pages';
 import {

@@ -16,7 +16,7 @@ import { createScratchDatabase } from '../fixtures/source/generate';
 import { ADMIN_KEY, eventually, TEST_DATA_PROTECTION_KEY, TEST_PAYLOAD_KEYS } from '../support/harness';
 import { temporalClient } from '../../platform/temporal/data-converter';
 import { TEST_ADMIN_URL } from '../support/scratch-store';
-import { createScimToken } from '../../platform/store/scim-tokens';
+import { createScimToken } from '../../scim/store/scim-tokens';
 import type { ProvisioningActivities } from '../../provisioning/activities';
 import { spawnService, waitForOutput, type ServiceProcess } from '../support/service-process';
 

@@ -3,7 +3,7 @@ import http from 'node:http';
 import { Client, Connection } from '@temporalio/client';
 import { freePort } from '../../dev/ports';
 import { createDb, migrateToLatest, type Db } from '../../platform/store/database';
-import { createScimToken } from '../../platform/store/scim-tokens';
+import { createScimToken } from '../../scim/store/scim-tokens';
 import { insertUser } from '../../platform/store/users';
 import { ADMIN_KEY, serviceProcessEnv, stopAfterAll, uniqueEmail } from '../support/harness';
 import { spawnService, waitForOutput, type ServiceProcess } from '../support/service-process';

@@ -7,7 +7,7 @@ import { createDb, migrateToLatest, type Db } from '../../platform/store/databas
 import { hashClientSecret } from '../../platform/security/client-secrets';
 import { hashPassword } from '../../platform/security/password-hashing';
 import { putClient } from '../../platform/store/clients';
-import { createScimToken } from '../../platform/store/scim-tokens';
+import { createScimToken } from '../../scim/store/scim-tokens';
 import { insertUser } from '../../platform/store/users';
 import { ADMIN_KEY, serviceProcessEnv, stopAfterAll, uniqueEmail } from '../support/harness';
 import { spawnService, waitForOutput, type ServiceProcess } from '../support/service-process';

@@ -6,7 +6,7 @@ import { uniqueEmail, useHarness, SIGN_IN_HARNESS } from '../support/harness';
 import { codeFlow } from '../support/code-flow';
 import { relyingParty } from '../support/relying-party';
 import { hashClientSecret } from '../../platform/security/client-secrets';
-import { enrolTotp } from '../../platform/store/mfa';
+import { enrolTotp } from '../../sign-in/store/mfa';
 import { protectSecret } from '../../platform/security/data-protection';
 import { browser, GRANT_NOT_ALLOWED, textOf, type Visit } from '../support/sign-in-flow';
 

@@ -7,7 +7,7 @@ import { migrationOptions, startOrAttachMigration } from '../../migration/runner
 import { startHostedMigrationRunner } from '../../migration/runner/runner';
 import { createServiceContext, type ServiceContext, migrationDependencies } from '../../composition/service-context';
 import { createScratchDatabase } from '../fixtures/source/generate';
-import { findMarker, passProgress } from '../../platform/store/migration-markers';
+import { findMarker, passProgress } from '../../migration/store/migration-markers';
 import { createMigrationWorker, workerHome } from '../../workers/create-worker';
 import { temporalClient } from '../../platform/temporal/data-converter';
 import { eventually, TEST_DATA_PROTECTION_KEY, TEST_PAYLOAD_KEYS, useHarness } from '../support/harness';

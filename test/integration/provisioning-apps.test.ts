@@ -3,7 +3,7 @@ import { createConfigAppProvider } from '../../provisioning/apps/apps';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServiceContext } from '../../composition/service-context';
 import { createKeyRing } from '../../platform/security/data-protection';
-import { findStoredApp, insertStoredApp } from '../../platform/store/provisioning-apps';
+import { findStoredApp, insertStoredApp } from '../../provisioning/store/provisioning-apps';
 import { startDownstreamApp, type RunningDownstreamApp } from '../../examples/downstream-app/app';
 import { startHarness, uniqueEmail, type Harness } from '../support/harness';
 import { storedAppRow } from '../support/rows';

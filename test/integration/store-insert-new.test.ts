@@ -1,6 +1,6 @@
 import { copyUnlessAnyExists, insertSkippingExisting } from '../../platform/store/insert-new';
 import { useScratchStore } from '../support/scratch-store';
-import { USER_COLUMNS, type MigratedUser } from '../../platform/store/migrated-users';
+import { USER_COLUMNS, type MigratedUser } from '../../migration/store/migrated-users';
 // The columns and row shape the migration's users pass writes.
 const COLUMNS = USER_COLUMNS;
 const user = (id: string, extra: Partial<MigratedUser> = {}): MigratedUser => ({

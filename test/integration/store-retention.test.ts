@@ -3,13 +3,13 @@ import {
   claimIdempotencyKey,
   IDEMPOTENCY_KEY_HOURS,
   purgeExpiredIdempotencyKeys,
-} from '../../platform/store/creation-guards';
+} from '../../platform/store/idempotency-keys';
 import {
   ABANDONED_AFTER_HOURS,
   purgeAbandonedCredentials,
   stashPasswordHash,
-} from '../../platform/store/pending-credentials';
-import { purgeRevokedAccessTokens, revokeAccessToken } from '../../platform/store/admin-tokens';
+} from '../../provisioning/store/pending-credentials';
+import { purgeRevokedAccessTokens, revokeAccessToken } from '../../sign-in/store/admin-tokens';
 import { useScratchStore } from '../support/scratch-store';
 import { countHit, purgeExpiredHits } from '../../platform/store/rate-limits';
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { recordProvisions } from '../../platform/store/provisions';
-import { deactivateUserReturningApps } from '../../platform/store/scim-users';
+import { deactivateUserReturningApps } from '../../platform/store/user-removals';
 import { purgeOldRemovals, REMOVALS_KEPT_DAYS } from '../../platform/store/user-removals';
 import { deleteUserReturningApps, insertUser } from '../../platform/store/users';
 import { newUserFrom } from '../../provisioning/creation';

@@ -24,7 +24,7 @@ test('the workflow bundle holds only workflow-safe modules of the project and th
     /^provisioning\/workflows\//,
     /^migration\/workflows\//,
     /^migration\/activities\/(plan|types)\.ts$/,
-    /^platform\/store\/migration-counts\.ts$/,
+    /^migration\/store\/migration-counts\.ts$/,
     /^platform\/temporal\/(failure-converter|search-attributes)\.ts$/,
     /^workers\/workflows\.ts$/,
   ];

@@ -9,7 +9,7 @@ import { uuidV5 } from '../../../platform/security/name-based-uuid';
 import type { Kysely } from 'kysely';
 import type { SourceDatabase } from '../../source/schema';
 import { readApiResourcesPage, readClientsPage, readScopeSources } from '../../source/configuration';
-import { insertClients, insertScopes, type MigratedClientRow } from '../../../platform/store/migrated-configuration';
+import { insertClients, insertScopes, type MigratedClientRow } from '../../store/migrated-configuration';
 import { countWrites, emptyPage, IN_LIST_LIMIT, type Pass, type PageResult } from '../types';
 
 /** ApiScopes + IdentityResources, and the claims of ApiResources as migration-created scopes; seeded names win. */

@@ -1,11 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { SourceDatabase } from '../../source/schema';
 import { protectText } from '../../../platform/security/data-protection';
-import {
-  insertOidcProviders,
-  insertSamlProviders,
-  insertSsoDomains,
-} from '../../../platform/store/migrated-configuration';
+import { insertOidcProviders, insertSamlProviders, insertSsoDomains } from '../../store/migrated-configuration';
 import { pageById } from '../pages';
 import { countWrites, type Pass, type PassContext, type PageResult } from '../types';
 

@@ -9,7 +9,7 @@ import {
   type SourceGrantRow,
 } from '../../source/stock-refresh-tokens';
 import { protectText, type KeyRing } from '../../../platform/security/data-protection';
-import { insertGrants } from '../../../platform/store/migrated-configuration';
+import { insertGrants } from '../../store/migrated-configuration';
 import { keysetPage } from '../pages';
 import { countWrites, type Pass, type RefreshTokenTally } from '../types';
 

@@ -1,4 +1,4 @@
-import { insertRoles } from '../../../platform/store/migrated-configuration';
+import { insertRoles } from '../../store/migrated-configuration';
 import { normalize } from '../../../platform/store/users';
 import { pageById } from '../pages';
 import { countWrites, type Pass } from '../types';

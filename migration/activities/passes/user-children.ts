@@ -8,7 +8,7 @@ import {
   insertUserChildren,
   roleIdsByName,
   type MigratedMfaCredential,
-} from '../../../platform/store/migrated-user-children';
+} from '../../store/migrated-user-children';
 import { normalize } from '../../../platform/store/users';
 import { uuidV5 } from '../../../platform/security/name-based-uuid';
 import { countWrites, emptyPage, nextCursor, type PageResult, type Pass, type PassContext } from '../types';

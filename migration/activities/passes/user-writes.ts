@@ -11,7 +11,7 @@ import {
   upsertUsers as writeUpserts,
   usersWithoutSignInFlags,
   type MigratedUser,
-} from '../../../platform/store/migrated-users';
+} from '../../store/migrated-users';
 import type { PageResult } from '../types';
 
 interface WriteContext {

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
-import { logger } from '../observability/logger';
-import { auditEvents } from '../observability/metrics';
-import type { Db } from './database';
+import { logger } from '../../platform/observability/logger';
+import { auditEvents } from '../../platform/observability/metrics';
+import type { Db } from '../../platform/store/database';
 
 /**
  * Every kind of event the audit trail records, with what it means: one table the recorder, the admin API's `type`

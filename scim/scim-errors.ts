@@ -1,18 +1,12 @@
 import type { Response } from 'express';
-import type { StoredAnswer } from '../store/schema';
+import type { StoredAnswer } from '../platform/store/schema';
+import type { ErrorAnswer, ErrorDialect, ErrorKind } from '../platform/http/problem';
 
 export const SCIM_CONTENT_TYPE = 'application/scim+json';
 export const ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
 
-export type ScimType =
-  | 'uniqueness'
-  | 'invalidFilter'
-  | 'invalidValue'
-  | 'invalidSyntax'
-  | 'mutability'
-  | 'noTarget'
-  | 'invalidPath'
-  | 'tooMany';
+/** RFC 7644 §3.12's scimType: the platform's kinds of mistake are named after it. */
+export type ScimType = ErrorKind;
 
 const errorBody = (status: number, detail: string, scimType?: ScimType) => ({
   schemas: [ERROR_SCHEMA],
@@ -46,3 +40,14 @@ export class ScimError extends Error {
     super(message);
   }
 }
+
+/** SCIM clients get every error in SCIM's schema (RFC 7644 §3.12), the service's own refusals included. */
+export const SCIM_ERROR_DIALECT: ErrorDialect = {
+  send: (res, answer) => sendScimError(res, answer.status, answer.detail, answer.kind),
+};
+
+/** A ScimError a SCIM handler threw, as the one error handler answers it. */
+export const answerScimError = (caught: unknown): ErrorAnswer | undefined =>
+  caught instanceof ScimError
+    ? { status: caught.status, title: 'Invalid request', detail: caught.message, kind: caught.scimType }
+    : undefined;

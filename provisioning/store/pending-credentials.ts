@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Db } from './database';
-import { deleteCreatedBefore } from './retention';
+import type { Db } from '../../platform/store/database';
+import { deleteCreatedBefore } from '../../platform/store/retention';
 
 /**
  * A stashed hash is needed until its attempt has ended: the attempt removes it as its last step when it kept the user

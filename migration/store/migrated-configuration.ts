@@ -1,6 +1,6 @@
 import type { Insertable } from 'kysely';
-import type { Db } from './database';
-import { insertSkippingExisting } from './insert-new';
+import type { Db } from '../../platform/store/database';
+import { insertSkippingExisting } from '../../platform/store/insert-new';
 import type {
   ClientSecretsTable,
   ClientsTable,
@@ -10,7 +10,7 @@ import type {
   SamlProvidersTable,
   ScopesTable,
   SsoDomainsTable,
-} from './schema';
+} from '../../platform/store/schema';
 
 /**
  * What the IdentityServer migration writes besides users: scopes, clients, roles, SSO providers and their domains,

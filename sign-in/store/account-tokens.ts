@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
-import type { Db } from './database';
-import type { AccountTokensTable } from './schema';
+import type { Db } from '../../platform/store/database';
+import type { AccountTokensTable } from '../../platform/store/schema';
 
 export type AccountTokenPurpose = AccountTokensTable['purpose'];
 

@@ -1,6 +1,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import type { Db } from './database';
-import { deletedAny, updatedAny } from './row-counts';
+import type { Db } from '../../platform/store/database';
+import { deletedAny, updatedAny } from '../../platform/store/row-counts';
 
 const digest = (token: string) => createHash('sha256').update(token).digest('hex');
 

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
-import type { Db } from './database';
-import { normalize, PROFILE_COLUMNS } from './users';
+import type { Db } from '../../platform/store/database';
+import { normalize, PROFILE_COLUMNS } from '../../platform/store/users';
 
 /** What sign-in reads of a user: identity, credential and the ASP.NET Identity sign-in state. */
 export function findSignInUser(db: Db, email: string) {
@@ -19,8 +19,6 @@ export function findSignInUser(db: Db, email: string) {
     .where('normalized_email', '=', normalize(email))
     .executeTakeFirst();
 }
-
-export type SignInUser = NonNullable<Awaited<ReturnType<typeof findSignInUser>>>;
 
 /** The user as the provider's claims see it: profile, organization, custom attributes and role names (one query). */
 export function findClaimsUser(db: Db, userId: string) {

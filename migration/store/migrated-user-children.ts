@@ -1,10 +1,10 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { Db } from './database';
-import { insertSkippingExisting } from './insert-new';
-import { JSON_ROWS, jsonRows } from './json-rows';
-import type { MfaCredentialsTable } from './schema';
-import { userExists } from './users';
-import { tombstoned } from './read-through-guards';
+import type { Db } from '../../platform/store/database';
+import { insertSkippingExisting } from '../../platform/store/insert-new';
+import { JSON_ROWS, jsonRows } from '../../platform/store/json-rows';
+import type { MfaCredentialsTable } from '../../platform/store/schema';
+import { userExists } from '../../platform/store/users';
+import { tombstoned } from '../../platform/store/read-through-guards';
 
 /**
  * The roles, external logins and MFA credentials the IdentityServer migration writes for its users. `createdBy`: a

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Db } from './database';
+import type { Db } from '../../platform/store/database';
 
 export function findTotpCredential(db: Db, userId: string) {
   return db

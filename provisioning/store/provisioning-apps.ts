@@ -1,6 +1,6 @@
-import { protectText, unprotectText, type KeyRing } from '../security/data-protection';
-import type { Db } from './database';
-import { deletedAny, updatedAny } from './row-counts';
+import { protectText, unprotectText, type KeyRing } from '../../platform/security/data-protection';
+import type { Db } from '../../platform/store/database';
+import { deletedAny, updatedAny } from '../../platform/store/row-counts';
 
 /**
  * An app as the orchestrator calls it, wherever it is configured (the ProvisioningApps section or this store). The key

@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Db } from './database';
+import type { Db } from '../../platform/store/database';
 
 /** The public part of a stored signing key, by its key id. */
 export async function findSigningPublicKey(db: Db, kid: string) {

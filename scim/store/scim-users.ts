@@ -1,13 +1,10 @@
 import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
-import type { Db } from './database';
-import type { Database, ScimEmail, ScimManager, ScimName } from './schema';
-import { DuplicateUserError, normalize } from './users';
-import { isUniqueViolation } from './errors';
+import type { Db } from '../../platform/store/database';
+import type { Database, ScimEmail, ScimManager, ScimName } from '../../platform/store/schema';
+import { DuplicateUserError, normalize } from '../../platform/store/users';
+import { isUniqueViolation } from '../../platform/store/errors';
 import { scimPage } from './scim-page';
-import { updatedAny } from './row-counts';
-import { removeOnce, type Removal } from './user-removals';
-import { tombstoneUserIn } from './read-through-guards';
-import { endSignInsIn } from './oidc-payloads';
+import { updatedAny } from '../../platform/store/row-counts';
 
 export const SCIM_USER_COLUMNS = [
   'id',
@@ -87,30 +84,6 @@ export async function updateScimUser(db: Db, id: string, changes: ScimUserChange
       throw new DuplicateUserError(`userName ${changes.userName} or e-mail ${changes.email} belongs to another user`);
     throw error;
   }
-}
-
-/**
- * The spec's soft-delete: the user stays but is inactive and provisioned nowhere.
- * Under a `removalId` a second run answers what the first did, the apps it took the user from included.
- */
-export async function deactivateUserReturningApps(db: Db, id: string, removalId?: string): Promise<Removal> {
-  return removeOnce(db, removalId, async (trx) => {
-    const updated = await trx
-      .updateTable('users')
-      .set({ active: false, updated_at: new Date() })
-      .where('id', '=', id)
-      .executeTakeFirst();
-    const removed = await trx.deleteFrom('user_provisions').where('user_id', '=', id).returning('app_id').execute();
-    // A deactivated user is signed out everywhere, and the clients that listen are told.
-    const { signOuts } = await endSignInsIn(trx, id);
-    // Neither the read-through window nor a later sweep (Upsert included) may bring the source's copy back over it.
-    if (updatedAny(updated)) await tombstoneUserIn(trx, id, 'deactivated');
-    return { found: updatedAny(updated), appIds: removed.map((r) => r.app_id), signOuts };
-  });
-}
-
-export async function activateUser(db: Db, id: string): Promise<void> {
-  await db.updateTable('users').set({ active: true, updated_at: new Date() }).where('id', '=', id).execute();
 }
 
 /** What a SCIM client sent for a user it just created beyond what the creation itself stores. */

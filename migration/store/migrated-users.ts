@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
-import type { Db } from './database';
-import { copyUnlessAnyExists } from './insert-new';
-import { jsonRows } from './json-rows';
-import type { NewUserRow } from './schema';
-import { userExists } from './users';
+import type { Db } from '../../platform/store/database';
+import { copyUnlessAnyExists } from '../../platform/store/insert-new';
+import { jsonRows } from '../../platform/store/json-rows';
+import type { NewUserRow } from '../../platform/store/schema';
+import { userExists } from '../../platform/store/users';
 
 /**
  * The users the IdentityServer migration writes. What to write and which of two duplicates wins is the users pass's

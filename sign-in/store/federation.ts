@@ -1,9 +1,9 @@
 import type { Selectable } from 'kysely';
-import { protectText, unprotectText, type KeyRing } from '../security/data-protection';
-import type { Db } from './database';
-import { deletedAny } from './row-counts';
-import { domainOf } from './users';
-import type { OidcProvidersTable, SamlProvidersTable } from './schema';
+import { protectText, unprotectText, type KeyRing } from '../../platform/security/data-protection';
+import type { Db } from '../../platform/store/database';
+import { deletedAny } from '../../platform/store/row-counts';
+import { domainOf } from '../../platform/store/users';
+import type { OidcProvidersTable, SamlProvidersTable } from '../../platform/store/schema';
 
 export type OidcProviderRow = Selectable<OidcProvidersTable>;
 export type SamlProviderRow = Selectable<SamlProvidersTable>;

@@ -1,13 +1,9 @@
 import { sumCounts, type Counts } from './migration-counts';
 import { sql } from 'kysely';
-import type { Db } from './database';
+import type { Db } from '../../platform/store/database';
 
 export async function findMarker(db: Db, version: string) {
   return db.selectFrom('migration_markers').selectAll().where('version', '=', version).executeTakeFirst();
-}
-
-export async function latestMarker(db: Db) {
-  return db.selectFrom('migration_markers').selectAll().orderBy('started_at', 'desc').limit(1).executeTakeFirst();
 }
 
 /** A Started marker for this version, replacing a Failed or dry-run one (only a Completed real run blocks a re-run). */

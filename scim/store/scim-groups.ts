@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Expression, ExpressionBuilder, SqlBool } from 'kysely';
-import type { Db } from './database';
-import type { Database } from './schema';
-import { normalize } from './users';
-import { isUniqueViolation } from './errors';
+import type { Db } from '../../platform/store/database';
+import type { Database } from '../../platform/store/schema';
+import { normalize } from '../../platform/store/users';
+import { isUniqueViolation } from '../../platform/store/errors';
 import { scimPage } from './scim-page';
-import { deletedAny } from './row-counts';
+import { deletedAny } from '../../platform/store/row-counts';
 
 export type GroupFilter = (eb: ExpressionBuilder<Database, 'scim_groups'>) => Expression<SqlBool>;
 

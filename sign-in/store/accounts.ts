@@ -1,5 +1,5 @@
-import type { Db } from './database';
-import { normalize } from './users';
+import type { Db } from '../../platform/store/database';
+import { normalize } from '../../platform/store/users';
 
 /**
  * What account recovery and the account pages read and change of a user: the credential, the e-mail confirmation,

@@ -35,7 +35,7 @@ import type { RecoveryMails } from '../sign-in/recovery/router';
 import type { SourceReadThrough } from '../sign-in/read-through';
 import { ROUTES } from './openapi/routes';
 import { createWorkflowRunner } from '../provisioning/workflow-runner';
-import { createSignOut } from '../provisioning/sign-out';
+import { createSignOut } from '../provisioning/sign-out-notices';
 import { requestObservability } from '../platform/observability/http';
 import { routeOf } from './route-labels';
 import { logger, type Logger } from '../platform/observability/logger';

@@ -27,7 +27,7 @@ export function routeOf(req: Request): string {
   // Routes outside the table (sign-in pages, federation, the codec) by the template Express matched.
   const route = req.route as { path?: unknown } | undefined;
   if (typeof route?.path === 'string') return `${req.baseUrl}${route.path}`;
-  // The provider is handed Api:PublicUrl's path as its mount path in originalUrl (oidc/index.ts); req.path is the
+  // The provider is handed Api:PublicUrl's path as its mount path in originalUrl (oidc/sign-in-router.ts); req.path is the
   // path as it arrived.
   const arrived = req.path.replace(/(.)\/+$/, '$1');
   if (PROVIDER_PATHS.has(arrived)) return arrived;

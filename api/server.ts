@@ -17,7 +17,7 @@ import { purgeOldRemovals } from '../platform/store/user-removals';
 import { purgeRevokedAccessTokens } from '../sign-in/store/admin-tokens';
 import type { Db } from '../platform/store/database';
 import { apiWorkflowRunner, createApiApp } from './app';
-import { createSignIn } from '../sign-in/oidc';
+import { createSignIn } from '../sign-in/oidc/sign-in-router';
 import { MISSING_KEY_MESSAGE } from '../platform/config/key-ring';
 import { logger } from '../platform/observability/logger';
 import { startMetricsServer } from '../platform/observability/metrics-server';

@@ -1,4 +1,4 @@
-import type { MigrationDependencies } from '../migration/activities';
+import type { MigrationDependencies } from '../migration/activities/migration-activities';
 import { createConfigAppProvider, createStoreAppProvider, type AppProvider } from '../provisioning/apps/apps';
 import { createTccClient, type TccClient, type TccClientOptions } from '../provisioning/apps/tcc-client';
 import type { AppConfig } from '../platform/config/schema';

@@ -32,7 +32,7 @@ const PROVISIONING_FACE = [
   'provisioning/creation.ts',
   'provisioning/outcome-answers.ts',
   'provisioning/workflow-runner.ts',
-  'provisioning/sign-out.ts',
+  'provisioning/sign-out-notices.ts',
   'provisioning/workflows/ids.ts',
   'provisioning/workflows/provisioning.ts',
   'provisioning/apps/apps.ts',

@@ -5,7 +5,7 @@ import type { KeyRing } from '../platform/security/data-protection';
 import { persistedGrantKeys } from '../platform/security/persisted-grant-keys';
 import type { Db } from '../platform/store/database';
 import { insertGrants } from './store/migrated-configuration';
-import { PASS_IMPLEMENTATIONS } from './activities';
+import { PASS_IMPLEMENTATIONS } from './activities/migration-activities';
 import { sealedGrantRow } from './activities/passes/refresh-tokens';
 import { userCursor, type MigrationOptions, type PassContext } from './activities/types';
 import { readRefreshTokenByKeys } from './source/configuration';
@@ -19,7 +19,7 @@ import { notLive, openStockRefreshToken } from './source/stock-refresh-tokens';
 import { equalDuration } from '../platform/security/equal-duration';
 import { isTombstoned, refusedSubject } from '../platform/store/read-through-guards';
 import { spendReadThroughBudget } from './store/read-through-budget';
-import { findUserBoundsByEmail } from './source/users';
+import { findUserBoundsByEmail } from './source/user-reads';
 
 export interface ReadThroughDependencies {
   target: Db;

@@ -5,8 +5,8 @@ import { bearerToken } from '../platform/http/bearer';
 import type { Operations } from '../platform/http/operations';
 import { DISCOVERY_PATHS, scimDiscoveryOperations } from './discovery';
 import { sendScimError } from './scim-errors';
-import { scimGroupsOperations } from './groups';
-import { scimUsersOperations } from './users';
+import { scimGroupsOperations } from './group-endpoints';
+import { scimUsersOperations } from './user-endpoints';
 import type { ScimDependencies } from './dependencies';
 
 export type { ScimDependencies };

@@ -11,14 +11,14 @@ import type { DataConverter } from '@temporalio/common';
 import type { AppConfig } from '../platform/config/schema';
 import { StoreFaultsInterceptor } from './store-faults';
 import { FAILURE_CONVERTER_PATH, temporalDataConverter } from '../platform/temporal/data-converter';
-import { createMigrationActivities, type MigrationDependencies } from '../migration/activities';
+import { createMigrationActivities, type MigrationDependencies } from '../migration/activities/migration-activities';
 import { MIGRATION_PAGES_AT_ONCE } from '../migration/source/connection';
 import {
   createProvisioningActivities,
   type ProvisioningActivities,
   type ProvisioningDependencies,
-} from '../provisioning/activities';
-import { createSignOutActivities, type SignOutDependencies } from '../provisioning/activities/sign-out';
+} from '../provisioning/activities/provisioning-activities';
+import { createSignOutActivities, type SignOutDependencies } from '../provisioning/activities/logout-delivery';
 
 export const WORKFLOWS_PATH = require.resolve('./workflows');
 /** What every workflow bundle is built from: the workflow code and the failure converter the sandbox encodes with. */

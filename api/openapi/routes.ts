@@ -6,7 +6,7 @@ import { appBodySchema } from '../../provisioning/api/apps';
 import { registrationSchema } from '../../sign-in/api/register';
 import { scimTokenCreateSchema } from '../../scim/tokens';
 import { oidcProviderSchema, samlProviderSchema } from '../../sign-in/api/sso-providers';
-import { groupInputSchema } from '../../scim/groups';
+import { groupInputSchema } from '../../scim/group-endpoints';
 import { auditQuerySchema } from '../../sign-in/api/account-admin';
 import { scimUserInputSchema, searchRequestSchema } from '../../scim/resources';
 import {

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { SourceDatabase } from '../source/schema';
 import type { MigrationOptions, PassName } from './types';
-import { anyMfaToken } from '../source/users';
+import { anyMfaToken } from '../source/user-reads';
 import { inventoryOf } from './validation';
 import { readSourceColumns } from '../source/inventory';
 

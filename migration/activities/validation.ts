@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import type { SourceDatabase } from '../source/schema';
 import { SCOPE_COLUMNS } from '../source/configuration';
 import { readSourceColumns } from '../source/inventory';
-import { readDuplicateEmails, SIGN_IN_STATE_COLUMNS } from '../source/users';
+import { readDuplicateEmails, SIGN_IN_STATE_COLUMNS } from '../source/user-reads';
 
 /** The tables and columns the migration reads, by EF Core's names. */
 export const EXPECTED_INVENTORY: Record<string, string[]> = {

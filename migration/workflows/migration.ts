@@ -1,5 +1,5 @@
 import { ApplicationFailure, continueAsNew, executeChild, proxyActivities, workflowInfo } from '@temporalio/workflow';
-import type { MigrationActivities } from '../activities';
+import type { MigrationActivities } from '../activities/migration-activities';
 import { addCounts, noCounts, type Counts } from '../store/migration-counts';
 import { PASS_PLAN, PASSES, planOf, type PassName, type PlannedPass } from '../activities/plan';
 import {

@@ -1,5 +1,5 @@
 import { log, ParentClosePolicy, proxyActivities, startChild, workflowInfo } from '@temporalio/workflow';
-import type { ProvisioningActivities } from '../activities';
+import type { ProvisioningActivities } from '../activities/provisioning-activities';
 import { BACKGROUND } from './activity-policies';
 import { appDeprovisioningWorkflowId } from './ids';
 import { userIdOfParent } from '../../platform/temporal/search-attributes';

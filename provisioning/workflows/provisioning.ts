@@ -1,9 +1,9 @@
 import { proxyLocalActivities, workflowInfo } from '@temporalio/workflow';
-import type { FirstStep, ProvisioningActivities } from '../activities';
+import type { FirstStep, ProvisioningActivities } from '../activities/provisioning-activities';
 import type { NewUser } from '../../platform/store/users';
 import { STORE } from './activity-policies';
 import { deprovisionInBackground } from './background';
-import { signOutInBackground } from './sign-out';
+import { signOutInBackground } from './notify-sign-out';
 import type { Trigger } from './ids';
 import { deleteRefusedUser } from './refused-creation';
 import { recordOutcome } from '../../platform/temporal/search-attributes';

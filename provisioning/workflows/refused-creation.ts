@@ -1,5 +1,5 @@
 import { proxyLocalActivities } from '@temporalio/workflow';
-import type { FirstStep, ProvisioningActivities } from '../activities';
+import type { FirstStep, ProvisioningActivities } from '../activities/provisioning-activities';
 import { STORE } from './activity-policies';
 import type { CreationOutcome, ProvisioningOutcome } from './outcomes';
 

@@ -6,7 +6,7 @@ import {
   startChild,
   TimeoutFailure,
 } from '@temporalio/workflow';
-import type { FirstStep, ProvisioningActivities } from '../activities';
+import type { FirstStep, ProvisioningActivities } from '../activities/provisioning-activities';
 import type { AppRef } from '../store/provisioning-apps';
 import type { UserProfile } from '../../platform/store/users';
 import { applyApproval, assignedBy, reasons, type Approval, type FinishResult } from '../tcc';

@@ -8,7 +8,7 @@ import { FORM_TOKEN_FIELD, formToken, isFormToken } from '../../platform/securit
 import { recordAuditEvent } from '../store/audit-events';
 import type { Db } from '../../platform/store/database';
 import { findAccountUser } from '../../platform/store/users';
-import type { SignOut } from '../../provisioning/sign-out';
+import type { SignOut } from '../../provisioning/sign-out-notices';
 import { accountChangedMail, type AccountChange } from '../recovery/mails';
 import { formExpiredPage } from './account-pages';
 import { checkPassword } from './credentials';

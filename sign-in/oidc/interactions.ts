@@ -28,7 +28,7 @@ import { countRecoveryCodes, findRecoveryUserById } from '../store/accounts';
 import { findScopeTexts } from '../store/sign-in-users';
 import { RECOVERY_PATHS, type RecoveryMails } from '../recovery/router';
 import { unconfirmedEmailPage } from '../recovery/pages';
-import type { Federation } from '../federation';
+import type { Federation } from '../federation/federation';
 import { FederationCheckError } from '../federation/errors';
 import { logger } from '../../platform/observability/logger';
 import { FIELD_BOUNDS } from '../../platform/security/field-bounds';

@@ -33,7 +33,7 @@ import {
 import { accessTokenShape, idpClaimOf } from './token-shape';
 import type { AppConfig } from '../../platform/config/schema';
 import { registerPasswordGrant } from './password-grant';
-import type { SignOut } from '../../provisioning/sign-out';
+import type { SignOut } from '../../provisioning/sign-out-notices';
 import type { SourceReadThrough } from '../read-through';
 
 /**

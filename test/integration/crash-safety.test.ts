@@ -17,7 +17,7 @@ import { ADMIN_KEY, eventually, TEST_DATA_PROTECTION_KEY, TEST_PAYLOAD_KEYS } fr
 import { temporalClient } from '../../platform/temporal/data-converter';
 import { TEST_ADMIN_URL } from '../support/scratch-store';
 import { createScimToken } from '../../scim/store/scim-tokens';
-import type { ProvisioningActivities } from '../../provisioning/activities';
+import type { ProvisioningActivities } from '../../provisioning/activities/provisioning-activities';
 import { spawnService, waitForOutput, type ServiceProcess } from '../support/service-process';
 
 /**

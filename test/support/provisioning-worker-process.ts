@@ -1,6 +1,9 @@
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { runWorkerProcess } from './worker-process';
-import { createProvisioningActivities, type ProvisioningActivities } from '../../provisioning/activities';
+import {
+  createProvisioningActivities,
+  type ProvisioningActivities,
+} from '../../provisioning/activities/provisioning-activities';
 import { parseConfig } from '../../platform/config/load';
 import { createServiceContext } from '../../composition/service-context';
 import { createProvisioningWorker, workerHome } from '../../workers/create-worker';

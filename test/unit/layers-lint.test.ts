@@ -89,7 +89,7 @@ describe('the import layers, as lint', () => {
       `export type T = import('../../migration/read-through').ReadThrough;`,
     ],
     ['a domain imports another sideways', 'migration/probe.ts', `import { x } from '../sign-in/read-through';`],
-    ['the platform imports a domain', 'platform/store/probe.ts', `import { x } from '../../scim/users';`],
+    ['the platform imports a domain', 'platform/store/probe.ts', `import { x } from '../../scim/user-endpoints';`],
   ])('refuses: %s', (_what, file, code) => {
     expect(refusals(file, code)).toHaveLength(1);
   });

@@ -1,4 +1,4 @@
-import { createMigrationActivities, PASS_IMPLEMENTATIONS } from '../../migration/activities';
+import { createMigrationActivities, PASS_IMPLEMENTATIONS } from '../../migration/activities/migration-activities';
 import { PASSES } from '../../migration/activities/plan';
 import { preflight, REQUIRED_TABLES } from '../../migration/activities/preflight';
 import { EXPECTED_INVENTORY, validateSource } from '../../migration/activities/validation';
@@ -7,7 +7,7 @@ import type { SourceDatabase } from '../../migration/source/schema';
 import type { Db } from '../../platform/store/database';
 import { recordingMssql } from '../support/recording-dialect';
 import { readRefreshTokenByKeys } from '../../migration/source/configuration';
-import { findUserBoundsByEmail } from '../../migration/source/users';
+import { findUserBoundsByEmail } from '../../migration/source/user-reads';
 import { loadSourceKeyRing } from '../../migration/source/data-protection-keys';
 import { persistedGrantKeys } from '../../platform/security/persisted-grant-keys';
 import { testMigrationOptions } from '../support/scratch-store';

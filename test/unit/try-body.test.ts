@@ -1,4 +1,4 @@
-import { buildTryBody } from '../../provisioning/activities';
+import { buildTryBody } from '../../provisioning/activities/provisioning-activities';
 import { newUserFrom } from '../../provisioning/creation';
 
 const user = { userId: 'u1', ...newUserFrom({ email: 'a@example.test' }), active: true };

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import type { ProvisioningActivities } from '../../provisioning/activities';
+import type { ProvisioningActivities } from '../../provisioning/activities/provisioning-activities';
 import type { TryVerdict } from '../../provisioning/apps/tcc-client';
 import { findTemporalTestServer } from '../../dev/temporal-cli';
 import type { UserProfile } from '../../platform/store/users';

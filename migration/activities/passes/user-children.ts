@@ -19,7 +19,7 @@ import {
   readUserIds,
   readUserLogins,
   readUserRoles,
-} from '../../source/users';
+} from '../../source/user-reads';
 
 /**
  * The users this run writes child rows for: all that exist under Upsert, only its own under CreateOnly (see

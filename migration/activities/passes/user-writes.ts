@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { SourceDatabase } from '../../source/schema';
-import { inKeyOrder, readUsersWithSignInFlags, type UserPageBounds } from '../../source/users';
+import { inKeyOrder, readUsersWithSignInFlags, type UserPageBounds } from '../../source/user-reads';
 import type { Db } from '../../../platform/store/database';
 import {
   copyNewUsers,

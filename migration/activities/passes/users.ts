@@ -7,7 +7,7 @@ import { emptyPage, IN_LIST_LIMIT, nextCursor, type PageResult, type Pass } from
 import type { Db } from '../../../platform/store/database';
 import { tombstonedUserIds } from '../../../platform/store/read-through-guards';
 import { backfillSignInFlags, createUsers, upsertUsers } from './user-writes';
-import { parseUserCursor, readClaims, readUserIds, readUsersById, readUsersOfPage } from '../../source/users';
+import { parseUserCursor, readClaims, readUserIds, readUsersById, readUsersOfPage } from '../../source/user-reads';
 
 const looksLikeEmail = (v: string | null) => v !== null && /^[^@\s]+@[^@\s]+$/.test(v);
 

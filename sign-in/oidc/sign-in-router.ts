@@ -6,7 +6,7 @@ import { loadSigningKeys, sealStoredSigningKeys } from '../../platform/store/sig
 import { loadScopeClaims } from './claims';
 import { clientRow, configuredSecrets } from './clients';
 import { cookieKeys } from './cookie-keys';
-import { createFederation, type Federation, type FederationDependencies } from '../federation';
+import { createFederation, type Federation, type FederationDependencies } from '../federation/federation';
 import { isAccountPath, INTERACTION_PREFIX, isFederationPath, isProviderPath } from '../sign-in-paths';
 import { parseAllowList } from '../../platform/security/callback-address';
 import { accountRouter } from './account';
@@ -17,7 +17,7 @@ import { storedApiResources } from './resources';
 import { logger } from '../../platform/observability/logger';
 import type { Mailer } from '../../platform/email/mailer';
 import { recoveryRouter, type RecoveryMails } from '../recovery/router';
-import { createSignOut, type SignOut } from '../../provisioning/sign-out';
+import { createSignOut, type SignOut } from '../../provisioning/sign-out-notices';
 
 /**
  * Federation's dependencies (the issuer is Api:PublicUrl), with the configuration in place of the allow-list, and

@@ -1,5 +1,5 @@
 import { log, ParentClosePolicy, proxyActivities, startChild, uuid4, workflowInfo } from '@temporalio/workflow';
-import type { SignOutActivities } from '../activities/sign-out';
+import type { SignOutActivities } from '../activities/logout-delivery';
 import type { SignOutNotice } from '../../platform/store/schema';
 import { LOGOUT_DELIVERY } from './activity-policies';
 import { signOutWorkflowId } from './ids';

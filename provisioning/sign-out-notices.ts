@@ -5,7 +5,7 @@ import type { Db } from '../platform/store/database';
 import { endEverySignInOf, type SignOutNotice } from '../platform/store/oidc-payloads';
 import type { WorkflowRunner } from './workflow-runner';
 import { signOutWorkflowId } from './workflows/ids';
-import { notifySignOut } from './workflows/sign-out';
+import { notifySignOut } from './workflows/notify-sign-out';
 
 /** How the sign-in pages, the account pages and the admin API end sign-ins and tell the clients that listen. */
 export interface SignOut {

@@ -3,7 +3,7 @@ import { ApplicationFailure, Context, log } from '@temporalio/activity';
 import type { Kysely } from 'kysely';
 import type { SourceDatabase } from '../source/schema';
 import type { SourceDataProtectionSettings } from '../source/data-protection-keys';
-import { countUsers, userIdAt } from '../source/users';
+import { countUsers, userIdAt } from '../source/user-reads';
 import { anyUserCreatedBy } from '../store/migrated-users';
 import type { Db } from '../../platform/store/database';
 import { findMarker, recordPassProgress, writeFinishedMarker, writeStartedMarker } from '../store/migration-markers';

@@ -5,6 +5,7 @@ import { createScratchStore } from '../support/scratch-store';
 import { spawnService, waitForOutput, type ServiceProcess } from '../support/service-process';
 import { browser, textOf, type Visit } from '../support/sign-in-flow';
 import { publicClient } from '../support/relying-party';
+import { countSignInAttempt } from '../../sign-in/store/sign-in-users';
 
 // A database of its own: the budget counts every sign-in from this address in the store, and the other test files
 // sign in from the same address.
@@ -100,6 +101,51 @@ describe('behind an https public URL with no trusted proxy', () => {
       statuses.push(answer.status);
     }
     expect(statuses).toEqual([200, 200, 200, 429]);
+  });
+});
+
+// Issue 37 item 9: the sign-in budget counted each attempt in one statement, from a snapshot without the attempts
+// running beside it, so a burst of parallel guesses from one address all saw the same count and went through.
+describe('a burst of parallel password guesses from one address', () => {
+  const burst = useHarness({
+    apps: {},
+    ownDatabase: true,
+    config: { Auth: { SignInRateLimit: { PermitLimit: 3, WindowSeconds: 60 } } },
+  });
+
+  test('spends the budget once: no more than Auth:SignInRateLimit of them are checked', async () => {
+    const email = uniqueEmail('burst');
+    expect((await burst.admin('PUT', '/api/v1/clients/burst', PUBLIC_CLIENT)).status).toBe(201);
+    for (let round = 0; round < 2; round++) {
+      const pages: Array<{ uid: string; cookie: string }> = [];
+      for (let i = 0; i < 12; i++) {
+        const person = browser(CALLBACK);
+        const emailPage = (await person.open(authorizeUrl(burst.api.url, 'burst'))) as Visit;
+        pages.push({ uid: new URL(emailPage.url).pathname.split('/')[2], cookie: person.jar.header(emailPage.url) });
+      }
+      const statuses = await Promise.all(
+        pages.map(async ({ uid, cookie }) => {
+          const answer = await fetch(`${burst.api.url}/interaction/${uid}/password`, {
+            method: 'POST',
+            headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+            body: new URLSearchParams({ email, password: 'wrong passphrase' }).toString(),
+          });
+          return answer.status;
+        }),
+      );
+      // The first round spends the whole budget; the second finds it spent.
+      expect(statuses.filter((s) => s !== 429).length).toBeLessThanOrEqual(round === 0 ? 3 : 0);
+    }
+  });
+
+  test('parallel attempts each count the others: every count from 1 to N once', async () => {
+    for (let round = 0; round < 3; round++) {
+      const address = `burst-${round}-${randomUUID()}`;
+      const counts = await Promise.all(
+        Array.from({ length: 20 }, () => countSignInAttempt(burst.context.db, address, 60)),
+      );
+      expect(counts.sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    }
   });
 });
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { isIP } from 'node:net';
 import nodemailer from 'nodemailer';
@@ -132,7 +132,10 @@ export function createMailer(config: AppConfig, options: MailerOptions = {}): Ma
         await mkdir(folder, { recursive: true });
         const stamp = new Date().toISOString().replace(/[:.]/g, '-');
         const file = join(folder, `${stamp}-${mail.kind}-${randomUUID().slice(0, 8)}.eml`);
-        await writeFile(file, written.message as Buffer, { mode: 0o600 });
+        // Written under a name no reader looks for, then renamed: whoever watches the folder (a developer's mail
+        // client, a test) never opens a mail half written.
+        await writeFile(`${file}.part`, written.message as Buffer, { mode: 0o600 });
+        await rename(`${file}.part`, file);
         return { said: `written to ${file} (no Email:Smtp:Host set)`, file };
       }),
     close: () => writer.close(),

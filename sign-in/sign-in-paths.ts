@@ -32,6 +32,23 @@ export const isProviderPath = (path: string) =>
   path === DISCOVERY_PATH ||
   path.startsWith(OIDC_ROUTES.jwks);
 
+const CANONICAL_PROVIDER_PATHS = new Map(
+  [...Object.values(OIDC_ROUTES), DISCOVERY_PATH].map((route) => [route.toLowerCase(), route]),
+);
+
+/**
+ * A provider request's URL with its path spelled as the route table spells it. oidc-provider's router folds case and
+ * drops one trailing slash (`/device/`, `/connect/Revocation`), so without this the service's own steps in front of a
+ * route (the user-code budget, JWT revocation, introspection's audiences, offline consent), which match the path as
+ * written here, would not see a request the provider still serves.
+ */
+export function inCanonicalForm(url: string): string {
+  const query = url.indexOf('?');
+  const path = query < 0 ? url : url.slice(0, query);
+  const canonical = CANONICAL_PROVIDER_PATHS.get(path.toLowerCase().replace(/(.)\/$/, '$1'));
+  return canonical === undefined ? url : `${canonical}${query < 0 ? '' : url.slice(query)}`;
+}
+
 /** The paths federation answers: the OIDC callback and each SAML provider's ACS and metadata. */
 export const isFederationPath = (path: string) => path === FEDERATION_CALLBACK_PATH || path.startsWith(SAML_PREFIX);
 

@@ -170,7 +170,7 @@ async function signOutNoticesOf(trx: Transaction<Database>, sessions: unknown[])
 
 /**
  * Ends every sign-in of the user, inside a transaction the caller holds (a removal ends them with the user): sessions,
- * grants, refresh tokens, codes and opaque access tokens of the provider, refresh tokens carried over by the
+ * sign-ins finished but not yet resumed, grants, refresh tokens, codes and opaque access tokens of the provider, refresh tokens carried over by the
  * migration, and (by `users.sessions_revoked_at`) the service's own admin-API tokens issued until now.
  */
 export async function endSignInsIn(trx: Transaction<Database>, userId: string): Promise<EndedSignIns> {
@@ -180,6 +180,13 @@ export async function endSignInsIn(trx: Transaction<Database>, userId: string): 
     .where(sql<string>`payload->>'accountId'`, '=', userId)
     .where('model', 'in', SIGN_IN_MODELS)
     .returning(['model', 'payload'])
+    .execute();
+  // A sign-in whose steps are done but whose browser has not come back to the provider yet (its interaction holds the
+  // result) would become a session when it does: it ends too.
+  await trx
+    .deleteFrom('oidc_payloads')
+    .where('model', '=', 'Interaction')
+    .where(sql<string>`payload->'result'->'login'->>'accountId'`, '=', userId)
     .execute();
   await trx.deleteFrom('grants').where('subject_id', '=', userId).execute();
   await trx

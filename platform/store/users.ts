@@ -182,7 +182,14 @@ export async function deleteUserReturningApps(
 }
 
 /** The domain of an e-mail address, lower case (what SSO domains are matched against). */
-export const domainOf = (email: string) => email.slice(email.lastIndexOf('@') + 1).toLowerCase();
+/**
+ * The domain of an address as the SSO-domain rule compares it: folded as `normalize` folds the address an account is
+ * found by (NFKC), so no spelling that finds an account (`ｃorp.test`) escapes the rule its plain form is under.
+ */
+export const domainOf = (email: string) => {
+  const folded = email.normalize('NFKC');
+  return folded.slice(folded.lastIndexOf('@') + 1).toLowerCase();
+};
 
 export async function findUserEmail(db: Db, userId: string): Promise<string | undefined> {
   return (await db.selectFrom('users').select('email').where('id', '=', userId).executeTakeFirst())?.email;

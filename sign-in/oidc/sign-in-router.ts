@@ -7,7 +7,7 @@ import { loadScopeClaims } from './claims';
 import { clientRow, configuredSecrets } from './clients';
 import { cookieKeys } from './cookie-keys';
 import { createFederation, type Federation, type FederationDependencies } from '../federation/federation';
-import { isAccountPath, INTERACTION_PREFIX, isFederationPath, isProviderPath } from '../sign-in-paths';
+import { inCanonicalForm, isAccountPath, INTERACTION_PREFIX, isFederationPath, isProviderPath } from '../sign-in-paths';
 import { parseAllowList } from '../../platform/security/callback-address';
 import { accountRouter } from './account';
 import { interactionRouter } from './interactions';
@@ -167,6 +167,7 @@ export async function createSignIn(deps: SignInDependencies): Promise<Router> {
     if (forFederation) return federation.router(req, res, next);
     await fresh();
     if (forProvider) {
+      req.url = inCanonicalForm(req.url);
       if (req.method === 'GET') req.url = withOfflineConsent(req.url);
       forwardedAsExpressSees(req, deps.issuer);
       return current.callback(req, res);

@@ -42,6 +42,13 @@ export const RESERVED_CLAIMS: ReadonlySet<string> = new Set([
   'upn',
   'scp',
   'groups',
+  // Microsoft.Identity.Web reads these as who the user is (object and tenant id), as does the JWT handler's map
+  // (`prn`, `primarysid`, `actort`: principal, security identifier, actor).
+  'oid',
+  'tid',
+  'prn',
+  'primarysid',
+  'actort',
 ]);
 
 /** ASP.NET Identity's claim URIs for facts the short names above already carry (lower case: compared folded). */
@@ -56,6 +63,10 @@ const RESERVED_CLAIM_URIS: ReadonlySet<string> = new Set([
   'http://schemas.xmlsoap.org/ws/2005/05/identity/claims/upn',
   'http://schemas.xmlsoap.org/claims/group',
   'http://schemas.microsoft.com/identity/claims/scope',
+  'http://schemas.microsoft.com/identity/claims/objectidentifier',
+  'http://schemas.microsoft.com/identity/claims/tenantid',
+  'http://schemas.microsoft.com/ws/2008/06/identity/claims/primarysid',
+  'http://schemas.xmlsoap.org/ws/2009/09/identity/claims/actor',
 ]);
 
 export const isReservedClaim = (name: string): boolean => {

@@ -134,9 +134,23 @@ describe('claims from outside never become privileges (item 1)', () => {
 
 // Issue 37 item 11: .NET's JWT handler maps these short names onto the claims the service sets (nameid and
 // unique_name onto the user's id and name, scp onto the scope, upn and groups onto who and which groups).
-const DOTNET_SHORT_NAMES = ['nameid', 'unique_name', 'upn', 'scp', 'groups'];
+// The pentest after it: Microsoft.Identity.Web's oid and tid, and the handler's prn, primarysid and actort.
+const DOTNET_SHORT_NAMES = [
+  'nameid',
+  'unique_name',
+  'upn',
+  'scp',
+  'groups',
+  'oid',
+  'tid',
+  'prn',
+  'primarysid',
+  'actort',
+];
 const DOTNET_CLAIM_URIS = [
   'http://schemas.microsoft.com/identity/claims/scope',
+  'http://schemas.microsoft.com/identity/claims/objectidentifier',
+  'http://schemas.microsoft.com/identity/claims/tenantid',
   'http://schemas.xmlsoap.org/ws/2005/05/identity/claims/upn',
   'http://schemas.xmlsoap.org/claims/Group',
 ];

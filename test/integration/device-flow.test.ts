@@ -44,9 +44,10 @@ function session(address = '203.0.113.1') {
       jar.take(page, url);
       xsrf = /name="xsrf" value="([^"]*)"/.exec(await page.text())![1];
     },
-    async enter(userCode: string, from = address): Promise<{ status: number; text: string }> {
+    /** Enters a code, at `/device` or a spelling of it the provider also serves (`/device/`). */
+    async enter(userCode: string, from = address, path = '/device'): Promise<{ status: number; text: string }> {
       const answer = await postForm(
-        url,
+        `${h.api.url}${path}`,
         { xsrf, user_code: userCode },
         {
           cookie: jar.header(url),
@@ -112,6 +113,26 @@ test('the confirmation names the client and each scope being granted by its disp
   expect(confirm.text).toContain('Kitchen TV');
   for (const shown of ['Your user identifier', 'User profile', 'Your email address'])
     expect(confirm.text).toContain(shown);
+});
+
+// The pentest after item 8: oidc-provider also serves the code entry at `/device/` (it drops a trailing slash and folds
+// case), where the budget, matched on `/device` as written, did not apply: guesses there were all looked up.
+test('a code posted to /device/ spends the same budget as one posted to /device; other spellings are not served', async () => {
+  const { user_code } = await deviceCode('openid');
+  const person = session('203.0.113.77');
+  await person.open();
+  for (let i = 0; i < 5; i++) expect((await person.enter(wrongCode(i))).text).toContain(NOT_RIGHT);
+  expect((await person.enter(wrongCode(5))).status).toBe(429);
+  expect((await person.enter(wrongCode(6), '203.0.113.77', '/device/')).status).toBe(429);
+  // Spellings in another case are no sign-in path here: refused before the provider, never looked up.
+  for (const path of ['/DEVICE', '/Device/']) {
+    const answer = await person.enter(wrongCode(7), '203.0.113.77', path);
+    expect([415, 429]).toContain(answer.status);
+    expect(answer.text).not.toContain(NOT_RIGHT);
+  }
+  const right = await person.enter(user_code, '203.0.113.77', '/device/');
+  expect(right.status).toBe(429);
+  expect(right.text).not.toContain('Kitchen TV');
 });
 
 test('POST /device without a session answers a page saying to start again, not a 500', async () => {

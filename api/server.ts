@@ -8,42 +8,12 @@ import { temporalClient } from '../platform/temporal/data-converter';
 import { ensureSearchAttributes } from '../platform/temporal/search-attribute-check';
 import { closeServer, listen, listeningUrl } from '../platform/net/listen';
 import { runMain, standaloneSettings } from '../composition/process';
-import { purgeExpiredIdempotencyKeys } from '../platform/store/idempotency-keys';
-import { purgeAbandonedCredentials } from '../provisioning/store/pending-credentials';
-import { purgeExpiredOidcPayloads } from '../platform/store/oidc-payloads';
-import { purgeSignInAttempts } from '../sign-in/store/sign-in-users';
-import { purgeExpiredHits } from '../platform/store/rate-limits';
-import { purgeOldRemovals } from '../platform/store/user-removals';
-import { purgeRevokedAccessTokens } from '../sign-in/store/admin-tokens';
-import type { Db } from '../platform/store/database';
-import { apiWorkflowRunner, createApiApp } from './app';
-import { createSignIn } from '../sign-in/oidc/sign-in-router';
-import { MISSING_KEY_MESSAGE } from '../platform/config/key-ring';
+import { apiWorkflowRunner, assembleApi, type AssembledApi } from '../composition/api-dependencies';
+import { startRetention } from '../composition/retention';
+import { createApiApp } from './app';
 import { logger } from '../platform/observability/logger';
 import { startMetricsServer } from '../platform/observability/metrics-server';
 import { describeApps } from '../provisioning/apps/apps';
-import { purgeAccountTokens } from '../sign-in/store/account-tokens';
-import { purgeAuditEvents } from '../sign-in/store/audit-events';
-import { createMailer } from '../platform/email/mailer';
-import { configureBranding } from '../platform/http/html';
-import { recoveryMails } from '../sign-in/recovery/router';
-import { readThroughWindow } from '../composition/read-through-window';
-import { purgeDeadReservations } from '../provisioning/creation';
-import type { WorkflowRunner } from '../provisioning/workflow-runner';
-
-/** What the API clears out every hour: rows kept only for a while, each table with its own retention. */
-const purges = (config: AppConfig, run: WorkflowRunner): Array<[string, (db: Db) => Promise<unknown>]> => [
-  ['abandoned credentials', purgeAbandonedCredentials],
-  ['e-mail reservations of ended attempts', (db) => purgeDeadReservations(db, run)],
-  ['expired idempotency keys', purgeExpiredIdempotencyKeys],
-  ['expired sign-in artefacts', purgeExpiredOidcPayloads],
-  ['counted sign-in attempts', (db) => purgeSignInAttempts(db, config.Auth.SignInRateLimit.WindowSeconds)],
-  ['counted requests past their window', purgeExpiredHits],
-  ['old removal answers', purgeOldRemovals],
-  ['revocations of expired access tokens', purgeRevokedAccessTokens],
-  ['old account links', purgeAccountTokens],
-  ['audit events past Audit:RetentionDays', (db) => purgeAuditEvents(db, config.Audit.RetentionDays)],
-];
 
 export interface RunningApi {
   server: Server;
@@ -68,58 +38,45 @@ const startingUp: RequestListener = (_req, res) => {
   );
 };
 
+/**
+ * Binds the API's port, answers 503 while the composition root assembles the API's dependencies, then mounts the
+ * Express app on them; the retention timer runs beside it.
+ */
 export async function startApi(
   config: AppConfig,
-  context: Pick<ServiceContext, 'db' | 'http' | 'apps' | 'dataProtection' | 'source' | 'sourceDataProtection'>,
+  context: Pick<ServiceContext, 'db' | 'http' | 'apps' | 'dataProtection' | 'sourceDataProtection'>,
   temporal: Client,
 ): Promise<RunningApi> {
-  const { db, http, apps, dataProtection } = context;
   if (config.Auth.AdminApiKeys.length === 0)
     logger.warn('api: Auth:AdminApiKeys is empty, so every admin request is refused');
-  await purgeAbandonedCredentials(db);
+  const stopRetention = await startRetention(config, context.db, apiWorkflowRunner(temporal, config));
   // The port is bound first: its number, when 0 was asked for, is part of the default public URL the routes build on.
   // Until the routes are ready (sign-in set-up reads the store), every request that arrives is answered 503 with
   // Retry-After rather than accepted and left without an answer.
   let handle: RequestListener = startingUp;
   const server = createServer((req, res) => handle(req, res));
-  await listen(server, config.Api.Port, config.Api.Host, 'api', 'PORT (or Api:Port)');
-  const url = listeningUrl(server, config.Api.Host);
-  const publicUrl = config.Api.PublicUrl ?? url;
-  configureBranding(config.SignIn);
-  const mailer = createMailer(config);
-  const mails = recoveryMails({ db, config, mailer, publicUrl });
-  const window = readThroughWindow(config, context);
-  const run = apiWorkflowRunner(temporal, config);
-  const signIn = dataProtection
-    ? await createSignIn({
-        config,
-        db,
-        ring: dataProtection,
-        run,
-        issuer: publicUrl,
-        mailer,
-        mails,
-        readThrough: window.readThrough,
-      })
-    : undefined;
-  if (!signIn) logger.warn(`api: sign-in is off: ${MISSING_KEY_MESSAGE}`);
-  if (config.Api.PublicUrl?.startsWith('https:') && config.Api.TrustedProxies.length === 0)
-    logger.warn(
-      'api: Api:PublicUrl is https but Api:TrustedProxies is empty: X-Forwarded-For is not believed, so behind a proxy every caller counts as the proxy toward the sign-in and registration limits; list the proxy addresses',
-    );
-  const app = createApiApp({
-    config,
-    db,
-    temporal,
-    http,
-    apps,
-    publicUrl,
-    dataProtection,
-    signIn,
-    mails,
-    readThrough: window.readThrough,
-  });
-  handle = app;
+  let assembled: AssembledApi | undefined;
+  const close = () => {
+    stopRetention();
+    return closeServer(server).finally(() => assembled?.close());
+  };
+  try {
+    await listen(server, config.Api.Port, config.Api.Host, 'api', 'PORT (or Api:Port)');
+    const url = listeningUrl(server, config.Api.Host);
+    const publicUrl = config.Api.PublicUrl ?? url;
+    assembled = await assembleApi(config, context, temporal, publicUrl);
+    const app = createApiApp(assembled.dependencies);
+    handle = app;
+    await logStarted(assembled, url);
+    return { server, app, url, publicUrl, close };
+  } catch (error) {
+    await close().catch(() => undefined);
+    throw error;
+  }
+}
+
+/** The start-up lines: where the API listens, its documents, the issuer, the apps and where mail goes. */
+async function logStarted({ dependencies: { publicUrl, signIn, apps }, mailer }: AssembledApi, url: string) {
   logger.info(`api: listening on ${url} (health: ${url}/healthz)`);
   logger.info(
     `api: API reference ${publicUrl}/docs, OpenAPI document ${publicUrl}/openapi.json, SCIM ${publicUrl}/scim/v2`,
@@ -127,21 +84,6 @@ export async function startApi(
   if (signIn) logger.info(`api: sign-in issuer ${publicUrl} (${publicUrl}/.well-known/openid-configuration)`);
   logger.info(`api: provisioning apps: ${await describeApps(apps)}`);
   logger.info(`api: mail goes to ${mailer.destination}`);
-  const purge = setInterval(() => {
-    for (const [what, clear] of purges(config, run))
-      clear(db).catch((error: Error) => logger.warn(`api: purging ${what} failed: ${error.message}`));
-  }, 3600_000).unref();
-  return {
-    server,
-    app,
-    url,
-    publicUrl,
-    close: () => {
-      clearInterval(purge);
-      mailer.close();
-      return closeServer(server).finally(() => window.close());
-    },
-  };
 }
 
 export async function connectTemporal(config: AppConfig, address: string): Promise<Client> {

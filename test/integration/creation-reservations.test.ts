@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import { apiWorkflowRunner } from '../../api/app';
+import { apiWorkflowRunner } from '../../composition/api-dependencies';
 import { purgeDeadReservations } from '../../provisioning/creation';
 import { provisioningWorkflowId } from '../../provisioning/workflows/ids';
 import { eventually, uniqueEmail, useHarness } from '../support/harness';

@@ -70,6 +70,39 @@ async function nextSteps(config: AppConfig, db: Db, publicUrl: string): Promise<
   return lines;
 }
 
+type Stops = Array<() => Promise<void>>;
+const log = (line: string) => logger.info(line);
+
+/** The embedded PostgreSQL, and the data-protection key beside its data unless one is configured. */
+async function embeddedDatabase(config: AppConfig, dataDir: string, stops: Stops) {
+  const keyConfigured = keyRingFromConfig(config) !== undefined;
+  const pg = await startEmbeddedPostgres(resolve(dataDir, 'postgres'), config.Embedded.PostgresPort, log);
+  stops.push(pg.stop);
+  log(`postgres: embedded server on 127.0.0.1:${config.Embedded.PostgresPort} (data in ${pg.dataDir})`);
+  return { databaseUrl: pg.url, config: keyConfigured ? config : withEmbeddedKey(config, dataDir, log) };
+}
+
+/** The Temporal dev server with its UI, and the payload keys beside its data unless they are configured. */
+async function embeddedTemporal(config: AppConfig, dataDir: string, stops: Stops) {
+  if (payloadKeyRingFromConfig(config) === undefined) config = withEmbeddedPayloadKey(config, dataDir, log);
+  const codec = embeddedCodec(config);
+  config = codec.config;
+  // A port another process holds stops start-up here: another Temporal server there would answer in this one's
+  // place (its "ready" taken for ours), and the worker would poll its queue with another database and other keys.
+  await assertPortFree(config.Embedded.TemporalPort, '127.0.0.1', 'temporal', 'Embedded:TemporalPort');
+  await assertPortFree(config.Temporal.UiPort, '127.0.0.1', 'temporal UI', 'Temporal:UiPort');
+  const server = await startDevServer({
+    port: config.Embedded.TemporalPort,
+    uiPort: config.Temporal.UiPort,
+    dbFile: resolve(dataDir, 'temporal.db'),
+    namespace: config.Temporal.Namespace,
+    uiCodecEndpoint: codec.endpoint,
+  });
+  stops.push(server.stop);
+  log(`temporal: dev server on ${server.address}, UI on ${server.uiUrl}`);
+  return { temporalAddress: server.address, config };
+}
+
 /**
  * `npm start`: the whole service in one process tree. Whatever is not configured runs embedded
  * (PostgreSQL and the Temporal dev server with its UI, both keeping their data under Embedded:DataDir).
@@ -79,11 +112,8 @@ runMain('start', async () => {
   // What is external needs its keys given; what runs embedded gets keys generated next to its data.
   if (config.Database.Url) requireKeyRing(config);
   if (config.Temporal.Address) requirePayloadKeyRing(config);
-  const keyConfigured = keyRingFromConfig(config) !== undefined;
-  const payloadKeyConfigured = payloadKeyRingFromConfig(config) !== undefined;
-  const log = (line: string) => logger.info(line);
   installTemporalRuntime(config);
-  const stops: Array<() => Promise<void>> = [];
+  const stops: Stops = [];
   const stopAll = async () => {
     for (const stop of stops.reverse())
       await stop().catch((error) => logger.error({ err: error }, 'start: shutdown step failed'));
@@ -91,33 +121,9 @@ runMain('start', async () => {
   try {
     const dataDir = resolve(config.Embedded.DataDir);
     let databaseUrl = config.Database.Url;
-    if (!databaseUrl) {
-      const pg = await startEmbeddedPostgres(resolve(dataDir, 'postgres'), config.Embedded.PostgresPort, log);
-      stops.push(pg.stop);
-      databaseUrl = pg.url;
-      log(`postgres: embedded server on 127.0.0.1:${config.Embedded.PostgresPort} (data in ${pg.dataDir})`);
-      if (!keyConfigured) config = withEmbeddedKey(config, dataDir, log);
-    }
+    if (!databaseUrl) ({ databaseUrl, config } = await embeddedDatabase(config, dataDir, stops));
     let temporalAddress = config.Temporal.Address;
-    if (!temporalAddress) {
-      if (!payloadKeyConfigured) config = withEmbeddedPayloadKey(config, dataDir, log);
-      const codec = embeddedCodec(config);
-      config = codec.config;
-      // A port another process holds stops start-up here: another Temporal server there would answer in this one's
-      // place (its "ready" taken for ours), and the worker would poll its queue with another database and other keys.
-      await assertPortFree(config.Embedded.TemporalPort, '127.0.0.1', 'temporal', 'Embedded:TemporalPort');
-      await assertPortFree(config.Temporal.UiPort, '127.0.0.1', 'temporal UI', 'Temporal:UiPort');
-      const server = await startDevServer({
-        port: config.Embedded.TemporalPort,
-        uiPort: config.Temporal.UiPort,
-        dbFile: resolve(dataDir, 'temporal.db'),
-        namespace: config.Temporal.Namespace,
-        uiCodecEndpoint: codec.endpoint,
-      });
-      stops.push(server.stop);
-      temporalAddress = server.address;
-      log(`temporal: dev server on ${server.address}, UI on ${server.uiUrl}`);
-    }
+    if (!temporalAddress) ({ temporalAddress, config } = await embeddedTemporal(config, dataDir, stops));
     const worker = await startWorker(config, temporalAddress, databaseUrl);
     stops.push(worker.stop);
     const api = await startApi(config, worker.context, worker.client);

@@ -49,14 +49,17 @@ export function workerHome(
   return { connection, temporal: config.Temporal, dataConverter: temporalDataConverter(config), workflowBundle };
 }
 
+const prebuiltBundle = (): WorkflowBundleOption | undefined =>
+  existsSync(PREBUILT_BUNDLE_PATH) ? { codePath: PREBUILT_BUNDLE_PATH } : undefined;
+
 /** The prebuilt bundle when there is one; otherwise the workflow code bundled now, once, for all workers of this process. */
 export async function loadWorkflowBundle(): Promise<WorkflowBundleOption> {
-  if (existsSync(PREBUILT_BUNDLE_PATH)) return { codePath: PREBUILT_BUNDLE_PATH };
-  return { code: (await bundleWorkflowCode(WORKFLOW_CODE)).code };
+  return prebuiltBundle() ?? { code: (await bundleWorkflowCode(WORKFLOW_CODE)).code };
 }
 
+/** The home's bundle, else the prebuilt one; without either the worker bundles the workflow code itself. */
 function workflowSource(workflowBundle?: WorkflowBundleOption) {
-  const bundle = workflowBundle ?? (existsSync(PREBUILT_BUNDLE_PATH) ? { codePath: PREBUILT_BUNDLE_PATH } : undefined);
+  const bundle = workflowBundle ?? prebuiltBundle();
   return bundle ? { workflowBundle: bundle } : { workflowsPath: WORKFLOWS_PATH };
 }
 

@@ -8,8 +8,8 @@ import { temporalClient } from '../platform/temporal/data-converter';
 import { ensureSearchAttributes } from '../platform/temporal/search-attribute-check';
 import { closeServer, listen, listeningUrl } from '../platform/net/listen';
 import { runMain, standaloneSettings } from '../composition/process';
-import { apiWorkflowRunner, assembleApi, type AssembledApi } from '../composition/api-dependencies';
-import { startRetention } from '../composition/retention';
+import { assembleApi, type AssembledApi } from '../composition/api-dependencies';
+import { purgeAtStart, startRetention } from '../composition/retention';
 import { createApiApp } from './app';
 import { logger } from '../platform/observability/logger';
 import { startMetricsServer } from '../platform/observability/metrics-server';
@@ -40,7 +40,7 @@ const startingUp: RequestListener = (_req, res) => {
 
 /**
  * Binds the API's port, answers 503 while the composition root assembles the API's dependencies, then mounts the
- * Express app on them; the retention timer runs beside it.
+ * Express app on them; the retention table's timer runs beside it.
  */
 export async function startApi(
   config: AppConfig,
@@ -49,15 +49,16 @@ export async function startApi(
 ): Promise<RunningApi> {
   if (config.Auth.AdminApiKeys.length === 0)
     logger.warn('api: Auth:AdminApiKeys is empty, so every admin request is refused');
-  const stopRetention = await startRetention(config, context.db, apiWorkflowRunner(temporal, config));
+  await purgeAtStart(context.db);
   // The port is bound first: its number, when 0 was asked for, is part of the default public URL the routes build on.
   // Until the routes are ready (sign-in set-up reads the store), every request that arrives is answered 503 with
   // Retry-After rather than accepted and left without an answer.
   let handle: RequestListener = startingUp;
   const server = createServer((req, res) => handle(req, res));
   let assembled: AssembledApi | undefined;
+  let stopRetention: (() => void) | undefined;
   const close = () => {
-    stopRetention();
+    stopRetention?.();
     return closeServer(server).finally(() => assembled?.close());
   };
   try {
@@ -67,6 +68,7 @@ export async function startApi(
     assembled = await assembleApi(config, context, temporal, publicUrl);
     const app = createApiApp(assembled.dependencies);
     handle = app;
+    stopRetention = startRetention(config, context.db, assembled.dependencies.run);
     await logStarted(assembled, url);
     return { server, app, url, publicUrl, close };
   } catch (error) {

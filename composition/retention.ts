@@ -40,12 +40,16 @@ export const retentionTable = (config: AppConfig, run: WorkflowRunner): Purge[] 
 ];
 
 /**
- * Clears abandoned credentials at once (a crash may have left password hashes stashed for creations that never ran),
- * then starts the one timer that runs the whole retention table. A purge that fails is logged and tried again at the
- * next tick. Resolves to the function that stops the timer.
+ * What is cleared once at start, before the API answers and an hour before the timer's first tick: password hashes
+ * stashed for attempts that ended or never started a day ago or more (ABANDONED_AFTER_HOURS).
  */
-export async function startRetention(config: AppConfig, db: Db, run: WorkflowRunner): Promise<() => void> {
-  await purgeAbandonedCredentials(db);
+export const purgeAtStart = (db: Db) => purgeAbandonedCredentials(db);
+
+/**
+ * The one timer that runs the whole retention table every PURGE_INTERVAL_MS. A purge that fails is logged and tried
+ * again at the next tick. Returns the function that stops the timer.
+ */
+export function startRetention(config: AppConfig, db: Db, run: WorkflowRunner): () => void {
   const table = retentionTable(config, run);
   const timer = setInterval(() => {
     for (const { what, purge } of table)

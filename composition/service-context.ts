@@ -29,13 +29,30 @@ export interface ServiceContext {
   close: () => Promise<void>;
 }
 
-/** The store (migrated to the latest schema), the downstream-app client and the app provider, built once from configuration. */
+/** What a caller may put in place of what configuration chooses. */
 export interface ServiceContextOptions {
   http?: TccClientOptions;
   /** A custom provider (per tenant, another database, …) replaces the one chosen by Provisioning:AppProvider. */
   appProvider?: (deps: { db: Db; config: AppConfig }) => AppProvider;
 }
 
+/** The store-backed app provider keeps app keys at rest: it needs the key ring, and rows from before are sealed now. */
+async function sealStoredAppKeys(db: Db, dataProtection: KeyRing | undefined): Promise<void> {
+  if (!dataProtection)
+    throw new ConfigError(
+      `Provisioning:AppProvider = Store keeps app keys at rest, so it needs a data-protection key. ${MISSING_KEY_MESSAGE}`,
+    );
+  const sealed = await protectStoredAppKeys(db, dataProtection);
+  if (sealed > 0)
+    logger.info(
+      `store: encrypted the API keys of ${sealed} provisioning apps stored before keys were protected at rest`,
+    );
+}
+
+/**
+ * The store (migrated to the latest schema), the downstream-app client and the app provider, the outbound fetch and
+ * the migration source, built once from configuration for every part of the process.
+ */
 export async function createServiceContext(
   config: AppConfig,
   databaseUrl: string,
@@ -44,17 +61,7 @@ export async function createServiceContext(
   const db = createDb(databaseUrl);
   await migrateToLatest(db);
   const dataProtection = keyRingFromConfig(config);
-  if (config.Provisioning.AppProvider === 'Store') {
-    if (!dataProtection)
-      throw new ConfigError(
-        `Provisioning:AppProvider = Store keeps app keys at rest, so it needs a data-protection key. ${MISSING_KEY_MESSAGE}`,
-      );
-    const sealed = await protectStoredAppKeys(db, dataProtection);
-    if (sealed > 0)
-      logger.info(
-        `store: encrypted the API keys of ${sealed} provisioning apps stored before keys were protected at rest`,
-      );
-  }
+  if (config.Provisioning.AppProvider === 'Store') await sealStoredAppKeys(db, dataProtection);
   const allow = parseAllowList(config.Auth.AllowedInternalTargets);
   const http = createTccClient(allow, options.http);
   const outbound = createGuardedFetch(allow);

@@ -1,23 +1,16 @@
-import { randomBytes } from 'node:crypto';
-import express, { Router, type Response } from 'express';
 import type { WorkflowRunner } from '../../provisioning/workflow-runner';
 import { createPostgresAdapter } from '../oidc/adapter';
 import { FEDERATION_CALLBACK_PATH } from '../sign-in-paths';
-import { accountReadyPage, renderErrorPage } from '../oidc/pages';
 import type { AllowList } from '../../platform/security/callback-address';
 import type { KeyRing } from '../../platform/security/data-protection';
 import { createGuardedFetch } from '../../platform/security/guarded-fetch';
 import type { SourceReadThrough } from '../read-through';
 import type { Db } from '../../platform/store/database';
 import { findOidcProvider, findSamlProvider, findSsoProvider, sealOidcProviderSecrets } from '../store/federation';
-import { federatedUser, type FederatedIdentity } from './accounts';
+import { federationRoutes } from './federation-routes';
 import { createSamlSignIn } from './saml';
-import { FederationCheckError } from './errors';
 import { createUpstreamOidc } from './upstream-oidc';
 import { logger } from '../../platform/observability/logger';
-
-/** How long the browser has to come back from the callback to its sign-in interaction. */
-const TICKET_SECONDS = 120;
 
 export interface FederationDependencies {
   db: Db;
@@ -60,65 +53,7 @@ export async function createFederation(deps: FederationDependencies) {
     assertions: adapter('SamlAssertion'),
   });
 
-  const refuse = (res: Response, message: string, retryAfterSeconds?: number) => {
-    if (retryAfterSeconds !== undefined) res.status(503).setHeader('Retry-After', String(retryAfterSeconds));
-    else res.status(400);
-    return res.type('html').send(renderErrorPage(message));
-  };
-
-  /**
-   * Who signed in upstream becomes a user here; a ticket takes them back to their sign-in interaction. An IdP-initiated
-   * sign-in has none: the account is ready (created, provisioned, linked), and the page says how to go on.
-   */
-  async function finish(res: Response, completed: { interactionUid?: string; identity: FederatedIdentity }) {
-    const outcome = await federatedUser(deps, completed.identity);
-    if (outcome.status === 'refused') return refuse(res, outcome.reason, outcome.retryAfterSeconds);
-    if (!completed.interactionUid) return res.type('html').send(accountReadyPage(completed.identity.providerName));
-    const ticket = randomBytes(24).toString('base64url');
-    await tickets.upsert(ticket, { interactionUid: completed.interactionUid, userId: outcome.userId }, TICKET_SECONDS);
-    res.redirect(303, `/interaction/${encodeURIComponent(completed.interactionUid)}/federated?ticket=${ticket}`);
-  }
-
-  /** A failed check: a 400 page that says which, a log line with the provider, nothing created. */
-  function checkFailed(res: Response, kind: 'OIDC' | 'SAML', error: unknown, providerId?: string) {
-    if (!(error instanceof FederationCheckError)) throw error;
-    const provider = error.providerId ?? providerId ?? '(unknown)';
-    log(`federation: a sign-in through ${kind} provider ${provider} was refused: ${error.message}`);
-    refuse(res, `Sign-in through your organization failed: ${error.message}.`);
-  }
-
-  const router = Router();
-  router.get(FEDERATION_CALLBACK_PATH, async (req, res) => {
-    let completed;
-    try {
-      completed = await upstream.complete(new URL(req.originalUrl, deps.issuer));
-    } catch (error) {
-      return checkFailed(res, 'OIDC', error);
-    }
-    await finish(res, completed);
-  });
-
-  router.post(
-    '/saml/:id/acs',
-    express.urlencoded({ extended: false, limit: '512kb', parameterLimit: 5 }),
-    async (req, res) => {
-      const body = req.body as Record<string, unknown>;
-      if (typeof body.SAMLResponse !== 'string') return refuse(res, 'The request carries no SAMLResponse.');
-      let completed;
-      try {
-        completed = await saml.consume(req.params.id, body.SAMLResponse);
-      } catch (error) {
-        return checkFailed(res, 'SAML', error, req.params.id);
-      }
-      await finish(res, completed);
-    },
-  );
-
-  router.get('/saml/:id/metadata', async (req, res) => {
-    const metadata = await saml.metadata(req.params.id);
-    if (!metadata) return res.status(404).type('text').send(`no SAML provider ${req.params.id}`);
-    res.type('application/samlmetadata+xml').send(metadata);
-  });
+  const router = federationRoutes({ deps, log, tickets, upstream, saml });
 
   return {
     router,

@@ -1,23 +1,16 @@
-import { createHash } from 'node:crypto';
 import * as oidc from 'openid-client';
 import type { KeyRing } from '../../platform/security/data-protection';
 import type { GuardedFetch } from '../../platform/security/guarded-fetch';
 import type { Db } from '../../platform/store/database';
-import { findOidcProvider, oidcClientSecret, type OidcProviderRow } from '../store/federation';
+import type { OidcProviderRow } from '../store/federation';
 import type { OidcAdapter } from '../oidc/adapter';
 import type { FederatedIdentity } from './accounts';
 import { FederationCheckError } from './errors';
+import { finishCallback, type PendingLogin } from './upstream-oidc-callback';
+import { createDiscovery } from './upstream-oidc-discovery';
 
 /** How long a person has at their identity provider before the answer is no longer taken. */
 const PENDING_SECONDS = 600;
-
-/** What the service remembers of an authorization request it sent upstream, under its `state`. */
-interface PendingLogin {
-  providerId: string;
-  interactionUid: string;
-  verifier: string;
-  nonce: string;
-}
 
 export interface UpstreamOidcDependencies {
   db: Db;
@@ -36,94 +29,7 @@ export interface UpstreamOidcDependencies {
  */
 export function createUpstreamOidc(deps: UpstreamOidcDependencies) {
   const { db, ring, redirectUri } = deps;
-  const configurations = new Map<string, Promise<oidc.Configuration>>();
-
-  /** Discovery once per provider setting (a changed authority, client or secret discovers again). */
-  function configurationOf(row: OidcProviderRow): Promise<oidc.Configuration> {
-    const secret = oidcClientSecret(row, ring);
-    const key = createHash('sha256')
-      .update(JSON.stringify([row.id, row.authority, row.client_id, secret]))
-      .digest('hex');
-    let configuration = configurations.get(key);
-    if (!configuration) {
-      configuration = oidc
-        .discovery(
-          new URL(row.authority),
-          row.client_id,
-          undefined,
-          secret === undefined ? oidc.None() : oidc.ClientSecretPost(secret),
-          {
-            [oidc.customFetch]: deps.fetch as oidc.CustomFetch,
-            // The guarded fetch decides which addresses may be called; http is for loopback test providers.
-            execute: new URL(row.authority).protocol === 'http:' ? [oidc.allowInsecureRequests] : [],
-          },
-        )
-        .catch((error: Error) => {
-          configurations.delete(key);
-          throw new FederationCheckError(
-            `the discovery document of ${row.authority} could not be read: ${error.message}`,
-          );
-        });
-      configurations.set(key, configuration);
-    }
-    return configuration;
-  }
-
-  /** The rest of the callback, once the pending login is known. */
-  async function finishFor(
-    stored: PendingLogin,
-    state: string,
-    callbackUrl: URL,
-  ): Promise<{ interactionUid: string; identity: FederatedIdentity }> {
-    const refused = callbackUrl.searchParams.get('error');
-    if (refused)
-      throw new FederationCheckError(
-        `the identity provider refused: ${callbackUrl.searchParams.get('error_description') ?? refused}`,
-      );
-    const row = await findOidcProvider(db, stored.providerId);
-    if (!row?.enabled) throw new FederationCheckError(`identity provider ${stored.providerId} is not enabled`);
-    const configuration = await configurationOf(row);
-    let tokens: Awaited<ReturnType<typeof oidc.authorizationCodeGrant>>;
-    try {
-      tokens = await oidc.authorizationCodeGrant(configuration, callbackUrl, {
-        pkceCodeVerifier: stored.verifier,
-        expectedState: state,
-        expectedNonce: stored.nonce,
-        idTokenExpected: true,
-      });
-    } catch (error) {
-      // openid-client's message is general ("unexpected JWT claim value encountered"); the cause says which.
-      const cause = (error as Error).cause;
-      const which = cause instanceof Error ? ` (${cause.message})` : '';
-      throw new FederationCheckError(`the answer failed a check: ${(error as Error).message}${which}`);
-    }
-    const claims = tokens.claims()!;
-    let email = typeof claims.email === 'string' ? claims.email : undefined;
-    let profile: Record<string, unknown> = claims;
-    if (!email && tokens.access_token) {
-      try {
-        profile = await oidc.fetchUserInfo(configuration, tokens.access_token, claims.sub);
-      } catch (error) {
-        throw new FederationCheckError(`the userinfo answer failed a check: ${(error as Error).message}`);
-      }
-      email = typeof profile.email === 'string' ? profile.email : undefined;
-    }
-    const text = (value: unknown) => (typeof value === 'string' && value.length <= 256 ? value : undefined);
-    return {
-      interactionUid: stored.interactionUid,
-      identity: {
-        kind: 'oidc',
-        providerId: row.id,
-        providerName: row.name,
-        loginProviderNames: row.login_provider_names,
-        allowOtherDomains: row.allow_other_domains,
-        subject: claims.sub,
-        email: email && email.length <= 256 ? email : undefined,
-        givenName: text(profile.given_name),
-        familyName: text(profile.family_name),
-      },
-    };
-  }
+  const configurationOf = createDiscovery(ring, deps.fetch);
 
   return {
     /** The URL of the provider's authorization endpoint to send the browser to. */
@@ -157,7 +63,7 @@ export function createUpstreamOidc(deps: UpstreamOidcDependencies) {
       if (!stored) throw new FederationCheckError('the state is unknown, expired or already used');
       await deps.pending.destroy(state);
       try {
-        return await finishFor(stored, state, callbackUrl);
+        return await finishCallback({ db, configurationOf }, stored, state, callbackUrl);
       } catch (error) {
         if (error instanceof FederationCheckError && !error.providerId)
           throw new FederationCheckError(error.message, stored.providerId);

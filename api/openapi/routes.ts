@@ -2,7 +2,7 @@ import { emailAddress } from '../../platform/http/fields';
 import { z } from 'zod';
 import { clientBodySchema } from '../../sign-in/api/clients';
 import { createProfileSchema } from '../../provisioning/api/profile';
-import { appBodySchema } from '../../provisioning/api/apps';
+import { appBodySchema } from '../../provisioning/api/app-body';
 import { registrationSchema } from '../../sign-in/api/register';
 import { scimTokenCreateSchema } from '../../scim/tokens';
 import { oidcProviderSchema, samlProviderSchema } from '../../sign-in/api/sso-providers';

@@ -1,8 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import { parsedPathParam, pathParam, type Operations } from '../../platform/http/operations';
-import { z } from 'zod';
 import type { TccClient } from '../apps/tcc-client';
-import { appIdSchema, provisioningAppSchema } from '../../platform/config/schema';
+import { appIdSchema } from '../../platform/config/schema';
 import { callbackUrlProblem, type AllowList } from '../../platform/security/callback-address';
 import type { KeyRing } from '../../platform/security/data-protection';
 import type { Db } from '../../platform/store/database';
@@ -15,24 +13,9 @@ import {
   replaceStoredApp,
   type ProvisioningApp,
 } from '../store/provisioning-apps';
-import { sendProblem, validationProblem, type Problem } from '../../platform/http/problem';
-
-/** The configuration's field names (`CallbackUrl`), with camelCase (`callbackUrl`) accepted too. */
-export const appBodySchema = z.preprocess(
-  (body) =>
-    body && typeof body === 'object' && !Array.isArray(body)
-      ? Object.fromEntries(
-          Object.entries(body).map(([k, v]) => [k === 'appId' ? k : k.charAt(0).toUpperCase() + k.slice(1), v]),
-        )
-      : body,
-  provisioningAppSchema.extend({ appId: appIdSchema.optional(), CallbackUrl: z.url() }).strict(),
-);
-
-const refusedAddress = (reason: string): Problem => ({
-  status: 400,
-  title: 'Refused callback address',
-  detail: `CallbackUrl: refused: ${reason}`,
-});
+import { sendProblem } from '../../platform/http/problem';
+import { parseApp, refusedAddress } from './app-body';
+import { probeApp } from './app-probe';
 
 /** ApiKey is write-only: it is never part of an answer. */
 const view = (app: ProvisioningApp) => ({
@@ -52,32 +35,6 @@ export function provisioningAppsOperations({
   allow: AllowList;
   http: TccClient;
 }): Operations {
-  function parseApp(body: unknown, pathAppId?: string): { app: ProvisioningApp } | { problem: Problem } {
-    const parsed = appBodySchema.safeParse(body);
-    if (!parsed.success) return { problem: validationProblem(parsed.error) };
-    const appId = pathAppId ?? parsed.data.appId;
-    if (!appId) return { problem: { status: 400, title: 'Invalid request', detail: 'appId: required' } };
-    if (pathAppId && parsed.data.appId && parsed.data.appId !== pathAppId) {
-      return {
-        problem: {
-          status: 400,
-          title: 'Invalid request',
-          detail: `appId: the body says ${parsed.data.appId}, the path ${pathAppId}`,
-        },
-      };
-    }
-    const refused = callbackUrlProblem(parsed.data.CallbackUrl, allow);
-    if (refused) return { problem: refusedAddress(refused) };
-    return {
-      app: {
-        appId,
-        callbackUrl: parsed.data.CallbackUrl,
-        apiKey: parsed.data.ApiKey,
-        tryTimeoutSeconds: parsed.data.TryTimeoutSeconds,
-      },
-    };
-  }
-
   const notFound = (appId: string) => ({ status: 404, title: 'App not found', detail: `no provisioning app ${appId}` });
 
   return {
@@ -90,7 +47,7 @@ export function provisioningAppsOperations({
       res.json(view(app));
     },
     createProvisioningApp: async (req, res) => {
-      const parsed = parseApp(req.body);
+      const parsed = parseApp(allow, req.body);
       if ('problem' in parsed) return sendProblem(res, parsed.problem);
       if (!(await insertStoredApp(db, ring, parsed.app))) {
         return sendProblem(res, {
@@ -103,7 +60,7 @@ export function provisioningAppsOperations({
     },
     replaceProvisioningApp: async (req, res) => {
       const appId = parsedPathParam(req, 'appId', appIdSchema);
-      const parsed = parseApp(req.body, appId);
+      const parsed = parseApp(allow, req.body, appId);
       if ('problem' in parsed) return sendProblem(res, parsed.problem);
       if (!(await replaceStoredApp(db, ring, parsed.app))) return sendProblem(res, notFound(appId));
       res.json(view(parsed.app));
@@ -128,31 +85,7 @@ export function provisioningAppsOperations({
       if (!app) return sendProblem(res, notFound(pathParam(req, 'appId')));
       const refused = callbackUrlProblem(app.callbackUrl, allow);
       if (refused) return sendProblem(res, refusedAddress(refused));
-      const id = randomUUID();
-      const transactionId = `probe:${id}`;
-      const probe = await http.probe(app, {
-        transactionId,
-        userId: `probe-${id}`,
-        email: `provisioning-probe-${id}@example.invalid`,
-        firstName: 'Provisioning',
-        lastName: 'Probe',
-      });
-      let cancelled = false;
-      if (probe.verdict.approved)
-        cancelled = await http.cancel(app, transactionId).then(
-          () => true,
-          () => false,
-        );
-      res.json({
-        appId: app.appId,
-        transactionId,
-        reachable: probe.status !== undefined,
-        status: probe.status ?? null,
-        latencyMs: probe.latencyMs,
-        approved: probe.verdict.approved,
-        reason: probe.verdict.approved ? null : probe.verdict.reason,
-        cancelled,
-      });
+      res.json(await probeApp(http, app));
     },
   };
 }

@@ -5,7 +5,7 @@ import type { KeyRing } from '../platform/security/data-protection';
 import { persistedGrantKeys } from '../platform/security/persisted-grant-keys';
 import type { Db } from '../platform/store/database';
 import { insertGrants } from './store/migrated-configuration';
-import { PASS_IMPLEMENTATIONS } from './activities/migration-activities';
+import { PASS_IMPLEMENTATIONS } from './activities/passes/pass-implementations';
 import { sealedGrantRow } from './activities/passes/refresh-tokens';
 import { userCursor, type MigrationOptions, type PassContext } from './activities/types';
 import { readRefreshTokenByKeys } from './source/configuration';

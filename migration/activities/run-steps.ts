@@ -1,0 +1,37 @@
+import type { Kysely } from 'kysely';
+import type { SourceDatabase } from '../source/schema';
+import { countUsers, userIdAt } from '../source/user-reads';
+import type { Db } from '../../platform/store/database';
+import { findMarker, writeStartedMarker } from '../store/migration-markers';
+import type { MigrationOptions, UserPartition } from './types';
+
+/** Only a Completed marker of a real run blocks a run of the same version. */
+export async function beginRun(target: Db, options: MigrationOptions): Promise<{ proceed: boolean; reason?: string }> {
+  const marker = await findMarker(target, options.version);
+  if (marker?.state === 'Completed' && !marker.dry_run) {
+    return {
+      proceed: false,
+      reason: `version ${options.version} completed on ${marker.finished_at?.toISOString()}; change Migration:Version for a delta sweep`,
+    };
+  }
+  await writeStartedMarker(target, options.version, options.dryRun);
+  return { proceed: true };
+}
+
+/**
+ * Splits the source users into up to `partitions` key ranges of about equal size, so the user-keyed passes can page
+ * through them side by side. Fewer when the source is small: a partition is worth at least a page.
+ */
+export async function planUserPartitions(
+  source: Kysely<SourceDatabase>,
+  input: { partitions: number; pageSize: number },
+): Promise<UserPartition[]> {
+  const users = await countUsers(source);
+  const count = Math.min(input.partitions, Math.ceil(users / input.pageSize));
+  const bounds: Array<string | null> = [null];
+  for (let i = 1; i < count; i++) {
+    const id = await userIdAt(source, Math.floor((i * users) / count) - 1);
+    if (id !== undefined) bounds.push(id);
+  }
+  return bounds.map((after, i) => ({ after, until: bounds[i + 1] ?? null }));
+}

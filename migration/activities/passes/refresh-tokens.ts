@@ -11,7 +11,10 @@ import {
 import { protectText, type KeyRing } from '../../../platform/security/data-protection';
 import { insertGrants } from '../../store/migrated-configuration';
 import { keysetPage } from '../pages';
-import { countWrites, type Pass, type RefreshTokenTally } from '../types';
+import { countWrites, type PageResult, type Pass, type PassContext, type RefreshTokenTally } from '../types';
+
+/** A refresh token as the source's page gives it. */
+type RefreshTokenGrant = Awaited<ReturnType<typeof readRefreshTokens>>[number];
 
 /**
  * A carried-over token as the store keeps it: under the source's hashed key (found only by hashing a presented handle)
@@ -42,6 +45,88 @@ const tally = (): RefreshTokenTally => ({ carriedOver: 0, notCarried: {} });
 const notCarried = (t: RefreshTokenTally, reason: NotCarriedReason) =>
   (t.notCarried[reason] = (t.notCarried[reason] ?? 0) + 1);
 
+/** A source fork's tokens, whose handles are kept verbatim: copied as they are. */
+async function copyVerbatim(
+  ctx: PassContext,
+  page: PageResult,
+  grants: RefreshTokenGrant[],
+  live: RefreshTokenGrant[],
+) {
+  page.refreshTokens!.carriedOver = live.length;
+  page.skipped = grants.length - live.length;
+  if (live.length === 0 || ctx.options.dryRun) return page;
+  const rows = live.map((g) => ({
+    key: g.Key!,
+    type: g.Type,
+    subject_id: g.SubjectId,
+    session_id: g.SessionId,
+    client_id: g.ClientId,
+    description: g.Description,
+    creation_time: g.CreationTime,
+    expiration: g.Expiration,
+    consumed_time: g.ConsumedTime,
+    data: g.Data,
+  }));
+  countWrites(page, live.length, await insertGrants(ctx.target, rows));
+  return page;
+}
+
+/** The source's Data Protection key ring, for the live tokens of a page; its problems said on the first page. */
+async function sourceProtection(ctx: PassContext, page: PageResult, cursor: string | null, anyLive: boolean) {
+  // A key ring that cannot be read (a KeyRingPath that is not there) is a reason for each token, not a failed run.
+  const keyRing = anyLive
+    ? await loadSourceKeyRing(ctx.source, ctx.sourceDataProtection ?? {}).catch((error: Error) => {
+        if (!cursor) page.warnings.push(`the source's Data Protection key ring could not be read: ${error.message}`);
+        return undefined;
+      })
+    : undefined;
+  // Said once, on the first page: a key of the ring that cannot open anything, so the rehearsal shows why.
+  if (!cursor)
+    for (const key of keyRing?.ring.keys.values() ?? [])
+      if (key.problem)
+        page.warnings.push(`source Data Protection key ${key.id} (${keyRing!.from}): ${key.problem.detail}`);
+  return { ring: keyRing?.ring, applicationName: ctx.sourceDataProtection?.ApplicationName };
+}
+
+/** A stock source's tokens: opened with its key ring, sealed under the service's own, kept under the hashed key. */
+async function carryStock(
+  ctx: PassContext,
+  page: PageResult,
+  cursor: string | null,
+  grants: RefreshTokenGrant[],
+  live: RefreshTokenGrant[],
+  now: Date,
+) {
+  const counted = page.refreshTokens!;
+  const protection = await sourceProtection(ctx, page, cursor, live.length > 0);
+  const carried = live.flatMap((g) => {
+    const opened = openStockRefreshToken(g, protection, now);
+    if (!opened.carried) {
+      notCarried(counted, opened.reason);
+      return [];
+    }
+    return [{ grant: g, opened }];
+  });
+  counted.carriedOver = carried.length;
+  page.skipped = grants.length - carried.length;
+  if (carried.length === 0 || ctx.options.dryRun) return page;
+  if (!ctx.dataProtection) {
+    // Nothing is kept in the clear: without the service's ring the opened data could not be sealed.
+    page.warnings.push(
+      'this worker has no DataProtection:Keys, so the refresh tokens it opened could not be sealed and were not kept',
+    );
+    page.skipped += carried.length;
+    counted.carriedOver = 0;
+    return page;
+  }
+  const rows = carried.map(({ grant, opened }) => sealedGrantRow(grant, opened, ctx.dataProtection!));
+  const written = await insertGrants(ctx.target, rows);
+  countWrites(page, rows.length, written);
+  // A token an earlier run carried over is already here: this run's count is of the new ones.
+  counted.carriedOver = written;
+  return page;
+}
+
 /**
  * IdentityServer's refresh tokens (MigrateRefreshTokens), so clients keep them across the cutover:
  *
@@ -56,7 +141,7 @@ const notCarried = (t: RefreshTokenTally, reason: NotCarriedReason) =>
  * key, unknown payload version…), and a dry run says how many would be: no run fails on one.
  */
 export const refreshTokensPass: Pass = async (ctx, cursor) => {
-  const { source, target, options } = ctx;
+  const { source, options } = ctx;
   const now = new Date();
   const keyColumn = await grantKeyColumn(source);
   const { rows: grants, page } = await keysetPage(
@@ -77,65 +162,7 @@ export const refreshTokensPass: Pass = async (ctx, cursor) => {
     if (reason) notCarried(counted, reason);
     return reason === undefined;
   });
-
-  if (options.sourceGrantKeysAreUnhashed) {
-    counted.carriedOver = live.length;
-    page.skipped = grants.length - live.length;
-    if (live.length === 0 || options.dryRun) return page;
-    const rows = live.map((g) => ({
-      key: g.Key!,
-      type: g.Type,
-      subject_id: g.SubjectId,
-      session_id: g.SessionId,
-      client_id: g.ClientId,
-      description: g.Description,
-      creation_time: g.CreationTime,
-      expiration: g.Expiration,
-      consumed_time: g.ConsumedTime,
-      data: g.Data,
-    }));
-    countWrites(page, live.length, await insertGrants(target, rows));
-    return page;
-  }
-
-  // A key ring that cannot be read (a KeyRingPath that is not there) is a reason for each token, not a failed run.
-  const keyRing =
-    live.length > 0
-      ? await loadSourceKeyRing(source, ctx.sourceDataProtection ?? {}).catch((error: Error) => {
-          if (!cursor) page.warnings.push(`the source's Data Protection key ring could not be read: ${error.message}`);
-          return undefined;
-        })
-      : undefined;
-  // Said once, on the first page: a key of the ring that cannot open anything, so the rehearsal shows why.
-  if (!cursor)
-    for (const key of keyRing?.ring.keys.values() ?? [])
-      if (key.problem)
-        page.warnings.push(`source Data Protection key ${key.id} (${keyRing!.from}): ${key.problem.detail}`);
-  const protection = { ring: keyRing?.ring, applicationName: ctx.sourceDataProtection?.ApplicationName };
-  const carried = live.flatMap((g) => {
-    const opened = openStockRefreshToken(g, protection, now);
-    if (!opened.carried) {
-      notCarried(counted, opened.reason);
-      return [];
-    }
-    return [{ grant: g, opened }];
-  });
-  counted.carriedOver = carried.length;
-  page.skipped = grants.length - carried.length;
-  if (carried.length === 0 || options.dryRun) return page;
-  if (!ctx.dataProtection) {
-    // Nothing is kept in the clear: without the service's ring the opened data could not be sealed.
-    page.warnings.push(
-      'this worker has no DataProtection:Keys, so the refresh tokens it opened could not be sealed and were not kept',
-    );
-    page.skipped += carried.length;
-    counted.carriedOver = 0;
-    return page;
-  }
-  const rows = carried.map(({ grant, opened }) => sealedGrantRow(grant, opened, ctx.dataProtection!));
-  const written = await insertGrants(target, rows);
-  countWrites(page, rows.length, written);
-  // A token an earlier run carried over is already here: this run's count is of the new ones.
-  counted.carriedOver = written;
-  return page;
+  return options.sourceGrantKeysAreUnhashed
+    ? copyVerbatim(ctx, page, grants, live)
+    : carryStock(ctx, page, cursor, grants, live, now);
 };

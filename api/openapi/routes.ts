@@ -8,7 +8,8 @@ import { scimTokenCreateSchema } from '../../scim/tokens';
 import { oidcProviderSchema, samlProviderSchema } from '../../sign-in/api/sso-providers';
 import { groupInputSchema } from '../../scim/group-endpoints';
 import { auditQuerySchema } from '../../sign-in/api/account-admin';
-import { scimUserInputSchema, searchRequestSchema } from '../../scim/resources';
+import { scimUserInputSchema } from '../../scim/resources';
+import { scimList, scimResource, scimResourceRoutes } from './scim-resource-routes';
 import {
   appProbeSchema,
   appViewSchema,
@@ -18,8 +19,6 @@ import {
   migrationStatusSchema,
   newScimTokenSchema,
   registrationPendingSchema,
-  scimListSchema,
-  scimResourceSchema,
   scimTokenSchema,
   ssoProviderViewSchema,
   userViewSchema,
@@ -66,101 +65,6 @@ const USER_ANSWERS = {
   422: 'An app rejected the user or failed (the new user is deleted), or the client names unknown apps',
   502: 'An app failed to confirm after others confirmed; the user is kept and a retry provisions the rest',
 };
-const scimList = { description: 'A page of resources', body: scimListSchema };
-const scimResource = (description: string) => ({ description, body: scimResourceSchema });
-
-/** The SCIM operations one resource type (Users, Groups) answers. */
-function scimResourceRoutes(type: 'Users' | 'Groups', input: z.ZodType, creates: string): RouteSpec[] {
-  const base = `/scim/v2/${type}`;
-  const noun = type === 'Users' ? 'ScimUser' : 'ScimGroup';
-  const one = `${base}/{id}`;
-  const scim = { tag: 'SCIM' as const, auth: 'scim' as const };
-  const query = z.object({
-    filter: z.string().max(2000).optional(),
-    startIndex: z.coerce.number().int().optional(),
-    count: z.coerce.number().int().optional(),
-    attributes: z.string().max(2000).optional(),
-    excludedAttributes: z.string().max(2000).optional(),
-  });
-  // What a replace or a modification of one resource can be refused with.
-  const changeRefusals = {
-    404: 'No such resource',
-    409: 'The userName or e-mail is taken',
-    412: 'The If-Match version is not the current one',
-    422: USER_ANSWERS[422],
-  };
-  return [
-    {
-      ...scim,
-      operationId: `list${noun}s`,
-      method: 'get',
-      path: base,
-      summary: `List or filter ${type}`,
-      query,
-      answers: { 200: scimList },
-    },
-    {
-      ...scim,
-      operationId: `search${noun}s`,
-      method: 'post',
-      path: `${base}/.search`,
-      summary: `Search ${type} (the query as a body)`,
-      body: searchRequestSchema,
-      answers: { 200: scimList },
-    },
-    {
-      ...scim,
-      operationId: `create${noun}`,
-      method: 'post',
-      path: base,
-      summary: creates,
-      body: input,
-      workflow: type === 'Users',
-      answers: { 201: scimResource('Created'), 409: 'The userName or e-mail is taken', 422: USER_ANSWERS[422] },
-    },
-    {
-      ...scim,
-      operationId: `get${noun}`,
-      method: 'get',
-      path: one,
-      summary: `Read one of ${type}`,
-      answers: { 200: scimResource('The resource'), 304: 'Not modified (If-None-Match)', 404: 'No such resource' },
-    },
-    {
-      ...scim,
-      operationId: `replace${noun}`,
-      method: 'put',
-      path: one,
-      summary: `Replace one of ${type}`,
-      body: input,
-      workflow: type === 'Users',
-      answers: { 200: scimResource('Replaced'), ...changeRefusals },
-    },
-    {
-      ...scim,
-      operationId: `modify${noun}`,
-      method: 'patch',
-      path: one,
-      summary: `Modify one of ${type} (RFC 7644 §3.5.2)`,
-      body: z.looseObject({ schemas: z.array(z.string()), Operations: z.array(z.looseObject({ op: z.string() })) }),
-      workflow: type === 'Users',
-      answers: { 200: scimResource('Modified'), 204: 'Modified', ...changeRefusals },
-    },
-    {
-      ...scim,
-      operationId: `delete${noun}`,
-      method: 'delete',
-      path: one,
-      summary:
-        type === 'Users'
-          ? 'Delete a user: deactivated and deprovisioned, then 404 to SCIM (the record stays for the admin API)'
-          : 'Delete a group',
-      workflow: type === 'Users',
-      answers: { 204: 'Done', 404: 'No such resource', 412: 'The If-Match version is not the current one' },
-    },
-  ];
-}
-
 /** The SCIM discovery resources (RFC 7644 §4): public to any SCIM token, GET only. */
 const scimDiscovery: RouteSpec[] = (
   [
@@ -459,8 +363,13 @@ export const ROUTES: RouteSpec[] = [
     auth: 'admin',
     answers: { 204: 'Revoked', 404: 'No such token' },
   },
-  ...scimResourceRoutes('Users', scimUserInputSchema, 'Create a user and provision it into every configured app'),
-  ...scimResourceRoutes('Groups', groupInputSchema, 'Create a group'),
+  ...scimResourceRoutes(
+    'Users',
+    scimUserInputSchema,
+    'Create a user and provision it into every configured app',
+    USER_ANSWERS[422],
+  ),
+  ...scimResourceRoutes('Groups', groupInputSchema, 'Create a group', USER_ANSWERS[422]),
   ...scimDiscovery,
   {
     operationId: 'searchScimResources',

@@ -8,12 +8,12 @@ import {
   listGroups,
   saveGroup,
   UnknownMembersError,
+  scimGroupConditions,
   type GroupFilter,
   type GroupMember,
   type GroupRow,
 } from './store/scim-groups';
 import type { Database } from '../platform/store/schema';
-import { normalize } from '../platform/store/users';
 import { describeIssues } from '../platform/http/problem';
 import { ScimError } from './scim-errors';
 import { scimFilterToSql, type AttributeMap } from './filter';
@@ -22,10 +22,11 @@ import { checkIfMatch, GROUP_SCHEMA, meta, uniqueName } from './resources';
 import { applyPatch } from './patch';
 import { GROUP_RESOURCE_SCHEMA } from './schemas';
 
+/** The SCIM attributes a group filter may compare (lower-cased paths), each with its condition in the store. */
 const groupAttributes: AttributeMap<Database, 'scim_groups'> = {
-  id: (eb, v) => eb('id', '=', String(v)),
-  displayname: (eb, v) => eb('normalized_display_name', '=', normalize(String(v))),
-  externalid: (eb, v) => eb('external_id', '=', String(v)),
+  id: scimGroupConditions.id,
+  displayname: scimGroupConditions.displayName,
+  externalid: scimGroupConditions.externalId,
 };
 
 /** A member as RFC 7643 §4.2 has it; each is kept as sent. Entra sends `$ref: null`. */

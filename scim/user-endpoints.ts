@@ -1,5 +1,4 @@
 import { pathParam, type Operations } from '../platform/http/operations';
-import type { ExpressionBuilder } from 'kysely';
 import type { PasswordPolicy } from '../platform/config/schema';
 import { hashPassword } from '../platform/security/password-hashing';
 import { passwordPolicyViolations } from '../platform/security/password-policy';
@@ -9,6 +8,7 @@ import {
   listScimUsers,
   scimDeletedHolder,
   markScimDeleted,
+  customAttributeCondition,
   scimUserConditions,
   setScimAttributes,
   updateScimUser,
@@ -16,7 +16,7 @@ import {
   type UserFilter,
 } from './store/scim-users';
 import type { ScimEmail, ScimManager, ScimName } from '../platform/store/schema';
-import { DuplicateUserError, normalize } from '../platform/store/users';
+import { DuplicateUserError } from '../platform/store/users';
 import { deactivationWorkflowId, provisioningWorkflowId } from '../provisioning/workflows/ids';
 import {
   deactivateAndDeprovision,
@@ -49,25 +49,24 @@ import {
 import { resourceReads } from './resource-reads';
 import type { Database } from '../platform/store/schema';
 
-const { anyEmail, emailType, hasPrimaryEmail, customAttribute, nothing } = scimUserConditions;
+const conditions = scimUserConditions;
 
+/** The SCIM attributes a user filter may compare (lower-cased paths), each with its condition in the store. */
 const userAttributes: AttributeMap<Database, 'users'> = {
-  id: (eb, v) => eb('id', '=', String(v)),
-  username: (eb, v) => eb('normalized_user_name', '=', normalize(String(v))),
-  externalid: (eb, v) => eb('external_id', '=', String(v)),
-  'emails.value': (eb, v) => anyEmail(eb, String(v)),
-  emails: (eb, v) => anyEmail(eb, String(v)),
-  // Each e-mail sub-attribute is matched on its own (a value path's conditions may meet in different e-mails).
-  'emails.type': (_eb, v) => emailType(String(v)),
-  'emails.primary': (_eb, v) => (v === true ? hasPrimaryEmail() : nothing()),
-  active: (eb, v) => eb('active', '=', v === true || String(v).toLowerCase() === 'true'),
-  'name.givenname': (eb, v) => eb('first_name', '=', String(v)),
-  'name.familyname': (eb, v) => eb('last_name', '=', String(v)),
+  id: conditions.id,
+  username: conditions.userName,
+  externalid: conditions.externalId,
+  'emails.value': conditions.anyEmail,
+  emails: conditions.anyEmail,
+  'emails.type': conditions.emailType,
+  'emails.primary': conditions.primaryEmail,
+  active: conditions.active,
+  'name.givenname': conditions.givenName,
+  'name.familyname': conditions.familyName,
   ...Object.fromEntries(
     [...ENTERPRISE_ATTRIBUTES, 'manager.value'].map((name) => [
       `${ENTERPRISE_SCHEMA.toLowerCase()}:${name.toLowerCase()}`,
-      (eb: ExpressionBuilder<Database, 'users'>, v: string | number | boolean | null) =>
-        customAttribute(eb, name.replace('.value', ''), String(v)),
+      customAttributeCondition(name.replace('.value', '')),
     ]),
   ),
 };

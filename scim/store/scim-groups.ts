@@ -8,6 +8,17 @@ import { scimPage } from './scim-page';
 import { deletedAny } from '../../platform/store/row-counts';
 
 export type GroupFilter = (eb: ExpressionBuilder<Database, 'scim_groups'>) => Expression<SqlBool>;
+/** One SCIM filter comparison's SQL on the groups table; the SCIM layer's attribute map names the attribute each answers. */
+export type GroupCondition = (
+  eb: ExpressionBuilder<Database, 'scim_groups'>,
+  value: string | number | boolean | null,
+) => Expression<SqlBool>;
+
+export const scimGroupConditions = {
+  id: (eb, v) => eb('id', '=', String(v)),
+  displayName: (eb, v) => eb('normalized_display_name', '=', normalize(String(v))),
+  externalId: (eb, v) => eb('external_id', '=', String(v)),
+} satisfies Record<string, GroupCondition>;
 
 /** A member as the client sent it (RFC 7643 §4.2): the user's id and what it said beside it. */
 export interface GroupMember {

@@ -156,22 +156,43 @@ export async function isScimDeleted(db: Db, id: string): Promise<boolean> {
   return !!row?.scim_deleted_at;
 }
 
+/** A value a SCIM filter compares with (`eq`): a string, number, boolean or null, as the filter wrote it. */
+export type FilterValue = string | number | boolean | null;
+/** One filter comparison's SQL on the users table. */
+export type UserCondition = (eb: ExpressionBuilder<Database, 'users'>, value: FilterValue) => Expression<SqlBool>;
+
+/** The sign-in e-mail or any e-mail a SCIM client sent. */
+const anyEmail: UserCondition = (eb, v) =>
+  eb.or([
+    eb('normalized_email', '=', normalize(String(v))),
+    sql<boolean>`exists (select from jsonb_array_elements(scim_emails) e where lower(e->>'value') = lower(${String(v)}))`,
+  ]);
+
 /**
- * The SQL of SCIM filters on users, for the SCIM layer's attribute map: the sign-in e-mail or any e-mail a SCIM client
- * sent; an e-mail type (a user without SCIM e-mails has its sign-in e-mail as the work one); a primary e-mail; a custom
- * attribute's value (the enterprise extension's attributes are kept as custom attributes).
+ * The SQL of SCIM filters on users, for the SCIM layer's attribute map (which names the SCIM attribute each answers):
+ * the ids, the user name and the names; the sign-in e-mail or any e-mail a SCIM client sent; an e-mail type (a user
+ * without SCIM e-mails has its sign-in e-mail as the work one) and a primary e-mail, each matched on its own (a value
+ * path's conditions may meet in different e-mails). Custom attributes: customAttributeCondition.
  */
 export const scimUserConditions = {
-  anyEmail: (eb: ExpressionBuilder<Database, 'users'>, value: string) =>
-    eb.or([
-      eb('normalized_email', '=', normalize(value)),
-      sql<boolean>`exists (select from jsonb_array_elements(scim_emails) e where lower(e->>'value') = lower(${value}))`,
-    ]),
-  emailType: (value: string) =>
-    sql<boolean>`(case when scim_emails is null then lower(${value}) = 'work' else exists (select from jsonb_array_elements(scim_emails) e where lower(e->>'type') = lower(${value})) end)`,
-  hasPrimaryEmail: () =>
-    sql<boolean>`(scim_emails is null or exists (select from jsonb_array_elements(scim_emails) e where (e->>'primary')::boolean))`,
-  customAttribute: (eb: ExpressionBuilder<Database, 'users'>, name: string, value: string) =>
-    eb(sql`custom_attributes->>${name}`, '=', value),
-  nothing: () => sql<boolean>`false`,
-};
+  id: (eb, v) => eb('id', '=', String(v)),
+  userName: (eb, v) => eb('normalized_user_name', '=', normalize(String(v))),
+  externalId: (eb, v) => eb('external_id', '=', String(v)),
+  anyEmail,
+  emailType: (_eb, v) =>
+    sql<boolean>`(case when scim_emails is null then lower(${String(v)}) = 'work' else exists (select from jsonb_array_elements(scim_emails) e where lower(e->>'type') = lower(${String(v)})) end)`,
+  /** Only `primary eq true` matches anything. */
+  primaryEmail: (_eb, v) =>
+    v === true
+      ? sql<boolean>`(scim_emails is null or exists (select from jsonb_array_elements(scim_emails) e where (e->>'primary')::boolean))`
+      : sql<boolean>`false`,
+  active: (eb, v) => eb('active', '=', v === true || String(v).toLowerCase() === 'true'),
+  givenName: (eb, v) => eb('first_name', '=', String(v)),
+  familyName: (eb, v) => eb('last_name', '=', String(v)),
+} satisfies Record<string, UserCondition>;
+
+/** A custom attribute's value (the enterprise extension's attributes are kept as custom attributes). */
+export const customAttributeCondition =
+  (name: string): UserCondition =>
+  (eb, v) =>
+    eb(sql`custom_attributes->>${name}`, '=', String(v));

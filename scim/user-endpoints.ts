@@ -49,20 +49,18 @@ import {
 import { resourceReads } from './resource-reads';
 import type { Database } from '../platform/store/schema';
 
-const conditions = scimUserConditions;
-
 /** The SCIM attributes a user filter may compare (lower-cased paths), each with its condition in the store. */
 const userAttributes: AttributeMap<Database, 'users'> = {
-  id: conditions.id,
-  username: conditions.userName,
-  externalid: conditions.externalId,
-  'emails.value': conditions.anyEmail,
-  emails: conditions.anyEmail,
-  'emails.type': conditions.emailType,
-  'emails.primary': conditions.primaryEmail,
-  active: conditions.active,
-  'name.givenname': conditions.givenName,
-  'name.familyname': conditions.familyName,
+  id: scimUserConditions.id,
+  username: scimUserConditions.userName,
+  externalid: scimUserConditions.externalId,
+  'emails.value': scimUserConditions.anyEmail,
+  emails: scimUserConditions.anyEmail,
+  'emails.type': scimUserConditions.emailType,
+  'emails.primary': scimUserConditions.primaryEmail,
+  active: scimUserConditions.active,
+  'name.givenname': scimUserConditions.givenName,
+  'name.familyname': scimUserConditions.familyName,
   ...Object.fromEntries(
     [...ENTERPRISE_ATTRIBUTES, 'manager.value'].map((name) => [
       `${ENTERPRISE_SCHEMA.toLowerCase()}:${name.toLowerCase()}`,

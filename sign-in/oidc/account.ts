@@ -16,7 +16,7 @@ import { hashPassword } from '../../platform/security/password-hashing';
 import { passwordPolicyViolations } from '../../platform/security/password-policy';
 import { recoveryCodeHash } from '../../platform/security/totp';
 import { policyInWords } from '../recovery/router';
-import { signInErrorPage } from './interactions';
+import { signInErrorPage } from './error-page';
 import { FIELD_BOUNDS } from '../../platform/security/field-bounds';
 import { formField } from './forms';
 import { accountSessions, type AccountDependencies, type SignedInUser } from './account-session';

@@ -10,7 +10,7 @@ import { createFederation, type Federation, type FederationDependencies } from '
 import { inCanonicalForm, isAccountPath, INTERACTION_PREFIX, isFederationPath, isProviderPath } from '../sign-in-paths';
 import { parseAllowList } from '../../platform/security/callback-address';
 import { accountRouter } from './account';
-import { interactionRouter } from './interactions';
+import { interactionRouter } from './interactions/interaction-router';
 import { createOidcProvider, withOfflineConsent } from './provider';
 import { providerSettingsVersion } from '../store/sign-in-users';
 import { storedApiResources } from './resources';

@@ -9,7 +9,7 @@ import { cookieKeys } from './cookie-keys';
 import { createFederation, type Federation, type FederationDependencies } from '../federation/federation';
 import { inCanonicalForm, isAccountPath, INTERACTION_PREFIX, isFederationPath, isProviderPath } from '../sign-in-paths';
 import { parseAllowList } from '../../platform/security/callback-address';
-import { accountRouter } from './account';
+import { accountRouter } from './account/account-router';
 import { interactionRouter } from './interactions/interaction-router';
 import { createOidcProvider, withOfflineConsent } from './provider';
 import { providerSettingsVersion } from '../store/sign-in-users';

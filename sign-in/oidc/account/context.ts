@@ -1,4 +1,4 @@
-import type { Request, Response } from 'express';
+import type { Request } from 'express';
 import { z } from 'zod';
 import { sendPage } from '../../../platform/http/html';
 import { FIELD_BOUNDS } from '../../../platform/security/field-bounds';
@@ -38,5 +38,3 @@ export function createAccountContext(deps: AccountDependencies) {
     },
   };
 }
-
-export type AccountHandler = (req: Request, res: Response) => Promise<unknown>;

@@ -71,50 +71,63 @@ export function accountAdminOperations({
       res.status(204).end();
     },
     // The mail's links lead to the sign-in pages: the route exists where they do.
-    ...(mails && {
-      sendPasswordReset: async (req: Request, res: Response) => {
-        const userId = await userOf(req, res);
-        if (!userId) return;
-        const user = await findRecoveryUserById(db, userId);
-        if (!user)
-          return sendProblem(res, {
-            status: 409,
-            title: 'User deactivated',
-            detail: `user ${userId} is deactivated; reactivate it before sending a reset mail`,
-          });
-        const sent = await mails.passwordReset(user);
-        await recordAuditEvent(db, { type: 'password-reset-requested', userId, ...byAdmin(req), detail: { sent } });
-        if (!sent)
-          return sendProblem(res, {
-            status: 429,
-            title: 'Too many reset mails',
-            detail: `user ${userId} was sent the most reset mails Auth:PasswordReset allows in its window; try again later`,
-          });
-        res.status(202).end();
-      },
-    }),
-    listAuditEvents: async (req, res) => {
-      const query = auditQuerySchema.parse(req.query);
-      const rows = await listAuditEvents(db, {
-        userId: query.userId,
-        type: query.type,
-        before: query.before,
-        after: query.after ? new Date(query.after) : undefined,
-        limit: query.limit,
+    ...(mails && { sendPasswordReset: sendPasswordReset(db, mails, userOf, byAdmin) }),
+    listAuditEvents: auditTrail(db),
+  };
+}
+
+/** The reset mail, sent for an operator (within the per-account mail budget of Auth:PasswordReset). */
+function sendPasswordReset(
+  db: Db,
+  mails: RecoveryMails,
+  userOf: (req: Request, res: Response) => Promise<string | undefined>,
+  byAdmin: (req: Request) => { actor: string; clientAddress: string | undefined },
+) {
+  return async (req: Request, res: Response) => {
+    const userId = await userOf(req, res);
+    if (!userId) return;
+    const user = await findRecoveryUserById(db, userId);
+    if (!user)
+      return sendProblem(res, {
+        status: 409,
+        title: 'User deactivated',
+        detail: `user ${userId} is deactivated; reactivate it before sending a reset mail`,
       });
-      res.json({
-        events: rows.map((row) => ({
-          id: row.id,
-          at: row.at,
-          type: row.type,
-          userId: row.user_id,
-          clientId: row.client_id,
-          clientAddress: row.client_address,
-          actor: row.actor,
-          detail: row.detail,
-        })),
-        next: rows.length === query.limit ? rows[rows.length - 1].id : null,
+    const sent = await mails.passwordReset(user);
+    await recordAuditEvent(db, { type: 'password-reset-requested', userId, ...byAdmin(req), detail: { sent } });
+    if (!sent)
+      return sendProblem(res, {
+        status: 429,
+        title: 'Too many reset mails',
+        detail: `user ${userId} was sent the most reset mails Auth:PasswordReset allows in its window; try again later`,
       });
-    },
+    res.status(202).end();
+  };
+}
+
+/** `GET /api/v1/audit-events`: newest first, a page at a time. */
+function auditTrail(db: Db) {
+  return async (req: Request, res: Response) => {
+    const query = auditQuerySchema.parse(req.query);
+    const rows = await listAuditEvents(db, {
+      userId: query.userId,
+      type: query.type,
+      before: query.before,
+      after: query.after ? new Date(query.after) : undefined,
+      limit: query.limit,
+    });
+    res.json({
+      events: rows.map((row) => ({
+        id: row.id,
+        at: row.at,
+        type: row.type,
+        userId: row.user_id,
+        clientId: row.client_id,
+        clientAddress: row.client_address,
+        actor: row.actor,
+        detail: row.detail,
+      })),
+      next: rows.length === query.limit ? rows[rows.length - 1].id : null,
+    });
   };
 }

@@ -93,7 +93,8 @@ export async function adoptMigratedRefreshToken(
     scope: scopes.join(' '),
     rotations: 0,
     iat,
-    // The first issue, at the source: the absolute end of every successor is measured from it (provider.ts).
+    // The first issue, at the source: the absolute end of every successor is measured from it
+    // (provider-configuration/ttl.ts).
     iiat: iat,
     ...(exp === undefined ? {} : { exp }),
     ...(indicator ? { resource: indicator } : {}),

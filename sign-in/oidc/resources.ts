@@ -76,7 +76,7 @@ export async function resourceServer(
   return {
     scope: granted.join(' '),
     // oidc-provider takes one audience; the token customizer (token-shape.ts) writes each of them into `aud`, and
-    // introspection answers them as an array (provider.ts).
+    // introspection answers them as an array (provider-configuration/middleware.ts).
     audience: audience.join(AUDIENCE_SEPARATOR),
     ...(request.reference
       ? { accessTokenFormat: 'opaque' }

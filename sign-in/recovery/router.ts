@@ -1,4 +1,4 @@
-import express, { Router, type Request } from 'express';
+import express, { Router, type Request, type Response } from 'express';
 import { storedClientLimit } from '../../platform/http/rate-limit';
 import { logger } from '../../platform/observability/logger';
 import { z } from 'zod';
@@ -116,30 +116,31 @@ export function recoveryMails({ db, config, mailer, publicUrl }: RecoveryDepende
 
 export type RecoveryMails = ReturnType<typeof recoveryMails>;
 
+type RecoveryRouterDependencies = RecoveryDependencies & { mails: RecoveryMails; signOut: SignOut };
+
 /**
  * Password reset by e-mail and e-mail confirmation, as ASP.NET Identity's default UI has them: "Forgot your
  * password?" asks for an address and answers the same, in the same time, whether or not an account has it; the link
  * opens a form for the new password; a confirmation link confirms the address.
  */
-export function recoveryRouter(deps: RecoveryDependencies & { mails: RecoveryMails; signOut: SignOut }): Router {
-  const { db, config, mails, signOut } = deps;
+export function recoveryRouter(deps: RecoveryRouterDependencies): Router {
   const router = Router();
   const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 5 });
-  const html = sendPage;
+  const forgot = forgotPassword(deps);
+  router.get(RECOVERY_PATHS.forgot, forgot.show);
+  router.post(RECOVERY_PATHS.forgot, forgot.perAddress, form, forgot.post);
+  router.get(RECOVERY_PATHS.reset, showResetForm(deps));
+  router.post(RECOVERY_PATHS.reset, form, postNewPassword(deps));
+  router.get(RECOVERY_PATHS.confirm, confirmEmail(deps));
+  // A form no page can read is a 4xx page; a fault (the store failing after the new password was hashed) a logged 500.
+  router.use(signInErrorPage);
+  return router;
+}
+
+/** "Forgot your password?": the page, and its post, answered before anything looks at the address. */
+function forgotPassword({ db, config, mails }: RecoveryRouterDependencies) {
   const { AddressPermitLimit, WindowMinutes, TokenMinutes } = config.Auth.PasswordReset;
-  // Counted in the store: every API process on the database spends from one budget per client address.
-  const perAddress = storedClientLimit(db, 'password-reset:address', WindowMinutes * 60, AddressPermitLimit, (res) =>
-    html(
-      res,
-      429,
-      forgotPasswordPage(
-        RECOVERY_PATHS.forgot,
-        '',
-        `Too many requests from this network; try again in ${WindowMinutes} minutes.`,
-      ),
-    ),
-  );
-  const clientAddress = (req: Request) => req.ip;
+  const tooMany = `Too many requests from this network; try again in ${WindowMinutes} minutes.`;
 
   /** What a reset request for a known address does (a token, a mail, an event): after the answer has gone. */
   async function requestReset(email: string, address: string | undefined): Promise<void> {
@@ -154,75 +155,85 @@ export function recoveryRouter(deps: RecoveryDependencies & { mails: RecoveryMai
     });
   }
 
-  router.get(RECOVERY_PATHS.forgot, (req, res) => {
-    const email =
-      typeof req.query.email === 'string' && req.query.email.length <= FIELD_BOUNDS.email ? req.query.email : '';
-    html(res, 200, forgotPasswordPage(RECOVERY_PATHS.forgot, email));
-  });
+  return {
+    // Counted in the store: every API process on the database spends from one budget per client address.
+    perAddress: storedClientLimit(db, 'password-reset:address', WindowMinutes * 60, AddressPermitLimit, (res) =>
+      sendPage(res, 429, forgotPasswordPage(RECOVERY_PATHS.forgot, '', tooMany)),
+    ),
+    show: (req: Request, res: Response) => {
+      const email =
+        typeof req.query.email === 'string' && req.query.email.length <= FIELD_BOUNDS.email ? req.query.email : '';
+      sendPage(res, 200, forgotPasswordPage(RECOVERY_PATHS.forgot, email));
+    },
+    post: (req: Request, res: Response) => {
+      const parsed = emailForm.safeParse(req.body);
+      if (!parsed.success)
+        return sendPage(res, 400, forgotPasswordPage(RECOVERY_PATHS.forgot, '', 'Enter a valid e-mail address.'));
+      const { email } = parsed.data;
+      // The answer goes before anything looks at the address, so its duration is the same for a known and an unknown
+      // one from the first request on, with no padding to learn. OWASP's Forgot Password Cheat Sheet: "Ensure that
+      // responses return in a consistent amount of time to prevent an attacker enumerating which accounts exist. This
+      // could be achieved by using asynchronous calls". The work waits a moment more, so that on a busy host it does
+      // not compete for the CPU with the answer on its way out.
+      sendPage(res, 200, resetLinkSentPage(email, TokenMinutes));
+      const address = req.ip;
+      setTimeout(() => {
+        requestReset(email, address).catch((error: Error) =>
+          logger.error(`recovery: a reset request was answered but not carried out: ${error.message}`),
+        );
+      }, AFTER_THE_ANSWER_MS);
+    },
+  };
+}
 
-  router.post(RECOVERY_PATHS.forgot, perAddress, form, (req, res) => {
-    const parsed = emailForm.safeParse(req.body);
-    if (!parsed.success)
-      return html(res, 400, forgotPasswordPage(RECOVERY_PATHS.forgot, '', 'Enter a valid e-mail address.'));
-    const { email } = parsed.data;
-    // The answer goes before anything looks at the address, so its duration is the same for a known and an unknown
-    // one from the first request on, with no padding to learn. OWASP's Forgot Password Cheat Sheet: "Ensure that
-    // responses return in a consistent amount of time to prevent an attacker enumerating which accounts exist. This
-    // could be achieved by using asynchronous calls". The work waits a moment more, so that on a busy host it does not
-    // compete for the CPU with the answer on its way out.
-    html(res, 200, resetLinkSentPage(email, TokenMinutes));
-    const address = clientAddress(req);
-    setTimeout(() => {
-      requestReset(email, address).catch((error: Error) =>
-        logger.error(`recovery: a reset request was answered but not carried out: ${error.message}`),
-      );
-    }, AFTER_THE_ANSWER_MS);
-  });
-
-  router.get(RECOVERY_PATHS.reset, async (req, res) => {
+/** The reset link's form, while its token is good. */
+const showResetForm =
+  ({ db, config }: RecoveryRouterDependencies) =>
+  async (req: Request, res: Response) => {
     const token = typeof req.query.token === 'string' ? req.query.token : '';
     if (token.length > 128 || !(await peekAccountToken(db, 'password-reset', token)))
-      return html(res, 400, linkExpiredPage(RECOVERY_PATHS.forgot));
-    html(res, 200, resetPasswordPage(RECOVERY_PATHS.reset, token, policyInWords(config.Auth.PasswordPolicy)));
-  });
+      return sendPage(res, 400, linkExpiredPage(RECOVERY_PATHS.forgot));
+    sendPage(res, 200, resetPasswordPage(RECOVERY_PATHS.reset, token, policyInWords(config.Auth.PasswordPolicy)));
+  };
 
-  router.post(RECOVERY_PATHS.reset, form, async (req, res) => {
+/** The new password: set once per link, and every sign-in of the user ended. */
+const postNewPassword =
+  ({ db, config, signOut }: RecoveryRouterDependencies) =>
+  async (req: Request, res: Response) => {
     const parsed = resetForm.safeParse(req.body);
-    if (!parsed.success) return html(res, 400, linkExpiredPage(RECOVERY_PATHS.forgot));
+    if (!parsed.success) return sendPage(res, 400, linkExpiredPage(RECOVERY_PATHS.forgot));
     const { token, password, confirm } = parsed.data;
-    const again = (error: string) =>
-      html(res, 400, resetPasswordPage(RECOVERY_PATHS.reset, token, policyInWords(config.Auth.PasswordPolicy), error));
+    const rules = policyInWords(config.Auth.PasswordPolicy);
+    const again = (error: string) => sendPage(res, 400, resetPasswordPage(RECOVERY_PATHS.reset, token, rules, error));
     if (!(await peekAccountToken(db, 'password-reset', token)))
-      return html(res, 400, linkExpiredPage(RECOVERY_PATHS.forgot));
+      return sendPage(res, 400, linkExpiredPage(RECOVERY_PATHS.forgot));
     if (password !== confirm) return again('The two passwords are not the same.');
     const violations = passwordPolicyViolations(password, config.Auth.PasswordPolicy);
     if (violations.length > 0) return again(`The password ${violations.join('; ')}.`);
     const hash = await hashPassword(password);
     // Taken only now, once: of two forms posted with one link, one sets the password.
     const userId = await takeAccountToken(db, 'password-reset', token);
-    if (!userId) return html(res, 400, linkExpiredPage(RECOVERY_PATHS.forgot));
+    if (!userId) return sendPage(res, 400, linkExpiredPage(RECOVERY_PATHS.forgot));
     await setPasswordHash(db, userId, hash);
     const sessions = await signOut.everywhere(userId);
-    await recordAuditEvent(db, { type: 'password-reset-completed', userId, clientAddress: clientAddress(req) });
+    await recordAuditEvent(db, { type: 'password-reset-completed', userId, clientAddress: req.ip });
     await recordAuditEvent(db, {
       type: 'sessions-revoked',
       userId,
-      clientAddress: clientAddress(req),
+      clientAddress: req.ip,
       detail: { sessions, reason: 'password-reset' },
     });
-    html(res, 200, resetDonePage());
-  });
+    sendPage(res, 200, resetDonePage());
+  };
 
-  router.get(RECOVERY_PATHS.confirm, async (req, res) => {
+/** A confirmation link: the address is confirmed, once. */
+const confirmEmail =
+  ({ db }: RecoveryRouterDependencies) =>
+  async (req: Request, res: Response) => {
     const token = typeof req.query.token === 'string' ? req.query.token : '';
     const userId = token.length <= 128 ? await takeAccountToken(db, 'email-confirmation', token) : undefined;
-    if (!userId) return html(res, 400, confirmationExpiredPage());
+    if (!userId) return sendPage(res, 400, confirmationExpiredPage());
     await markEmailConfirmed(db, userId);
-    await recordAuditEvent(db, { type: 'email-confirmed', userId, clientAddress: clientAddress(req) });
-    html(res, 200, emailConfirmedPage());
-  });
-
-  // A form no page can read is a 4xx page; a fault (the store failing after the new password was hashed) a logged 500.
-  router.use(signInErrorPage);
-  return router;
-}
+    await recordAuditEvent(db, { type: 'email-confirmed', userId, clientAddress: req.ip });
+    sendPage(res, 200, emailConfirmedPage());
+  };

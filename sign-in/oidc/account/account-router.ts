@@ -1,0 +1,28 @@
+import express, { Router } from 'express';
+import type { AccountDependencies } from '../account-session';
+import { signInErrorPage } from '../error-page';
+import { ACCOUNT_PAGE, MFA_PAGE, createAccountContext } from './context';
+import { postMfaOff, postNewRecoveryCodes } from './mfa-changes';
+import { postEnrolment, showEnrolment } from './mfa-enrolment';
+import { postPasswordChange, postSignOutEverywhere, showAccount } from './overview';
+
+/**
+ * `/account` and `/account/mfa`: a signed-in user (the provider's session cookie) changes the password, ends every
+ * sign-in, and turns two-step sign-in on or off. Every form carries the session's anti-forgery token
+ * (platform/security/form-token.ts): the session cookie is SameSite=Lax, which a form posted from another site's page
+ * in the same site (a sibling subdomain) or an older browser does not stop.
+ */
+export function accountRouter(deps: AccountDependencies): Router {
+  const ctx = createAccountContext(deps);
+  const router = Router();
+  const form = express.urlencoded({ extended: false, limit: '8kb', parameterLimit: 5 });
+  router.get(MFA_PAGE, showEnrolment(ctx));
+  router.post(MFA_PAGE, form, postEnrolment(ctx));
+  router.post(`${MFA_PAGE}/recovery-codes`, form, postNewRecoveryCodes(ctx));
+  router.post(`${MFA_PAGE}/off`, form, postMfaOff(ctx));
+  router.get(ACCOUNT_PAGE, showAccount(ctx));
+  router.post(`${ACCOUNT_PAGE}/password`, form, postPasswordChange(ctx));
+  router.post(`${ACCOUNT_PAGE}/sessions/end`, form, postSignOutEverywhere(ctx));
+  router.use(signInErrorPage);
+  return router;
+}

@@ -1,0 +1,81 @@
+import type { Request, Response } from 'express';
+import type Provider from 'oidc-provider';
+import type { AppConfig } from '../../../platform/config/schema';
+import type { KeyRing } from '../../../platform/security/data-protection';
+import { findClient } from '../../../platform/store/clients';
+import type { Db } from '../../../platform/store/database';
+import type { WorkflowRunner } from '../../../provisioning/workflow-runner';
+import type { Federation } from '../../federation/federation';
+import type { SourceReadThrough } from '../../read-through';
+import { RECOVERY_PATHS, type RecoveryMails } from '../../recovery/router';
+import { recordAuditEvent, type AuditEvent } from '../../store/audit-events';
+import { overSignInBudget } from '../credentials';
+import { codePage, emailPage, passwordPage } from '../pages';
+
+export interface InteractionDependencies {
+  provider: Provider;
+  db: Db;
+  config: AppConfig;
+  ring: KeyRing;
+  run: WorkflowRunner;
+  /** Home-realm discovery and the way back from an upstream provider. */
+  federation: Federation;
+  /** The confirmation mail, sent again from the page that says an address is not confirmed yet. */
+  mails: RecoveryMails;
+  /** The cutover's read-through window, while it is configured. */
+  readThrough?: SourceReadThrough;
+}
+
+export type InteractionDetails = Awaited<ReturnType<Provider['interactionDetails']>>;
+
+/** What a password check leaves in the interaction while the second factor is asked for. */
+export interface PendingSecondFactor {
+  secondFactor: { accountId: string };
+}
+
+/** What a password check leaves while the address waits for its confirmation (Auth:RequireConfirmedEmail). */
+export interface PendingConfirmation {
+  unconfirmed: { accountId: string; email: string };
+}
+
+/** What every step of the interaction shares: its dependencies, its pages and its answers. */
+export type InteractionContext = ReturnType<typeof createInteractionContext>;
+
+export function createInteractionContext(deps: InteractionDependencies) {
+  const { db, config } = deps;
+  const action = (uid: string, step: string) => `/interaction/${encodeURIComponent(uid)}/${step}`;
+  const html = (res: Response, status: number, body: string) => res.status(status).type('html').send(body);
+  const restart = (uid: string) => action(uid, 'restart');
+  const forgot = (email: string) => `${RECOVERY_PATHS.forgot}?email=${encodeURIComponent(email)}`;
+  return {
+    ...deps,
+    action,
+    html,
+    /** An event of the audit trail, with the client and the client address of the sign-in. */
+    audit: (req: Request, details: InteractionDetails, event: Omit<AuditEvent, 'clientId' | 'clientAddress'>) =>
+      recordAuditEvent(db, { ...event, clientId: String(details.params.client_id), clientAddress: req.ip }),
+    passwordStep: (uid: string, email: string, error?: string) =>
+      passwordPage(action(uid, 'password'), email, restart(uid), forgot(email), error),
+    codeStep: (uid: string, error?: string) => codePage(action(uid, 'code'), restart(uid), error),
+    /** The e-mail step again (naming the client as the first one did), with what went wrong. */
+    emailStep: async (res: Response, status: number, details: InteractionDetails, error?: string, email?: string) => {
+      const clientId = String(details.params.client_id);
+      const clientName = (await findClient(db, clientId))?.client_name ?? clientId;
+      return html(res, status, emailPage(action(details.uid, 'email'), clientName, error, email));
+    },
+    /** The per-address budget across every account; a refusal says when to come back. */
+    overBudget: (req: Request) => overSignInBudget(db, config, req.ip),
+    /**
+     * The one answer for every failed password: an unknown e-mail and a locked account read the same as a wrong
+     * password, so the page tells no one whether an account exists; it says how the lockout works instead.
+     */
+    wrongCredentials: () => {
+      const { MaxFailedAttempts, Minutes } = config.Auth.Lockout;
+      return `The e-mail or password is not right. After ${MaxFailedAttempts} failed attempts an account is locked for ${Minutes} minutes.`;
+    },
+    ssoRequired: (domain: string) =>
+      `Accounts of ${domain} sign in through their organization's sign-in page, not with a password here. Start again from the application and enter your e-mail address.`,
+    tooMany: () =>
+      `Too many sign-in attempts from this network; wait ${config.Auth.SignInRateLimit.WindowSeconds} seconds and try again.`,
+  };
+}

@@ -1,0 +1,25 @@
+import type { Request, Response } from 'express';
+import { renderErrorPage } from '../pages';
+import type { InteractionContext } from './context';
+
+/** Back from an upstream provider: the callback left a ticket naming the user for this interaction. */
+export const federatedReturn =
+  ({ provider, federation, html, audit }: InteractionContext) =>
+  async (req: Request, res: Response) => {
+    const details = await provider.interactionDetails(req, res);
+    const ticket = typeof req.query.ticket === 'string' ? req.query.ticket : '';
+    const userId = ticket.length <= 64 ? await federation.takeTicket(ticket, details.uid) : undefined;
+    if (!userId)
+      return html(
+        res,
+        400,
+        renderErrorPage('This sign-in has expired or was used already; start again from the application.'),
+      );
+    await audit(req, details, { type: 'sign-in-succeeded', userId, detail: { method: 'external' } });
+    await provider.interactionFinished(
+      req,
+      res,
+      { login: { accountId: userId, amr: ['external'] } },
+      { mergeWithLastSubmission: false },
+    );
+  };

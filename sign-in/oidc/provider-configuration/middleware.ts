@@ -1,0 +1,56 @@
+import type { KoaContextWithOIDC } from 'oidc-provider';
+import type { Db } from '../../../platform/store/database';
+import { DISCOVERY_PATH, OIDC_ROUTES } from '../../sign-in-paths';
+import { revokeAccessToken } from '../../store/admin-tokens';
+import type { ScopeClaims } from '../claims';
+import { verifyIssuedAccessToken } from '../issued-tokens';
+import { AUDIENCE_SEPARATOR } from '../resources';
+
+/**
+ * Discovery as IdentityServer's listed it for the same configuration: `scopes_supported` holds the identity and API
+ * scopes marked ShowInDiscoveryDocument (oidc-provider lists its identity scopes only, and every one of them).
+ */
+export function discoveryParity(scopes: ScopeClaims) {
+  return async (ctx: KoaContextWithOIDC, next: () => Promise<void>) => {
+    await next();
+    if (ctx.path !== DISCOVERY_PATH || ctx.status !== 200 || !ctx.body || typeof ctx.body !== 'object') return;
+    (ctx.body as Record<string, unknown>).scopes_supported = scopes.discoveryScopes;
+  };
+}
+
+/**
+ * Introspection names a token's audiences as an array, as Duende IdentityServer's does: oidc-provider holds one
+ * audience per token, so a token for several API resources carries their names joined (resources.ts).
+ */
+export function introspectedAudiences() {
+  return async (ctx: KoaContextWithOIDC, next: () => Promise<void>) => {
+    await next();
+    if (ctx.path !== OIDC_ROUTES.introspection || ctx.status !== 200 || !ctx.body || typeof ctx.body !== 'object')
+      return;
+    const body = ctx.body as Record<string, unknown>;
+    if (typeof body.aud === 'string' && body.aud.includes(AUDIENCE_SEPARATOR))
+      body.aud = body.aud.split(AUDIENCE_SEPARATOR);
+  };
+}
+
+/**
+ * A JWT access token is not stored when issued, and oidc-provider's revocation endpoint refuses one as
+ * `unsupported_token_type` (RFC 7009 §2.2.1). IdentityServer revokes its JWTs' use at its own APIs, so here a JWT this
+ * service issued to the authenticated client is listed as revoked until it expires (the admin API refuses it), and
+ * the answer is the endpoint's 200. Another client's token keeps oidc-provider's refusal.
+ */
+export function revokeJwtAccessTokens(db: Db, issuer: string) {
+  return async (ctx: KoaContextWithOIDC, next: () => Promise<void>) => {
+    await next();
+    if (ctx.path !== OIDC_ROUTES.revocation || ctx.method !== 'POST') return;
+    if (ctx.status !== 400 || (ctx.body as { error?: string } | undefined)?.error !== 'unsupported_token_type') return;
+    const token = ctx.oidc?.params?.token;
+    const clientId = ctx.oidc?.client?.clientId;
+    if (typeof token !== 'string' || !clientId) return;
+    const claims = await verifyIssuedAccessToken(db, issuer, token);
+    if (!claims || claims.client_id !== clientId) return;
+    await revokeAccessToken(db, claims.jti, new Date(claims.exp * 1000));
+    ctx.status = 200;
+    ctx.body = '';
+  };
+}

@@ -1,0 +1,40 @@
+import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
+import type { ScopeClaims } from '../claims';
+import { allowedScopesOf } from '../clients';
+import {
+  indicatorsInRequest,
+  RESOURCE_PREFIX,
+  resourceOfScopes,
+  resourceServer,
+  scopesOfRequest,
+  type ApiResources,
+} from '../resources';
+import { settingsOfClient } from './ttl';
+
+type ResourceIndicators = NonNullable<NonNullable<Configuration['features']>['resourceIndicators']>;
+
+/** Access tokens for the API resources of the requested scopes. */
+export function resourceIndicators(scopes: ScopeClaims, apiResources: ApiResources): ResourceIndicators {
+  return {
+    enabled: true,
+    // Every API of the requested scopes: getResourceServerInfo keeps those the client was granted, and refuses
+    // the request (invalid_target) when it was granted none.
+    defaultResource: async (ctx: KoaContextWithOIDC) => {
+      const scope = ctx.oidc.params?.scope;
+      const resource = await resourceOfScopes(apiResources, typeof scope === 'string' ? scope.split(' ') : []);
+      return resource ? `${RESOURCE_PREFIX}${resource}` : undefined;
+    },
+    // A refresh asking for identity scopes alone gets a token for userinfo, not one for the APIs it left out.
+    useGrantedResource: (ctx) => {
+      const asked = ctx.oidc.params?.scope;
+      return typeof asked !== 'string' || asked.split(' ').some((s) => s && !scopes.names.has(s));
+    },
+    getResourceServerInfo: (ctx, indicator, client) =>
+      resourceServer(apiResources, indicator, {
+        allowedScopes: allowedScopesOf(client),
+        requestedScopes: scopesOfRequest(ctx),
+        fromRequest: indicatorsInRequest(ctx).includes(indicator),
+        reference: settingsOfClient(client).AccessTokenType === 1,
+      }),
+  };
+}

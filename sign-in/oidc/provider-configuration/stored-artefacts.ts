@@ -1,0 +1,45 @@
+import { findClient } from '../../../platform/store/clients';
+import { createPostgresAdapter, isStorableKey } from '../adapter';
+import { clientMetadata } from '../clients';
+import { adoptMigratedRefreshToken } from '../migrated-refresh-tokens';
+import { resourceOfScopes } from '../resources';
+import type { ProviderDependencies } from './dependencies';
+
+/**
+ * Every artefact in PostgreSQL; clients from the clients store, and refresh tokens the migration carried over (or,
+ * during the read-through window, the source still holds) adopted when first presented.
+ */
+export function providerAdapter({ db, ring, scopes, apiResources, readThrough }: ProviderDependencies) {
+  const stored = createPostgresAdapter(db);
+  return createPostgresAdapter(db, {
+    Client: {
+      async find(id: string) {
+        if (!isStorableKey(id)) return undefined;
+        const row = await findClient(db, id);
+        // An API resource is a client only to authenticate at introspection: it has no grant type and no response
+        // type, so the token and authorization endpoints refuse it.
+        return row && row.enabled ? clientMetadata(row, scopes.names) : undefined;
+      },
+    },
+    RefreshToken: {
+      async find(id: string) {
+        if (!isStorableKey(id)) return undefined;
+        const adoption = {
+          db,
+          ring,
+          refreshTokens: stored('RefreshToken'),
+          grants: stored('Grant'),
+          identityScopes: scopes.names,
+          resourceOf: (requested: string[]) => resourceOfScopes(apiResources, requested),
+        };
+        return (
+          (await stored('RefreshToken').find(id)) ??
+          // During the read-through window a token the sweep carried over is adopted only while the source holds it live.
+          (await adoptMigratedRefreshToken({ ...adoption, liveAtSource: readThrough?.liveAtSource }, id)) ??
+          // During the read-through window, a token the source rotated after the last sweep is carried over now.
+          ((await readThrough?.refreshToken(id)) ? await adoptMigratedRefreshToken(adoption, id) : undefined)
+        );
+      },
+    },
+  });
+}

@@ -10,6 +10,7 @@ import { groupInputSchema } from '../../scim/group-endpoints';
 import { auditQuerySchema } from '../../sign-in/api/account-admin';
 import { scimUserInputSchema } from '../../scim/resources';
 import { scimList, scimResource, scimResourceRoutes } from './scim-resource-routes';
+import type { Answer, RouteSpec, Tag } from './route-spec';
 import {
   appProbeSchema,
   appViewSchema,
@@ -24,31 +25,7 @@ import {
   userViewSchema,
 } from './schemas';
 
-export type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
-/** admin: the IdentityAdmin policy (an admin API key or the service's own admin token); scim: a SCIM token. */
-export type Auth = 'admin' | 'scim' | 'public';
-export type Tag = 'Users' | 'Registration' | 'Clients' | 'SSO providers' | 'Provisioning apps' | 'SCIM' | 'Operations';
-
-/** A success answer with its body (none for 204), or an error status's description (its body is the error shape). */
-export type Answer = { description: string; body?: z.ZodType } | string;
-
-export interface RouteSpec {
-  /** The handler's name: the domains export their handlers by it, and the app mounts them from this table. */
-  operationId: string;
-  method: Method;
-  /** The OpenAPI template: `{name}` for a path parameter, as Express's `:name`. */
-  path: string;
-  summary: string;
-  tag: Tag;
-  auth: Auth;
-  body?: z.ZodType;
-  query?: z.ZodObject;
-  /** Starts a workflow and waits for its answer: 503 when Temporal is unreachable, 504 past the API's deadline. */
-  workflow?: boolean;
-  /** The configuration without which the route does not exist (then it answers 404 and has no handler). */
-  absent?: string;
-  answers: Record<number, Answer>;
-}
+export type { Answer, Auth, Method, RouteSpec, Tag } from './route-spec';
 
 const APPS_ABSENT = 'The management routes exist only with Provisioning:AppProvider = Store; otherwise 404';
 const RESET_REFUSALS: Record<number, Answer> = {

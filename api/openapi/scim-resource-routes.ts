@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { searchRequestSchema } from '../../scim/resources';
-import type { RouteSpec } from './routes';
+import type { RouteSpec } from './route-spec';
 import { scimListSchema, scimResourceSchema } from './schemas';
 
 export const scimList = { description: 'A page of resources', body: scimListSchema };

@@ -5,7 +5,7 @@ import { accountReadyPage, renderErrorPage } from '../oidc/pages';
 import type { OidcAdapter } from '../oidc/adapter';
 import { federatedUser, type FederatedIdentity } from './accounts';
 import { FederationCheckError } from './errors';
-import type { FederationDependencies } from './federation';
+import type { FederationDependencies } from './federation-dependencies';
 import type { createSamlSignIn } from './saml';
 import type { createUpstreamOidc } from './upstream-oidc';
 

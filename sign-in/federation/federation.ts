@@ -1,29 +1,14 @@
-import type { WorkflowRunner } from '../../provisioning/workflow-runner';
 import { createPostgresAdapter } from '../oidc/adapter';
 import { FEDERATION_CALLBACK_PATH } from '../sign-in-paths';
-import type { AllowList } from '../../platform/security/callback-address';
-import type { KeyRing } from '../../platform/security/data-protection';
 import { createGuardedFetch } from '../../platform/security/guarded-fetch';
-import type { SourceReadThrough } from '../read-through';
-import type { Db } from '../../platform/store/database';
 import { findOidcProvider, findSamlProvider, findSsoProvider, sealOidcProviderSecrets } from '../store/federation';
 import { federationRoutes } from './federation-routes';
+import type { FederationDependencies } from './federation-dependencies';
 import { createSamlSignIn } from './saml';
 import { createUpstreamOidc } from './upstream-oidc';
 import { logger } from '../../platform/observability/logger';
 
-export interface FederationDependencies {
-  db: Db;
-  ring: KeyRing;
-  run: WorkflowRunner;
-  /** Api:PublicUrl. */
-  issuer: string;
-  /** Auth:AllowedInternalTargets: which internal addresses an upstream provider may have. */
-  allow: AllowList;
-  log?: (line: string) => void;
-  /** The cutover's read-through window (Migration:ReadThrough), while it is configured. */
-  readThrough?: SourceReadThrough;
-}
+export type { FederationDependencies } from './federation-dependencies';
 
 /**
  * Federated sign-in: home-realm discovery (an e-mail domain that is an SSO domain goes to its provider), the upstream

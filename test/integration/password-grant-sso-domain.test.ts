@@ -5,7 +5,8 @@ import { useHarness, UNLIMITED_SIGN_IN } from '../support/harness';
 // by its normalized address (normalize: NFKC, then upper case). The grant's username is not checked as an e-mail
 // address (the sign-in forms' z.email() is ASCII-only), so `user@ｃorp.test` (a fullwidth letter) is no SSO-domain
 // address to the rule but finds `user@corp.test`, whose password is then checked and tokens issued.
-const h = useHarness({ apps: {}, config: { Oidc: { ReloadSeconds: 0 }, Auth: UNLIMITED_SIGN_IN } });
+// A database of its own: the SSO provider and domain it writes are named as other test files name theirs.
+const h = useHarness({ apps: {}, ownDatabase: true, config: { Oidc: { ReloadSeconds: 0 }, Auth: UNLIMITED_SIGN_IN } });
 const PASSWORD = 'correct horse battery 9';
 const SECRET = 'legacy-sso-secret-16';
 

@@ -1,6 +1,6 @@
 import type { Insertable } from 'kysely';
 import type { Db } from '../../platform/store/database';
-import { insertSkippingExisting } from '../../platform/store/insert-new';
+import { insertSkippingExisting } from './insert-new';
 import type {
   ClientSecretsTable,
   ClientsTable,

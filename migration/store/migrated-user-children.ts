@@ -1,7 +1,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { Db } from '../../platform/store/database';
-import { insertSkippingExisting } from '../../platform/store/insert-new';
-import { JSON_ROWS, jsonRows } from '../../platform/store/json-rows';
+import { insertSkippingExisting } from './insert-new';
+import { JSON_ROWS, jsonRows } from './json-rows';
 import type { MfaCredentialsTable } from '../../platform/store/schema';
 import { userExists } from '../../platform/store/users';
 import { tombstoned } from '../../platform/store/read-through-guards';

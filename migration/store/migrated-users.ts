@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db } from '../../platform/store/database';
-import { copyUnlessAnyExists } from '../../platform/store/insert-new';
-import { jsonRows } from '../../platform/store/json-rows';
+import { copyUnlessAnyExists } from './insert-new';
+import { jsonRows } from './json-rows';
 import type { NewUserRow } from '../../platform/store/schema';
 import { userExists } from '../../platform/store/users';
 

@@ -1,6 +1,6 @@
 import type { RequestHandler, Response } from 'express';
 import type { Operations } from '../../platform/http/operations';
-import { storedClientLimit } from '../../platform/http/rate-limit';
+import { storedClientLimit } from '../rate-limit';
 import { z } from 'zod';
 import { emailAddress, passwordText, personName } from '../../platform/http/fields';
 import type { AppConfig } from '../../platform/config/schema';

@@ -1,5 +1,5 @@
 import { escapeHtml, page } from '../../platform/http/html';
-import { FORM_TOKEN_FIELD } from '../../platform/security/form-token';
+import { FORM_TOKEN_FIELD } from './account/form-token';
 
 /** The pages of a signed-in user's account: overview, password, two-step sign-in, recovery codes, sessions. */
 const errorLine = (error?: string) => (error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : '');

@@ -4,7 +4,7 @@ import type { AppConfig } from '../../platform/config/schema';
 import type { Mailer } from '../../platform/email/mailer';
 import { productName, sendPage } from '../../platform/http/html';
 import type { KeyRing } from '../../platform/security/data-protection';
-import { FORM_TOKEN_FIELD, formToken, isFormToken } from '../../platform/security/form-token';
+import { FORM_TOKEN_FIELD, formToken, isFormToken } from './account/form-token';
 import { recordAuditEvent } from '../store/audit-events';
 import type { Db } from '../../platform/store/database';
 import { findAccountUser } from '../../platform/store/users';

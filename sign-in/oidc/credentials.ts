@@ -3,7 +3,7 @@ import { unprotectSecret, type KeyRing } from '../../platform/security/data-prot
 import { equalDuration } from '../../platform/security/equal-duration';
 import { hashPassword, verifyPassword } from '../../platform/security/password-hashing';
 import { cheaperThanNative, verifyAnyPassword } from '../../platform/security/password-formats';
-import { matchTotp, recoveryCodeHash } from '../../platform/security/totp';
+import { matchTotp, recoveryCodeHash } from '../totp';
 import type { Db } from '../../platform/store/database';
 import type { SourceReadThrough } from '../read-through';
 import { consumeRecoveryCode, findTotpCredential, useTotpStep } from '../store/mfa';

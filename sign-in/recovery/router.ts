@@ -1,5 +1,5 @@
 import express, { Router, type Request, type Response } from 'express';
-import { storedClientLimit } from '../../platform/http/rate-limit';
+import { storedClientLimit } from '../rate-limit';
 import { logger } from '../../platform/observability/logger';
 import { z } from 'zod';
 import type { AppConfig } from '../../platform/config/schema';

@@ -1,4 +1,4 @@
-import { copyUnlessAnyExists, insertSkippingExisting } from '../../platform/store/insert-new';
+import { copyUnlessAnyExists, insertSkippingExisting } from '../../migration/store/insert-new';
 import { useScratchStore } from '../support/scratch-store';
 import { USER_COLUMNS, type MigratedUser } from '../../migration/store/migrated-users';
 // The columns and row shape the migration's users pass writes.

@@ -4,7 +4,7 @@ import { toDataURL } from 'qrcode';
 import { z } from 'zod';
 import { base32Decode } from '../../../platform/security/base32';
 import { protectSecret, protectText, unprotectText } from '../../../platform/security/data-protection';
-import { authenticatorUri, matchTotp, newAuthenticatorKey } from '../../../platform/security/totp';
+import { authenticatorUri, matchTotp, newAuthenticatorKey } from '../../totp';
 import { recordAuditEvent } from '../../store/audit-events';
 import { enrolTotp, findTotpCredential } from '../../store/mfa';
 import type { SignedInUser } from '../account-session';

@@ -1,7 +1,7 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import type { KeyRing } from '../../../platform/security/data-protection';
 import type { Db } from '../../../platform/store/database';
-import { recoveryCodeHash } from '../../../platform/security/totp';
+import { recoveryCodeHash } from '../../totp';
 import { replaceRecoveryCodes } from '../../store/accounts';
 
 const RECOVERY_CODE_COUNT = 10;

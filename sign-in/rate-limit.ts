@@ -1,7 +1,7 @@
 import type { RequestHandler, Response } from 'express';
 import { rateLimit } from 'express-rate-limit';
-import type { Db } from '../store/database';
-import { countHit, type RateLimitBucket } from '../store/rate-limits';
+import type { Db } from '../platform/store/database';
+import { countHit, type RateLimitBucket } from '../platform/store/rate-limits';
 
 /**
  * At most `limit` requests per client address in `windowMs` (the address Express derives under Api:TrustedProxies);

@@ -2,9 +2,9 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { InsertQueryBuilder, InsertResult } from 'kysely';
 import { from as copyFrom } from 'pg-copy-streams';
-import { poolOf, type Db } from './database';
-import type { Database } from './schema';
-import { isUniqueViolation } from './errors';
+import { poolOf, type Db } from '../../platform/store/database';
+import type { Database } from '../../platform/store/schema';
+import { isUniqueViolation } from '../../platform/store/errors';
 
 /** Runs a write that fails as a whole when a unique key of one of its rows exists: undefined then, else its result. */
 async function unlessAnyExists<T>(write: () => Promise<T>): Promise<T | undefined> {

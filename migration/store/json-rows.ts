@@ -1,5 +1,5 @@
 import { sql, type RawBuilder } from 'kysely';
-import type { Database } from './schema';
+import type { Database } from '../../platform/store/schema';
 
 /** The alias of the rows in `jsonRows`, for a condition appended to it. */
 export const JSON_ROWS = 'json_rows';

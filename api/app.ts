@@ -14,7 +14,7 @@ import { serviceTokenCheck } from '../sign-in/api/service-token';
 import { isSignInPath } from '../sign-in/sign-in-paths';
 import { scimDocumentationPage } from '../scim/documentation';
 import { answerScimError, SCIM_CONTENT_TYPE, SCIM_ERROR_DIALECT } from '../scim/scim-errors';
-import { requireScimToken, scimFallback } from '../scim/router';
+import { requireScimToken, scimFallback } from '../scim/scim-router';
 import { apiReferencePage } from './routes/api-docs';
 import { mountRoutes } from './mount-routes';
 import { ROUTES } from './openapi/routes';

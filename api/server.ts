@@ -2,18 +2,18 @@ import { createServer, type RequestListener, type Server } from 'node:http';
 import type { Express } from 'express';
 import { Connection, type Client } from '@temporalio/client';
 import { loadConfig } from '../platform/config/load';
-import type { AppConfig } from '../platform/config/schema';
+import type { AppConfig } from '../platform/config/config-schema';
 import { createServiceContext, type ServiceContext } from '../composition/service-context';
 import { temporalClient } from '../platform/temporal/data-converter';
 import { ensureSearchAttributes } from '../platform/temporal/search-attribute-check';
 import { closeServer, listen, listeningUrl } from '../platform/net/listen';
 import { runMain, standaloneSettings } from '../composition/process';
 import { assembleApi, type AssembledApi } from '../composition/api-dependencies';
-import { purgeAtStart, startRetention } from '../composition/retention';
+import { purgeAtStart, startRetention } from '../composition/purges';
 import { createApiApp } from './app';
 import { logger } from '../platform/observability/logger';
 import { startMetricsServer } from '../platform/observability/metrics-server';
-import { describeApps } from '../provisioning/apps/apps';
+import { describeApps } from '../provisioning/apps/app-providers';
 
 export interface RunningApi {
   server: Server;

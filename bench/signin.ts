@@ -8,7 +8,7 @@ import { startApi } from '../api/server';
 import { closeServer, listen, listeningUrl } from '../platform/net/listen';
 import { createServiceContext } from '../composition/service-context';
 import { parseConfig } from '../platform/config/load';
-import { emailPage, passwordPage } from '../sign-in/oidc/pages';
+import { emailPage, passwordPage } from '../sign-in/oidc/sign-in-pages';
 import { hashPassword, verifyPassword } from '../platform/security/password-hashing';
 import type { Db } from '../platform/store/database';
 import { findSignInUser } from '../sign-in/store/sign-in-users';

@@ -3,7 +3,7 @@ import { Connection, type Client } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import { PASSES } from '../migration/activities/plan';
 import { ConfigError, loadConfig } from '../platform/config/load';
-import { configSchema, type AppConfig } from '../platform/config/schema';
+import { configSchema, type AppConfig } from '../platform/config/config-schema';
 import { closestKey, unknownKeyPart } from '../platform/config/known-keys';
 import { migrationOptions, startOrAttachMigration } from '../migration/runner/control';
 import {

@@ -3,7 +3,7 @@ import { startApi } from '../api/server';
 import { listClients } from '../platform/store/clients';
 import type { Db } from '../platform/store/database';
 import { loadConfig } from '../platform/config/load';
-import type { AppConfig } from '../platform/config/schema';
+import type { AppConfig } from '../platform/config/config-schema';
 import {
   keyRingFromConfig,
   payloadKeyRingFromConfig,

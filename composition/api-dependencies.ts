@@ -1,18 +1,18 @@
 import type { Client } from '@temporalio/client';
 import type { Router } from 'express';
-import type { AppConfig } from '../platform/config/schema';
+import type { AppConfig } from '../platform/config/config-schema';
 import { MISSING_KEY_MESSAGE } from '../platform/config/key-ring';
 import { createMailer, type Mailer } from '../platform/email/mailer';
 import { configureBranding } from '../platform/http/html';
 import { logger, type Logger } from '../platform/observability/logger';
 import type { KeyRing } from '../platform/security/data-protection';
 import type { Db } from '../platform/store/database';
-import type { AppProvider } from '../provisioning/apps/apps';
+import type { AppProvider } from '../provisioning/apps/app-providers';
 import type { TccClient } from '../provisioning/apps/tcc-client';
 import { createWorkflowRunner, type WorkflowRunner } from '../provisioning/workflow-runner';
 import { createSignIn } from '../sign-in/oidc/sign-in-router';
-import type { SourceReadThrough } from '../sign-in/read-through';
-import { recoveryMails, type RecoveryMails } from '../sign-in/recovery/router';
+import type { SourceReadThrough } from '../sign-in/source-read-through';
+import { recoveryMails, type RecoveryMails } from '../sign-in/recovery/recovery-router';
 import { readThroughWindow } from './read-through-window';
 import type { ServiceContext } from './service-context';
 

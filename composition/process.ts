@@ -1,5 +1,5 @@
 import { ConfigError } from '../platform/config/load';
-import type { AppConfig } from '../platform/config/schema';
+import type { AppConfig } from '../platform/config/config-schema';
 import { requireKeyRing, requirePayloadKeyRing } from '../platform/config/key-ring';
 import { logger } from '../platform/observability/logger';
 import { markShuttingDown } from '../platform/observability/shutdown';

@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
-import type { AppConfig } from '../platform/config/schema';
+import type { AppConfig } from '../platform/config/config-schema';
 import { logger } from '../platform/observability/logger';
 import { createReadThrough, type ReadThrough } from '../migration/read-through';
 import { connectSource } from '../migration/source/connection';
-import type { SourceDatabase } from '../migration/source/schema';
+import type { SourceDatabase } from '../migration/source/source-schema';
 import type { ServiceContext } from './service-context';
 
 /**

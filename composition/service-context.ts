@@ -1,12 +1,12 @@
 import type { MigrationDependencies } from '../migration/activities/migration-activities';
-import { createConfigAppProvider, createStoreAppProvider, type AppProvider } from '../provisioning/apps/apps';
+import { createConfigAppProvider, createStoreAppProvider, type AppProvider } from '../provisioning/apps/app-providers';
 import { createTccClient, type TccClient, type TccClientOptions } from '../provisioning/apps/tcc-client';
-import type { AppConfig } from '../platform/config/schema';
+import type { AppConfig } from '../platform/config/config-schema';
 import { parseAllowList } from '../platform/security/callback-address';
 import { createGuardedFetch, type GuardedFetch } from '../platform/security/guarded-fetch';
 import type { Kysely } from 'kysely';
 import { connectSource } from '../migration/source/connection';
-import type { SourceDatabase } from '../migration/source/schema';
+import type { SourceDatabase } from '../migration/source/source-schema';
 import { createDb, migrateToLatest, type Db } from '../platform/store/database';
 import type { KeyRing } from '../platform/security/data-protection';
 import { keyRingFromConfig, MISSING_KEY_MESSAGE } from '../platform/config/key-ring';

@@ -35,7 +35,7 @@ const PROVISIONING_FACE = [
   'provisioning/sign-out-notices.ts',
   'provisioning/workflows/ids.ts',
   'provisioning/workflows/provisioning.ts',
-  'provisioning/apps/apps.ts',
+  'provisioning/apps/app-providers.ts',
 ];
 const ZONES = {
   ...Object.fromEntries(PLATFORM.map((f) => [f, platformBelow(f)])),

@@ -8,13 +8,13 @@ import { insertGrants } from './store/migrated-configuration';
 import { PASS_IMPLEMENTATIONS } from './activities/passes/pass-implementations';
 import { sealedGrantRow } from './activities/passes/refresh-tokens';
 import { userCursor, type MigrationOptions, type PassContext } from './activities/types';
-import { readRefreshTokenByKeys } from './source/configuration';
+import { readRefreshTokenByKeys } from './source/configuration-reads';
 import {
   loadSourceKeyRing,
   type SourceDataProtectionSettings,
   type SourceKeyRing,
 } from './source/data-protection-keys';
-import type { SourceDatabase } from './source/schema';
+import type { SourceDatabase } from './source/source-schema';
 import { notLive, openStockRefreshToken } from './source/stock-refresh-tokens';
 import { equalDuration } from '../platform/security/equal-duration';
 import { isTombstoned, refusedSubject } from '../platform/store/read-through-guards';

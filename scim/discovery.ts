@@ -1,8 +1,8 @@
 import type { RequestHandler, Response } from 'express';
 import { pathParam, type Operations } from '../platform/http/operations';
 import { ScimError, SCIM_CONTENT_TYPE } from './scim-errors';
-import { ENTERPRISE_SCHEMA, GROUP_SCHEMA, listResponse, USER_SCHEMA } from './resources';
-import { SCHEMAS as schemas } from './schemas';
+import { ENTERPRISE_SCHEMA, GROUP_SCHEMA, listResponse, USER_SCHEMA } from './resource-shapes';
+import { SCHEMAS as schemas } from './published-schemas';
 
 export function scimDiscoveryOperations(scimUrl: string, documentationUrl: string): Operations {
   const send = (res: Response, body: unknown) => res.type(SCIM_CONTENT_TYPE).json(body);

@@ -18,9 +18,9 @@ import { describeIssues } from '../platform/http/problem';
 import { ScimError } from './scim-errors';
 import { scimFilterToSql, type AttributeMap } from './filter';
 import { resourceReads } from './resource-reads';
-import { checkIfMatch, GROUP_SCHEMA, meta, uniqueName } from './resources';
+import { checkIfMatch, GROUP_SCHEMA, meta, uniqueName } from './resource-shapes';
 import { applyPatch } from './patch';
-import { GROUP_RESOURCE_SCHEMA } from './schemas';
+import { GROUP_RESOURCE_SCHEMA } from './published-schemas';
 
 /** The SCIM attributes a group filter may compare (lower-cased paths), each with its condition in the store. */
 const groupAttributes: AttributeMap<Database, 'scim_groups'> = {

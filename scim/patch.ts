@@ -2,7 +2,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { parse, Tester, type Filter } from 'scim2-parse-filter';
 import { ScimError } from './scim-errors';
 import { forbiddenPathSegment } from '../platform/security/object-keys';
-import type { AttributeDefinition, ResourceSchema } from './schemas';
+import type { AttributeDefinition, ResourceSchema } from './published-schemas';
 
 /**
  * RFC 7644 §3.5.2 PATCH, checked against what /Schemas publishes: a path names an attribute of the resource (its

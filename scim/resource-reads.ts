@@ -1,7 +1,14 @@
 import type { Response } from 'express';
 import { pathParam, type Operations } from '../platform/http/operations';
 import { ScimError, SCIM_CONTENT_TYPE } from './scim-errors';
-import { listResponse, parseListQuery, parseSelection, project, searchRequestQuery, type Selection } from './resources';
+import {
+  listResponse,
+  parseListQuery,
+  parseSelection,
+  project,
+  searchRequestQuery,
+  type Selection,
+} from './resource-shapes';
 
 /** What the reads of one SCIM resource type need: its store lookups, its filter translation and its resource shape. */
 export interface ResourceType<Row, Filter> {

@@ -1,5 +1,5 @@
 import { pathParam, type Operations } from '../platform/http/operations';
-import type { PasswordPolicy } from '../platform/config/schema';
+import type { PasswordPolicy } from '../platform/config/config-schema';
 import { hashPassword } from '../platform/security/password-hashing';
 import { passwordPolicyViolations } from '../platform/security/password-policy';
 import {
@@ -24,14 +24,14 @@ import {
   type CreationOutcome,
 } from '../provisioning/workflows/provisioning';
 import { idempotentCreation } from '../platform/http/idempotency';
-import type { ScimDependencies } from './dependencies';
+import type { ScimDependencies } from './scim-dependencies';
 import { outcomeProblem } from '../provisioning/outcome-answers';
 import { createUserThroughWorkflow } from '../provisioning/creation';
 import { describeIssues } from '../platform/http/problem';
 import { ScimError, scimErrorAnswer, SCIM_CONTENT_TYPE } from './scim-errors';
 import { scimFilterToSql, type AttributeMap } from './filter';
 import { applyPatch } from './patch';
-import { USER_RESOURCE_SCHEMA } from './schemas';
+import { USER_RESOURCE_SCHEMA } from './published-schemas';
 import {
   checkIfMatch,
   chooseEmail,
@@ -45,7 +45,7 @@ import {
   scimUserInputSchema,
   userResource,
   type ScimUserInput,
-} from './resources';
+} from './resource-shapes';
 import { resourceReads } from './resource-reads';
 import type { Database } from '../platform/store/schema';
 

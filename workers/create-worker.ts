@@ -8,7 +8,7 @@ import {
   type WorkflowBundleOption,
 } from '@temporalio/worker';
 import type { DataConverter } from '@temporalio/common';
-import type { AppConfig } from '../platform/config/schema';
+import type { AppConfig } from '../platform/config/config-schema';
 import { StoreFaultsInterceptor } from './store-faults';
 import { FAILURE_CONVERTER_PATH, temporalDataConverter } from '../platform/temporal/data-converter';
 import { createMigrationActivities, type MigrationDependencies } from '../migration/activities/migration-activities';

@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import { NativeConnection, type Worker } from '@temporalio/worker';
 import { loadConfig } from '../platform/config/load';
-import type { AppConfig } from '../platform/config/schema';
+import type { AppConfig } from '../platform/config/config-schema';
 import { runMain, standaloneSettings } from '../composition/process';
 import { startHostedMigrationRunner } from '../migration/runner/runner';
 import { temporalClient } from '../platform/temporal/data-converter';
@@ -12,7 +12,7 @@ import { heapLimitNotice } from './heap-limit';
 import { logger } from '../platform/observability/logger';
 import { startMetricsServer } from '../platform/observability/metrics-server';
 import { installTemporalRuntime } from '../platform/observability/temporal-runtime';
-import { describeApps } from '../provisioning/apps/apps';
+import { describeApps } from '../provisioning/apps/app-providers';
 
 export interface RunningWorker {
   worker: Worker;

@@ -1,6 +1,6 @@
 import { emailAddress } from '../../platform/http/fields';
 import { z } from 'zod';
-import { clientBodySchema } from '../../sign-in/api/clients';
+import { clientBodySchema } from '../../sign-in/api/client-endpoints';
 import { createProfileSchema } from '../../provisioning/api/profile';
 import { appBodySchema } from '../../provisioning/api/app-body';
 import { registrationSchema } from '../../sign-in/api/register';
@@ -8,7 +8,7 @@ import { scimTokenCreateSchema } from '../../scim/tokens';
 import { oidcProviderSchema, samlProviderSchema } from '../../sign-in/api/sso-providers';
 import { groupInputSchema } from '../../scim/group-endpoints';
 import { auditQuerySchema } from '../../sign-in/api/account-admin';
-import { scimUserInputSchema } from '../../scim/resources';
+import { scimUserInputSchema } from '../../scim/resource-shapes';
 import { scimList, scimResource, scimResourceRoutes } from './scim-resource-routes';
 import type { Answer, RouteSpec, Tag } from './route-spec';
 import {

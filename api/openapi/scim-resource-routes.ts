@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { searchRequestSchema } from '../../scim/resources';
+import { searchRequestSchema } from '../../scim/resource-shapes';
 import type { RouteSpec } from './route-spec';
 import { scimListSchema, scimResourceSchema } from './schemas';
 

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { SourceDatabase } from '../source/schema';
+import type { SourceDatabase } from '../source/source-schema';
 import type { MigrationOptions, PassName } from './types';
 import { anyMfaToken } from '../source/user-reads';
 import { inventoryOf } from './validation';

@@ -1,6 +1,6 @@
 import type { KeyRing } from '../../platform/security/data-protection';
 import type { Kysely } from 'kysely';
-import type { SourceDatabase } from '../source/schema';
+import type { SourceDatabase } from '../source/source-schema';
 import type { SourceDataProtectionSettings } from '../source/data-protection-keys';
 import type { Db } from '../../platform/store/database';
 

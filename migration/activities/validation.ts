@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
-import type { SourceDatabase } from '../source/schema';
-import { SCOPE_COLUMNS } from '../source/configuration';
+import type { SourceDatabase } from '../source/source-schema';
+import { SCOPE_COLUMNS } from '../source/configuration-reads';
 import { readSourceColumns } from '../source/inventory';
 import { readDuplicateEmails, SIGN_IN_STATE_COLUMNS } from '../source/user-reads';
 

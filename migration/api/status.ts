@@ -1,5 +1,5 @@
 import type { Operations } from '../../platform/http/operations';
-import type { AppConfig } from '../../platform/config/schema';
+import type { AppConfig } from '../../platform/config/config-schema';
 import type { Db } from '../../platform/store/database';
 import { findMarker, passProgress } from '../store/migration-markers';
 import type { AdminCheck } from '../../platform/http/identity-admin';

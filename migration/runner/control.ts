@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import type { MigrationOptions } from '../activities/types';
-import type { AppConfig } from '../../platform/config/schema';
+import type { AppConfig } from '../../platform/config/config-schema';
 import { migrationRun, migrationWorkflowId, type MigrationReport } from '../workflows/migration';
 
 export function migrationOptions(config: AppConfig, overrides: Partial<MigrationOptions> = {}): MigrationOptions {

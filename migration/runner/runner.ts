@@ -1,5 +1,5 @@
 import type { Client } from '@temporalio/client';
-import type { AppConfig } from '../../platform/config/schema';
+import type { AppConfig } from '../../platform/config/config-schema';
 import type { Db } from '../../platform/store/database';
 import { findMarker } from '../store/migration-markers';
 import { migrationOptions, startOrAttachMigration, waitForMigration } from './control';

@@ -1,5 +1,5 @@
 import { ScheduleNotFoundError, type Client } from '@temporalio/client';
-import type { AppConfig } from '../../platform/config/schema';
+import type { AppConfig } from '../../platform/config/config-schema';
 import { migrationSweep } from '../workflows/migration';
 import { migrationOptions } from './control';
 

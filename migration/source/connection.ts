@@ -4,7 +4,7 @@ import { survivesLostConnections } from '../../platform/store/database';
 import * as tarn from 'tarn';
 import * as tedious from 'tedious';
 import { MSSQL_SCHEMA, parse as parseConnectionString } from '@tediousjs/connection-string';
-import type { SourceDatabase } from './schema';
+import type { SourceDatabase } from './source-schema';
 
 export type SourceKind = 'sqlserver' | 'postgres';
 

@@ -2,8 +2,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import { parseKeyRing, type DataProtectionKeyRing } from './aspnet-data-protection';
-import { hasColumn } from './configuration';
-import type { SourceDatabase } from './schema';
+import { hasColumn } from './configuration-reads';
+import type { SourceDatabase } from './source-schema';
 
 /** Migration:SourceDataProtection: how the source's ASP.NET Core Data Protection is set up. */
 export interface SourceDataProtectionSettings {

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import type { SourceDatabase } from './schema';
+import type { SourceDatabase } from './source-schema';
 
 /**
  * The source's tables and their columns. Works on SQL Server and PostgreSQL alike: INFORMATION_SCHEMA, with the

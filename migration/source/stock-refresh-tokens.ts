@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
 import { z } from 'zod';
-import type { SourceDatabase } from './schema';
+import type { SourceDatabase } from './source-schema';
 import {
   DataProtectionError,
   unprotect,

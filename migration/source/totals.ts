@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { SourceDatabase } from './schema';
+import type { SourceDatabase } from './source-schema';
 
 /**
  * Row counts of the large source tables, for progress lines that show bars. A table the source lacks has no total

@@ -1,6 +1,6 @@
 /** What the migration reads of the source's ASP.NET Identity users, a page at a time. */
 import { sql, type Kysely, type SelectQueryBuilder } from 'kysely';
-import type { SourceDatabase } from './schema';
+import type { SourceDatabase } from './source-schema';
 
 /**
  * The user-keyed passes (users, user-roles, logins, MFA) page through source users by `Id`, each partition covering

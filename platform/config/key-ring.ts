@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ConfigError } from './load';
-import type { AppConfig } from './schema';
+import type { AppConfig } from './config-schema';
 import { createKeyRing, LEGACY_KEY_ID, type KeyRing } from '../security/data-protection';
 
 /** The ring configured in DataProtection:Keys, then DataProtection:Key; undefined when neither is set. */

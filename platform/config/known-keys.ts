@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { configSchema } from './schema';
+import { configSchema } from './config-schema';
 
 /** The zod internals a walk over the configuration's shape reads (zod 4's `_zod.def`). */
 interface Def {

@@ -2,7 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { findJsonProblem, isForbiddenKey } from '../security/object-keys';
 import { TEXT_PROBLEM_MESSAGES } from '../security/storable-text';
-import { configSchema, type AppConfig } from './schema';
+import { configSchema, type AppConfig } from './config-schema';
 
 export class ConfigError extends Error {}
 

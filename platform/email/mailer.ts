@@ -3,7 +3,7 @@ import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { isIP } from 'node:net';
 import nodemailer from 'nodemailer';
-import type { AppConfig } from '../config/schema';
+import type { AppConfig } from '../config/config-schema';
 import { logger } from '../observability/logger';
 import { mailsSent } from '../observability/metrics';
 import { isLoopbackHost } from '../security/callback-address';

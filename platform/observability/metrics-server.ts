@@ -1,5 +1,5 @@
 import { createServer } from 'node:http';
-import type { AppConfig } from '../config/schema';
+import type { AppConfig } from '../config/config-schema';
 import { closeServer, listen, listeningUrl } from '../net/listen';
 import { logger } from './logger';
 import { metricsRegistry } from './metrics';

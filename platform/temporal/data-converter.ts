@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Client, type ConnectionLike } from '@temporalio/client';
 import type { DataConverter } from '@temporalio/common';
-import type { AppConfig } from '../config/schema';
+import type { AppConfig } from '../config/config-schema';
 import { payloadKeyRingFromConfig, requirePayloadKeyRing } from '../config/key-ring';
 import { PayloadEncryptionCodec } from '../security/payload-encryption';
 

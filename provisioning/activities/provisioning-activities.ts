@@ -5,7 +5,7 @@ import { deleteUserReturningApps, type NewUser, type UserProfile } from '../../p
 import type { AppRef } from '../store/provisioning-apps';
 import type { SignOutNotice } from '../../platform/store/schema';
 import type { Removal } from '../../platform/store/user-removals';
-import type { AppProvider } from '../apps/apps';
+import type { AppProvider } from '../apps/app-providers';
 import type { TccClient } from '../apps/tcc-client';
 import type { FinishResult, TryVerdict } from '../tcc';
 import { cancelApp, confirmApp, deprovisionApp, tryApp } from './steps/app-calls';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { appIdSchema, provisioningAppSchema } from '../../platform/config/schema';
+import { appIdSchema, provisioningAppSchema } from '../../platform/config/config-schema';
 import { callbackUrlProblem, type AllowList } from '../../platform/security/callback-address';
 import type { ProvisioningApp } from '../store/provisioning-apps';
 import { validationProblem, type Problem } from '../../platform/http/problem';

@@ -9,7 +9,7 @@ import { findUser, findUserIdByEmail } from '../../platform/store/users';
 import { deletionWorkflowId, provisioningWorkflowId } from '../workflows/ids';
 import { deleteUserAndDeprovision, provisionExistingUser } from '../workflows/provisioning';
 import { passwordPolicyProblem, sendProblem, userNotFound } from '../../platform/http/problem';
-import type { PasswordPolicy } from '../../platform/config/schema';
+import type { PasswordPolicy } from '../../platform/config/config-schema';
 import { passwordPolicyViolations } from '../../platform/security/password-policy';
 import { idempotentCreation } from '../../platform/http/idempotency';
 import { answer, toAnswer, toHttpOutcome } from '../outcome-answers';

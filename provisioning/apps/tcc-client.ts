@@ -1,7 +1,7 @@
 import { createGuardedAgents, type AllowList } from '../../platform/security/callback-address';
 import type { LookupFunction } from 'node:net';
 import { CONFIRM_CANCEL_TIMEOUT_SECONDS, reasons, type TryVerdict } from '../tcc';
-import type { ProvisioningApp } from './apps';
+import type { ProvisioningApp } from './app-providers';
 import { logger } from '../../platform/observability/logger';
 import { tccCallDuration, tccCalls, type TccOutcome, type TccPhase } from '../../platform/observability/metrics';
 import { AppCallError, send, type TccTransport } from './tcc-transport';

@@ -9,7 +9,7 @@ import {
   type GuardedAgents,
 } from '../../platform/security/callback-address';
 import { logger } from '../../platform/observability/logger';
-import type { ProvisioningApp } from './apps';
+import type { ProvisioningApp } from './app-providers';
 
 /**
  * The most of an answer that is read: a Try answer is a small JSON object, and an app (or whatever answers at its

@@ -5,7 +5,7 @@ import { storableText, textProblemMessage } from '../../platform/security/storab
 import { isReservedClaim, reservedClaimMessage } from '../../platform/security/reserved-claims';
 import { FIELD_BOUNDS } from '../../platform/security/field-bounds';
 import { reasons, type TryVerdict } from '../tcc';
-import type { ProvisioningApp } from './apps';
+import type { ProvisioningApp } from './app-providers';
 
 export const tryResponseSchema = z.object({
   approved: z.boolean(),

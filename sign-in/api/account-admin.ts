@@ -8,7 +8,7 @@ import { findRecoveryUserById, removeMfa, unlockUser } from '../store/accounts';
 import { AUDIT_EVENT_TYPES, listAuditEvents, recordAuditEvent, type AuditEventType } from '../store/audit-events';
 import type { Db } from '../../platform/store/database';
 import { findUser } from '../../platform/store/users';
-import type { RecoveryMails } from '../recovery/router';
+import type { RecoveryMails } from '../recovery/recovery-router';
 import type { SignOut } from '../../provisioning/sign-out-notices';
 
 const userIdParam = z.string().min(1).max(FIELD_BOUNDS.id);

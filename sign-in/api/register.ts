@@ -3,10 +3,10 @@ import type { Operations } from '../../platform/http/operations';
 import { storedClientLimit } from '../rate-limit';
 import { z } from 'zod';
 import { emailAddress, passwordText, personName } from '../../platform/http/fields';
-import type { AppConfig } from '../../platform/config/schema';
+import type { AppConfig } from '../../platform/config/config-schema';
 import { passwordPolicyViolations } from '../../platform/security/password-policy';
 import type { Db } from '../../platform/store/database';
-import { isSsoDomainEmail } from '../store/federation';
+import { isSsoDomainEmail } from '../store/sso-provider-configs';
 import { domainOf } from '../../platform/store/users';
 import { passwordPolicyProblem, sendProblem } from '../../platform/http/problem';
 import { answer, toHttpOutcome } from '../../provisioning/outcome-answers';
@@ -16,8 +16,8 @@ import { findRecoveryUser, findRecoveryUserById } from '../store/accounts';
 import { equalDuration } from '../../platform/security/equal-duration';
 import { AttemptInProgressError } from '../../platform/temporal/run-errors';
 import type { CreationOutcome } from '../../provisioning/workflows/provisioning';
-import type { RecoveryMails } from '../recovery/router';
-import type { SourceReadThrough } from '../read-through';
+import type { RecoveryMails } from '../recovery/recovery-router';
+import type { SourceReadThrough } from '../source-read-through';
 
 export const registrationSchema = z
   .object({

@@ -17,7 +17,7 @@ import {
   putSamlProvider,
   type OidcProviderRow,
   type SamlProviderRow,
-} from '../store/federation';
+} from '../store/sso-provider-configs';
 import { sendProblem, type Problem } from '../../platform/http/problem';
 import { hasControlCharacter } from '../../platform/security/storable-text';
 

@@ -1,7 +1,7 @@
 import type { WorkflowRunner } from '../../provisioning/workflow-runner';
 import type { AllowList } from '../../platform/security/callback-address';
 import type { KeyRing } from '../../platform/security/data-protection';
-import type { SourceReadThrough } from '../read-through';
+import type { SourceReadThrough } from '../source-read-through';
 import type { Db } from '../../platform/store/database';
 
 /** What federated sign-in is built from (createFederation), and what its routes are handed. */

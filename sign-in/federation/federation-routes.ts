@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import express, { Router, type Response } from 'express';
 import { FEDERATION_CALLBACK_PATH } from '../sign-in-paths';
-import { accountReadyPage, renderErrorPage } from '../oidc/pages';
+import { accountReadyPage, renderErrorPage } from '../oidc/sign-in-pages';
 import type { OidcAdapter } from '../oidc/adapter';
-import { federatedUser, type FederatedIdentity } from './accounts';
-import { FederationCheckError } from './errors';
+import { federatedUser, type FederatedIdentity } from './federated-accounts';
+import { FederationCheckError } from './federation-errors';
 import type { FederationDependencies } from './federation-dependencies';
 import type { createSamlSignIn } from './saml';
 import type { createUpstreamOidc } from './upstream-oidc';

@@ -1,7 +1,12 @@
 import { createPostgresAdapter } from '../oidc/adapter';
 import { FEDERATION_CALLBACK_PATH } from '../sign-in-paths';
 import { createGuardedFetch } from '../../platform/security/guarded-fetch';
-import { findOidcProvider, findSamlProvider, findSsoProvider, sealOidcProviderSecrets } from '../store/federation';
+import {
+  findOidcProvider,
+  findSamlProvider,
+  findSsoProvider,
+  sealOidcProviderSecrets,
+} from '../store/sso-provider-configs';
 import { federationRoutes } from './federation-routes';
 import type { FederationDependencies } from './federation-dependencies';
 import { createSamlSignIn } from './saml';

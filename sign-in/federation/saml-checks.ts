@@ -1,8 +1,8 @@
 import { DOMParser } from '@xmldom/xmldom';
 import type { Profile } from '@node-saml/node-saml';
 import type { OidcAdapter } from '../oidc/adapter';
-import type { SamlProviderRow } from '../store/federation';
-import { FederationCheckError } from './errors';
+import type { SamlProviderRow } from '../store/sso-provider-configs';
+import { FederationCheckError } from './federation-errors';
 
 /** Where the assertion must be addressed to: the ACS URL of its provider here. */
 function checkRecipients(profile: Profile, acs: string): Element {

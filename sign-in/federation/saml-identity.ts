@@ -1,6 +1,6 @@
 import type { Profile } from '@node-saml/node-saml';
-import type { SamlProviderRow } from '../store/federation';
-import type { FederatedIdentity } from './accounts';
+import type { SamlProviderRow } from '../store/sso-provider-configs';
+import type { FederatedIdentity } from './federated-accounts';
 
 const CLAIMS = 'http://schemas.xmlsoap.org/ws/2005/05/identity/claims/';
 const ATTRIBUTE_NAMES = {

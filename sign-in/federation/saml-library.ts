@@ -1,7 +1,7 @@
 import { SAML, ValidateInResponseTo, type CacheProvider } from '@node-saml/node-saml';
 import type { OidcAdapter } from '../oidc/adapter';
-import type { SamlProviderRow } from '../store/federation';
-import { FederationCheckError } from './errors';
+import type { SamlProviderRow } from '../store/sso-provider-configs';
+import { FederationCheckError } from './federation-errors';
 
 /** How long a person has at their identity provider before the answer is no longer taken. */
 const PENDING_SECONDS = 600;

@@ -1,9 +1,9 @@
 import { generateServiceProviderMetadata, type Profile } from '@node-saml/node-saml';
 import type { OidcAdapter } from '../oidc/adapter';
 import type { Db } from '../../platform/store/database';
-import { findSamlProvider, type SamlProviderRow } from '../store/federation';
-import type { FederatedIdentity } from './accounts';
-import { FederationCheckError } from './errors';
+import { findSamlProvider, type SamlProviderRow } from '../store/sso-provider-configs';
+import type { FederatedIdentity } from './federated-accounts';
+import { FederationCheckError } from './federation-errors';
 import { checkBeyondLibrary } from './saml-checks';
 import { samlIdentity } from './saml-identity';
 import { acsUrl, cacheFor, samlFor, spEntityId, type PendingRequest } from './saml-library';

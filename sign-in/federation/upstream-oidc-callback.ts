@@ -1,8 +1,8 @@
 import * as oidc from 'openid-client';
 import type { Db } from '../../platform/store/database';
-import { findOidcProvider, type OidcProviderRow } from '../store/federation';
-import type { FederatedIdentity } from './accounts';
-import { FederationCheckError } from './errors';
+import { findOidcProvider, type OidcProviderRow } from '../store/sso-provider-configs';
+import type { FederatedIdentity } from './federated-accounts';
+import { FederationCheckError } from './federation-errors';
 import type { ConfigurationOf } from './upstream-oidc-discovery';
 
 /** What the service remembers of an authorization request it sent upstream, under its `state`. */

@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import * as oidc from 'openid-client';
 import type { KeyRing } from '../../platform/security/data-protection';
 import type { GuardedFetch } from '../../platform/security/guarded-fetch';
-import { oidcClientSecret, type OidcProviderRow } from '../store/federation';
-import { FederationCheckError } from './errors';
+import { oidcClientSecret, type OidcProviderRow } from '../store/sso-provider-configs';
+import { FederationCheckError } from './federation-errors';
 
 /** A provider's openid-client configuration, by its setting. */
 export type ConfigurationOf = (row: OidcProviderRow) => Promise<oidc.Configuration>;

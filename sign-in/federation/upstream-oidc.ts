@@ -2,10 +2,10 @@ import * as oidc from 'openid-client';
 import type { KeyRing } from '../../platform/security/data-protection';
 import type { GuardedFetch } from '../../platform/security/guarded-fetch';
 import type { Db } from '../../platform/store/database';
-import type { OidcProviderRow } from '../store/federation';
+import type { OidcProviderRow } from '../store/sso-provider-configs';
 import type { OidcAdapter } from '../oidc/adapter';
-import type { FederatedIdentity } from './accounts';
-import { FederationCheckError } from './errors';
+import type { FederatedIdentity } from './federated-accounts';
+import { FederationCheckError } from './federation-errors';
 import { finishCallback, type PendingLogin } from './upstream-oidc-callback';
 import { createDiscovery } from './upstream-oidc-discovery';
 

@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import type Provider from 'oidc-provider';
-import type { AppConfig } from '../../platform/config/schema';
+import type { AppConfig } from '../../platform/config/config-schema';
 import type { Mailer } from '../../platform/email/mailer';
 import { productName, sendPage } from '../../platform/http/html';
 import type { KeyRing } from '../../platform/security/data-protection';
@@ -12,7 +12,7 @@ import type { SignOut } from '../../provisioning/sign-out-notices';
 import { accountChangedMail, type AccountChange } from '../recovery/mails';
 import { formExpiredPage } from './account-pages';
 import { checkPassword } from './credentials';
-import { notSignedInPage } from './pages';
+import { notSignedInPage } from './sign-in-pages';
 
 export interface AccountDependencies {
   provider: Provider;

@@ -1,11 +1,11 @@
-import type { AppConfig } from '../../platform/config/schema';
+import type { AppConfig } from '../../platform/config/config-schema';
 import { unprotectSecret, type KeyRing } from '../../platform/security/data-protection';
 import { equalDuration } from '../../platform/security/equal-duration';
 import { hashPassword, verifyPassword } from '../../platform/security/password-hashing';
 import { cheaperThanNative, verifyAnyPassword } from '../../platform/security/password-formats';
 import { matchTotp, recoveryCodeHash } from '../totp';
 import type { Db } from '../../platform/store/database';
-import type { SourceReadThrough } from '../read-through';
+import type { SourceReadThrough } from '../source-read-through';
 import { consumeRecoveryCode, findTotpCredential, useTotpStep } from '../store/mfa';
 import {
   countSignInAttempt,

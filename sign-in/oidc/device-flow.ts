@@ -2,12 +2,18 @@ import { createHash } from 'node:crypto';
 import type { Request } from 'express';
 import type Provider from 'oidc-provider';
 import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
-import type { AppConfig } from '../../platform/config/schema';
+import type { AppConfig } from '../../platform/config/config-schema';
 import { OIDC_ROUTES } from '../sign-in-paths';
 import type { Db } from '../../platform/store/database';
 import { countHit } from '../../platform/store/rate-limits';
 import { findScopeTexts } from '../store/sign-in-users';
-import { deviceCodeLimitPage, deviceCodePage, deviceConfirmPage, deviceDonePage, deviceStartAgainPage } from './pages';
+import {
+  deviceCodeLimitPage,
+  deviceCodePage,
+  deviceConfirmPage,
+  deviceDonePage,
+  deviceStartAgainPage,
+} from './sign-in-pages';
 
 type DeviceFlow = NonNullable<NonNullable<Configuration['features']>['deviceFlow']>;
 

@@ -1,7 +1,7 @@
 import type { ErrorRequestHandler } from 'express';
 import { errors } from 'oidc-provider';
 import { logger } from '../../platform/observability/logger';
-import { renderErrorPage } from './pages';
+import { renderErrorPage } from './sign-in-pages';
 
 /** What body-parser and http-errors put on the errors they raise for a body they cannot read. */
 type FormError = Error & { status?: number; type?: string; limit?: number; charset?: string; encoding?: string };

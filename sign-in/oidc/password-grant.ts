@@ -1,14 +1,14 @@
 import { errors, type KoaContextWithOIDC } from 'oidc-provider';
 import type Provider from 'oidc-provider';
-import type { AppConfig } from '../../platform/config/schema';
+import type { AppConfig } from '../../platform/config/config-schema';
 import { PASSWORD_GRANT } from '../../platform/config/client-rules';
 import { recordAuditEvent } from '../store/audit-events';
 import type { Db } from '../../platform/store/database';
-import { isSsoDomainEmail } from '../store/federation';
+import { isSsoDomainEmail } from '../store/sso-provider-configs';
 import { claimsOf, type ScopeClaims } from './claims';
-import { allowedScopesOf, type ClientSettings } from './clients';
+import { allowedScopesOf, type ClientSettings } from './provider-clients';
 import { checkPassword, overSignInBudget } from './credentials';
-import type { SourceReadThrough } from '../read-through';
+import type { SourceReadThrough } from '../source-read-through';
 import { formField } from './forms';
 import { FIELD_BOUNDS } from '../../platform/security/field-bounds';
 import { z } from 'zod';

@@ -3,13 +3,13 @@ import Provider, { type Configuration, type KoaContextWithOIDC } from 'oidc-prov
 import { logger } from '../../platform/observability/logger';
 import { OIDC_ROUTES } from '../sign-in-paths';
 import { tokenClaimsOf } from './claims';
-import { EXTRA_CLIENT_METADATA, verifyClientSecret } from './clients';
-import { renderErrorPage } from './pages';
+import { EXTRA_CLIENT_METADATA, verifyClientSecret } from './provider-clients';
+import { renderErrorPage } from './sign-in-pages';
 import { userCodeBudget } from './device-flow';
 import { accessTokenShape } from './token-shape';
 import { registerPasswordGrant } from './password-grant';
-import { findAccount } from './provider-configuration/accounts';
-import type { ProviderDependencies } from './provider-configuration/dependencies';
+import { findAccount } from './provider-configuration/find-account';
+import type { ProviderDependencies } from './provider-configuration/provider-dependencies';
 import { errorPageText } from './provider-configuration/error-page-text';
 import { features } from './provider-configuration/features';
 import { discoveryParity, introspectedAudiences, revokeJwtAccessTokens } from './provider-configuration/middleware';

@@ -1,10 +1,10 @@
 import { Router, type Request, type Response } from 'express';
-import type { AppConfig } from '../../platform/config/schema';
+import type { AppConfig } from '../../platform/config/config-schema';
 import { putClient } from '../../platform/store/clients';
 import type { Db } from '../../platform/store/database';
 import { loadSigningKeys, sealStoredSigningKeys } from '../../platform/store/signing-keys';
 import { loadScopeClaims } from './claims';
-import { clientRow, configuredSecrets } from './clients';
+import { clientRow, configuredSecrets } from './provider-clients';
 import { cookieKeys } from './cookie-keys';
 import { createFederation, type Federation, type FederationDependencies } from '../federation/federation';
 import { inCanonicalForm, isAccountPath, INTERACTION_PREFIX, isFederationPath, isProviderPath } from '../sign-in-paths';
@@ -16,7 +16,7 @@ import { providerSettingsVersion } from '../store/sign-in-users';
 import { storedApiResources } from './resources';
 import { logger } from '../../platform/observability/logger';
 import type { Mailer } from '../../platform/email/mailer';
-import { recoveryRouter, type RecoveryMails } from '../recovery/router';
+import { recoveryRouter, type RecoveryMails } from '../recovery/recovery-router';
 import { createSignOut, type SignOut } from '../../provisioning/sign-out-notices';
 
 /**

@@ -7,7 +7,7 @@ import { sql } from 'kysely';
 import { Client as PgClient } from 'pg';
 import { startApi, type RunningApi } from '../../api/server';
 import { parseConfig } from '../../platform/config/load';
-import type { AppConfig } from '../../platform/config/schema';
+import type { AppConfig } from '../../platform/config/config-schema';
 import { startDownstreamApp, type RunningDownstreamApp } from '../../examples/downstream-app/app';
 import { freePort } from '../../dev/ports';
 import { createServiceContext, type ServiceContext } from '../../composition/service-context';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Payload } from '@temporalio/common';
 import { startApi, type RunningApi } from '../../api/server';
-import type { AppConfig } from '../../platform/config/schema';
+import type { AppConfig } from '../../platform/config/config-schema';
 import { temporalClient } from '../../platform/temporal/data-converter';
 import { createKeyRing } from '../../platform/security/data-protection';
 import {

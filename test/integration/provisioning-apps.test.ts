@@ -1,5 +1,5 @@
-import type { AppProvider } from '../../provisioning/apps/apps';
-import { createConfigAppProvider } from '../../provisioning/apps/apps';
+import type { AppProvider } from '../../provisioning/apps/app-providers';
+import { createConfigAppProvider } from '../../provisioning/apps/app-providers';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServiceContext } from '../../composition/service-context';
 import { createKeyRing } from '../../platform/security/data-protection';

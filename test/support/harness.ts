@@ -4,7 +4,7 @@ import type { Client } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { startApi, type RunningApi } from '../../api/server';
 import { parseConfig } from '../../platform/config/load';
-import type { AppConfig } from '../../platform/config/schema';
+import type { AppConfig } from '../../platform/config/config-schema';
 import { startDownstreamApp, type Behaviour, type RunningDownstreamApp } from '../../examples/downstream-app/app';
 import { createScratchDatabase } from '../fixtures/source/generate';
 import {

@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { payloadCodecOf } from '../../platform/temporal/data-converter';
-import type { AppConfig } from '../../platform/config/schema';
+import type { AppConfig } from '../../platform/config/config-schema';
 
 /** The codec of a service configuration, to read its histories as the codec endpoint would show them. */
 export const codecOf = (config: AppConfig) => payloadCodecOf(config)!;

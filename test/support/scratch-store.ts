@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely';
 import { Client as PgClient } from 'pg';
 import type { MigrationOptions } from '../../migration/activities/types';
 import { connectSource } from '../../migration/source/connection';
-import type { SourceDatabase } from '../../migration/source/schema';
+import type { SourceDatabase } from '../../migration/source/source-schema';
 import { createDb, migrateToLatest, type Db } from '../../platform/store/database';
 
 /** The PostgreSQL server tests create their throw-away databases on. */

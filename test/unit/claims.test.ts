@@ -1,4 +1,4 @@
-import { foldClaimsByUser } from '../../migration/activities/claims';
+import { foldClaimsByUser } from '../../migration/activities/claim-folding';
 
 const WS = 'http://schemas.xmlsoap.org/ws/2005/05/identity/claims/';
 const claim = (UserId: string, ClaimType: string | null, ClaimValue: string | null) => ({

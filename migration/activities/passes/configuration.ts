@@ -7,8 +7,8 @@ import { tagSecret } from '../../../platform/security/client-secrets';
 import { identifierProblem } from '../identifiers';
 import { uuidV5 } from '../../../platform/security/name-based-uuid';
 import type { Kysely } from 'kysely';
-import type { SourceDatabase } from '../../source/schema';
-import { readApiResourcesPage, readClientsPage, readScopeSources } from '../../source/configuration';
+import type { SourceDatabase } from '../../source/source-schema';
+import { readApiResourcesPage, readClientsPage, readScopeSources } from '../../source/configuration-reads';
 import { insertClients, insertScopes, type MigratedClientRow } from '../../store/migrated-configuration';
 import { countWrites, emptyPage, IN_LIST_LIMIT, type Pass, type PageResult } from '../types';
 

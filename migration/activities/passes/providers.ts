@@ -1,8 +1,8 @@
 import type { Selectable } from 'kysely';
-import type { SourceDatabase } from '../../source/schema';
+import type { SourceDatabase } from '../../source/source-schema';
 import { protectText } from '../../../platform/security/data-protection';
 import { insertOidcProviders, insertSamlProviders, insertSsoDomains } from '../../store/migrated-configuration';
-import { pageById } from '../pages';
+import { pageById } from '../id-pages';
 import { countWrites, type Pass, type PassContext, type PageResult } from '../types';
 
 /** `AllowedDomains` is a comma-separated list: one SSO domain record per domain. */

@@ -1,4 +1,4 @@
-import { grantKeyColumn, readRefreshTokens } from '../../source/configuration';
+import { grantKeyColumn, readRefreshTokens } from '../../source/configuration-reads';
 import { loadSourceKeyRing } from '../../source/data-protection-keys';
 import {
   NOT_CARRIED,
@@ -10,7 +10,7 @@ import {
 } from '../../source/stock-refresh-tokens';
 import { protectText, type KeyRing } from '../../../platform/security/data-protection';
 import { insertGrants } from '../../store/migrated-configuration';
-import { keysetPage } from '../pages';
+import { keysetPage } from '../id-pages';
 import { countWrites, type PageResult, type Pass, type PassContext, type RefreshTokenTally } from '../types';
 
 /** A refresh token as the source's page gives it. */

@@ -1,6 +1,6 @@
 import { insertRoles } from '../../store/migrated-configuration';
 import { normalize } from '../../../platform/store/users';
-import { pageById } from '../pages';
+import { pageById } from '../id-pages';
 import { countWrites, type Pass } from '../types';
 
 /** AspNetRoles → roles, ids verbatim; a role whose name exists already is skipped (assignments resolve by name). */

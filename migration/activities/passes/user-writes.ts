@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import type { SourceDatabase } from '../../source/schema';
+import type { SourceDatabase } from '../../source/source-schema';
 import { inKeyOrder, readUsersWithSignInFlags, type UserPageBounds } from '../../source/user-reads';
 import type { Db } from '../../../platform/store/database';
 import {

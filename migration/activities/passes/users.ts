@@ -1,7 +1,7 @@
 import { detectPasswordFormat } from '../../../platform/security/password-formats';
 import { normalize } from '../../../platform/store/users';
 import { missingUserIds, type MigratedUser } from '../../store/migrated-users';
-import { DROPPED_CLAIMS, foldClaimsByUser, noClaims } from '../claims';
+import { DROPPED_CLAIMS, foldClaimsByUser, noClaims } from '../claim-folding';
 import { identifierProblem } from '../identifiers';
 import { emptyPage, IN_LIST_LIMIT, nextCursor, type PageResult, type Pass } from '../types';
 import type { Db } from '../../../platform/store/database';

@@ -1,7 +1,7 @@
 import { ApplicationFailure, Context, log } from '@temporalio/activity';
 import { deprovisioningRetries } from '../../../platform/observability/metrics';
 import type { UserProfile } from '../../../platform/store/users';
-import type { AppProvider, ProvisioningApp } from '../../apps/apps';
+import type { AppProvider, ProvisioningApp } from '../../apps/app-providers';
 import type { TccClient, TryRequestBody } from '../../apps/tcc-client';
 import type { TryVerdict } from '../../tcc';
 

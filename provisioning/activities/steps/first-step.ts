@@ -11,7 +11,7 @@ import {
 } from '../../../platform/store/users';
 import { readPasswordHash } from '../../store/pending-credentials';
 import type { AppRef } from '../../store/provisioning-apps';
-import type { AppProvider } from '../../apps/apps';
+import type { AppProvider } from '../../apps/app-providers';
 
 /** What an attempt's first step reads and writes: the store and the provider that knows the apps. */
 export interface FirstStepDependencies {

@@ -1,7 +1,7 @@
 import express, { Router } from 'express';
 import type { AccountDependencies } from '../account-session';
 import { signInErrorPage } from '../error-page';
-import { ACCOUNT_PAGE, MFA_PAGE, createAccountContext } from './context';
+import { ACCOUNT_PAGE, MFA_PAGE, createAccountContext } from './account-context';
 import { postMfaOff, postNewRecoveryCodes } from './mfa-changes';
 import { postEnrolment, showEnrolment } from './mfa-enrolment';
 import { postPasswordChange, postSignOutEverywhere, showAccount } from './overview';

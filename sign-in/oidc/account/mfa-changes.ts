@@ -4,7 +4,7 @@ import { recordAuditEvent } from '../../store/audit-events';
 import { findTotpCredential } from '../../store/mfa';
 import type { SignedInUser } from '../account-session';
 import { mfaOffPage, recoveryCodesPage } from '../account-pages';
-import { MFA_PAGE, type AccountContext } from './context';
+import { MFA_PAGE, type AccountContext } from './account-context';
 import { newRecoveryCodes } from './recovery-codes';
 
 /** A change to two-step sign-in while it is on: signed in, and the password again (confirmedByPassword). */

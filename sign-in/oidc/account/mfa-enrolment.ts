@@ -9,8 +9,8 @@ import { recordAuditEvent } from '../../store/audit-events';
 import { enrolTotp, findTotpCredential } from '../../store/mfa';
 import type { SignedInUser } from '../account-session';
 import { recoveryCodesPage } from '../account-pages';
-import { mfaEnrolPage, notSignedInPage, reauthPage, signInAgainPage } from '../pages';
-import { MFA_PAGE, passwordForm, type AccountContext } from './context';
+import { mfaEnrolPage, notSignedInPage, reauthPage, signInAgainPage } from '../sign-in-pages';
+import { MFA_PAGE, passwordForm, type AccountContext } from './account-context';
 import { newRecoveryCodes } from './recovery-codes';
 
 /** How long an enrolment page stays good for. */

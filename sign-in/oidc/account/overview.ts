@@ -4,15 +4,15 @@ import { FIELD_BOUNDS } from '../../../platform/security/field-bounds';
 import { hashPassword } from '../../../platform/security/password-hashing';
 import { passwordPolicyViolations } from '../../../platform/security/password-policy';
 import { listSessionsOf } from '../../../platform/store/oidc-payloads';
-import { policyInWords } from '../../recovery/router';
+import { policyInWords } from '../../recovery/recovery-router';
 import { setPasswordHash } from '../../store/accounts';
 import { recordAuditEvent } from '../../store/audit-events';
 import { findTotpCredential } from '../../store/mfa';
 import type { SignedInUser } from '../account-session';
 import { accountPage, signedOutEverywherePage } from '../account-pages';
 import { formField } from '../forms';
-import { notSignedInPage } from '../pages';
-import type { AccountContext } from './context';
+import { notSignedInPage } from '../sign-in-pages';
+import type { AccountContext } from './account-context';
 
 const changeForm = z.object({
   current: formField(FIELD_BOUNDS.password),

@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
-import { unconfirmedEmailPage } from '../../recovery/pages';
+import { unconfirmedEmailPage } from '../../recovery/recovery-pages';
 import { findRecoveryUserById } from '../../store/accounts';
-import type { InteractionContext, PendingConfirmation } from './context';
+import type { InteractionContext, PendingConfirmation } from './interaction-context';
 
 /** The confirmation mail again, for the account whose unconfirmed address stopped this sign-in. */
 export const postConfirmation =

@@ -6,9 +6,9 @@ import { AttemptInProgressError } from '../../../platform/temporal/run-errors';
 import { findClient, type ClientRow } from '../../../platform/store/clients';
 import { listProvisionedApps } from '../../../platform/store/provisions';
 import { findScopeTexts } from '../../store/sign-in-users';
-import { settingsOf } from '../clients';
-import { consentPage } from '../pages';
-import type { InteractionContext, InteractionDetails } from './context';
+import { settingsOf } from '../provider-clients';
+import { consentPage } from '../sign-in-pages';
+import type { InteractionContext, InteractionDetails } from './interaction-context';
 
 /**
  * RFC 6749 §4.1.2.1: error_description holds printable ASCII without `"` and `\`. An app's refusal reason is the

@@ -1,8 +1,8 @@
 import type { Request, Response } from 'express';
 import { logger } from '../../../platform/observability/logger';
-import { FederationCheckError } from '../../federation/errors';
+import { FederationCheckError } from '../../federation/federation-errors';
 import { emailForm } from '../forms';
-import type { InteractionContext, InteractionDetails, PendingSecondFactor } from './context';
+import type { InteractionContext, InteractionDetails, PendingSecondFactor } from './interaction-context';
 
 /** The first page: the e-mail, or the second factor when a password check left one pending. */
 export const showSignIn =

@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
-import { renderErrorPage } from '../pages';
-import type { InteractionContext } from './context';
+import { renderErrorPage } from '../sign-in-pages';
+import type { InteractionContext } from './interaction-context';
 
 /** Back from an upstream provider: the callback left a ticket naming the user for this interaction. */
 export const federatedReturn =

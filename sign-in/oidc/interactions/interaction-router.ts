@@ -2,7 +2,7 @@ import express, { Router } from 'express';
 import { signInErrorPage } from '../error-page';
 import { postConfirmation } from './confirmation';
 import { postAbort, postConsent, showConsent } from './consent';
-import { createInteractionContext, type InteractionDependencies } from './context';
+import { createInteractionContext, type InteractionDependencies } from './interaction-context';
 import { postEmail, postRestart, showSignIn } from './email';
 import { federatedReturn } from './federated';
 import { postPassword } from './password';

@@ -2,11 +2,16 @@ import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { FIELD_BOUNDS } from '../../../platform/security/field-bounds';
 import { domainOf } from '../../../platform/store/users';
-import { unconfirmedEmailPage } from '../../recovery/pages';
-import { isSsoDomainEmail } from '../../store/federation';
+import { unconfirmedEmailPage } from '../../recovery/recovery-pages';
+import { isSsoDomainEmail } from '../../store/sso-provider-configs';
 import { checkPassword, type PasswordCheck } from '../credentials';
 import { emailAddressField, formField } from '../forms';
-import type { InteractionContext, InteractionDetails, PendingConfirmation, PendingSecondFactor } from './context';
+import type {
+  InteractionContext,
+  InteractionDetails,
+  PendingConfirmation,
+  PendingSecondFactor,
+} from './interaction-context';
 
 const passwordForm = z.object({
   email: emailAddressField,

@@ -2,10 +2,10 @@ import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { domainOf, findUserEmail } from '../../../platform/store/users';
 import { countRecoveryCodes } from '../../store/accounts';
-import { isSsoDomainEmail } from '../../store/federation';
+import { isSsoDomainEmail } from '../../store/sso-provider-configs';
 import { checkSecondFactor, type SecondFactorCheck } from '../credentials';
 import { formField } from '../forms';
-import type { InteractionContext, PendingSecondFactor } from './context';
+import type { InteractionContext, PendingSecondFactor } from './interaction-context';
 
 const codeForm = z.object({ code: formField(64) });
 

@@ -1,9 +1,9 @@
 import type { Configuration } from 'oidc-provider';
 import type { Db } from '../../../platform/store/database';
 import type { ScopeClaims } from '../claims';
-import { allowedScopesOf } from '../clients';
+import { allowedScopesOf } from '../provider-clients';
 import { deviceFlowFeature } from '../device-flow';
-import { signOutPage, signedOutPage } from '../pages';
+import { signOutPage, signedOutPage } from '../sign-in-pages';
 import type { ApiResources } from '../resources';
 import { resourceIndicators } from './resource-indicators';
 import { settingsOfClient } from './ttl';

@@ -1,6 +1,6 @@
 import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 import type { ScopeClaims } from '../claims';
-import { allowedScopesOf } from '../clients';
+import { allowedScopesOf } from '../provider-clients';
 import {
   indicatorsInRequest,
   RESOURCE_PREFIX,

@@ -1,9 +1,9 @@
 import { findClient } from '../../../platform/store/clients';
 import { createPostgresAdapter, isStorableKey } from '../adapter';
-import { clientMetadata } from '../clients';
+import { clientMetadata } from '../provider-clients';
 import { adoptMigratedRefreshToken } from '../migrated-refresh-tokens';
 import { resourceOfScopes } from '../resources';
-import type { ProviderDependencies } from './dependencies';
+import type { ProviderDependencies } from './provider-dependencies';
 
 /**
  * Every artefact in PostgreSQL; clients from the clients store, and refresh tokens the migration carried over (or,

@@ -1,6 +1,6 @@
 import type { Configuration } from 'oidc-provider';
 import { MAX_LIFETIME_SECONDS } from '../../../platform/security/field-bounds';
-import type { ClientSettings } from '../clients';
+import type { ClientSettings } from '../provider-clients';
 
 export const settingsOfClient = (client: { metadata(): Record<string, unknown> } | undefined): ClientSettings =>
   (client?.metadata()['urn:identity-service:settings'] as ClientSettings | undefined) ?? {};

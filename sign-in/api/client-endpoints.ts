@@ -1,8 +1,8 @@
 import { parsedPathParam, pathParam, type Operations } from '../../platform/http/operations';
 import { z } from 'zod';
-import type { AppProvider } from '../../provisioning/apps/apps';
-import { appIdSchema, clientConfigSchema } from '../../platform/config/schema';
-import { clientRow, clientView } from '../oidc/clients';
+import type { AppProvider } from '../../provisioning/apps/app-providers';
+import { appIdSchema, clientConfigSchema } from '../../platform/config/config-schema';
+import { clientRow, clientView } from '../oidc/provider-clients';
 import {
   KEPT_ONLY_GRANT_TYPES,
   publicClientGrantProblem,

@@ -1,6 +1,6 @@
 import { parsedPathParam, pathParam, type Operations } from '../../platform/http/operations';
 import type { TccClient } from '../apps/tcc-client';
-import { appIdSchema } from '../../platform/config/schema';
+import { appIdSchema } from '../../platform/config/config-schema';
 import { callbackUrlProblem, type AllowList } from '../../platform/security/callback-address';
 import type { KeyRing } from '../../platform/security/data-protection';
 import type { Db } from '../../platform/store/database';

@@ -6,7 +6,7 @@ import { countRecoveryCodes } from '../../store/accounts';
 import { accountSessions, type AccountDependencies, type SignedInUser } from '../account-session';
 import { mfaSettingsPage } from '../account-pages';
 import { formField } from '../forms';
-import { signInAgainPage } from '../pages';
+import { signInAgainPage } from '../sign-in-pages';
 
 export const ACCOUNT_PAGE = '/account';
 export const MFA_PAGE = '/account/mfa';

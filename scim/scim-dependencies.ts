@@ -1,4 +1,4 @@
-import type { PasswordPolicy } from '../platform/config/schema';
+import type { PasswordPolicy } from '../platform/config/config-schema';
 import type { WorkflowRunner } from '../provisioning/workflow-runner';
 import type { Db } from '../platform/store/database';
 

@@ -1,4 +1,4 @@
-import type { ProvisioningAppConfig } from '../../platform/config/schema';
+import type { ProvisioningAppConfig } from '../../platform/config/config-schema';
 import type { KeyRing } from '../../platform/security/data-protection';
 import type { Db } from '../../platform/store/database';
 import { findStoredApp, listStoredApps, type ProvisioningApp } from '../store/provisioning-apps';

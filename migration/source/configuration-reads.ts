@@ -1,6 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
 import { sql } from 'kysely';
-import type { SourceDatabase } from './schema';
+import type { SourceDatabase } from './source-schema';
 
 /** What the migration reads of the source's IdentityServer configuration and operational data. */
 

@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
-import { idPage } from '../source/configuration';
-import type { SourceDatabase } from '../source/schema';
+import { idPage } from '../source/configuration-reads';
+import type { SourceDatabase } from '../source/source-schema';
 import { emptyPage, nextCursor, type PageResult, type PassContext } from './types';
 
 /** Keyset pages of the passes that page by a key of their own table (kept apart from types.ts, which workflows import). */

@@ -1,4 +1,4 @@
-import type { AppConfig } from '../platform/config/schema';
+import type { AppConfig } from '../platform/config/config-schema';
 import type { Db } from '../platform/store/database';
 import { logger } from '../platform/observability/logger';
 import { purgeExpiredIdempotencyKeys } from '../platform/store/idempotency-keys';

@@ -2,7 +2,7 @@ import express, { Router, type Request, type Response } from 'express';
 import { storedClientLimit } from '../rate-limit';
 import { logger } from '../../platform/observability/logger';
 import { z } from 'zod';
-import type { AppConfig } from '../../platform/config/schema';
+import type { AppConfig } from '../../platform/config/config-schema';
 import type { Mailer } from '../../platform/email/mailer';
 import { productName, sendPage } from '../../platform/http/html';
 import { FIELD_BOUNDS } from '../../platform/security/field-bounds';
@@ -25,7 +25,7 @@ import {
   resetDonePage,
   resetLinkSentPage,
   resetPasswordPage,
-} from './pages';
+} from './recovery-pages';
 
 /** How long the work of a reset request waits after its answer went. */
 const AFTER_THE_ANSWER_MS = 25;

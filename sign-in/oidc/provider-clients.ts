@@ -1,4 +1,4 @@
-import type { ClientConfig } from '../../platform/config/schema';
+import type { ClientConfig } from '../../platform/config/config-schema';
 import { clientSecretMatches, tagSecret } from '../../platform/security/client-secrets';
 import { liveClientSecrets, type ClientRow, type NewClientRow, type StoredSecret } from '../../platform/store/clients';
 import type { Db } from '../../platform/store/database';

@@ -3,10 +3,10 @@ import { createUserThroughWorkflow, newUserFrom } from '../../provisioning/creat
 import { AttemptInProgressError } from '../../platform/temporal/run-errors';
 import type { WorkflowRunner } from '../../provisioning/workflow-runner';
 import type { Db } from '../../platform/store/database';
-import { domainsOf, findUserByLogin, linkLogin } from '../store/federation';
+import { domainsOf, findUserByLogin, linkLogin } from '../store/sso-provider-configs';
 import { domainOf, findLinkCandidate, findUserIdByEmail } from '../../platform/store/users';
 import { logger } from '../../platform/observability/logger';
-import type { SourceReadThrough } from '../read-through';
+import type { SourceReadThrough } from '../source-read-through';
 
 /** Who an upstream identity provider says signed in. */
 export interface FederatedIdentity {

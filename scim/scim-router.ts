@@ -7,7 +7,7 @@ import { DISCOVERY_PATHS, scimDiscoveryOperations } from './discovery';
 import { sendScimError } from './scim-errors';
 import { scimGroupsOperations } from './group-endpoints';
 import { scimUsersOperations } from './user-endpoints';
-import type { ScimDependencies } from './dependencies';
+import type { ScimDependencies } from './scim-dependencies';
 
 export type { ScimDependencies };
 

@@ -1,9 +1,9 @@
-import type { AppConfig } from '../../../platform/config/schema';
+import type { AppConfig } from '../../../platform/config/config-schema';
 import type { KeyRing } from '../../../platform/security/data-protection';
 import type { Db } from '../../../platform/store/database';
 import type { SigningJwk } from '../../../platform/store/signing-keys';
 import type { SignOut } from '../../../provisioning/sign-out-notices';
-import type { SourceReadThrough } from '../../read-through';
+import type { SourceReadThrough } from '../../source-read-through';
 import type { ScopeClaims } from '../claims';
 import type { ApiResources } from '../resources';
 

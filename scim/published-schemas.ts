@@ -1,4 +1,4 @@
-import { ENTERPRISE_ATTRIBUTES, ENTERPRISE_SCHEMA, GROUP_SCHEMA, NAME_PARTS, USER_SCHEMA } from './resources';
+import { ENTERPRISE_ATTRIBUTES, ENTERPRISE_SCHEMA, GROUP_SCHEMA, NAME_PARTS, USER_SCHEMA } from './resource-shapes';
 
 /** One attribute as RFC 7643 §7 describes it; what /Schemas publishes and what PATCH paths are checked against. */
 export interface AttributeDefinition {

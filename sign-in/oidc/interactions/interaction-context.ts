@@ -1,16 +1,16 @@
 import type { Request, Response } from 'express';
 import type Provider from 'oidc-provider';
-import type { AppConfig } from '../../../platform/config/schema';
+import type { AppConfig } from '../../../platform/config/config-schema';
 import type { KeyRing } from '../../../platform/security/data-protection';
 import { findClient } from '../../../platform/store/clients';
 import type { Db } from '../../../platform/store/database';
 import type { WorkflowRunner } from '../../../provisioning/workflow-runner';
 import type { Federation } from '../../federation/federation';
-import type { SourceReadThrough } from '../../read-through';
-import { RECOVERY_PATHS, type RecoveryMails } from '../../recovery/router';
+import type { SourceReadThrough } from '../../source-read-through';
+import { RECOVERY_PATHS, type RecoveryMails } from '../../recovery/recovery-router';
 import { recordAuditEvent, type AuditEvent } from '../../store/audit-events';
 import { overSignInBudget } from '../credentials';
-import { codePage, emailPage, passwordPage } from '../pages';
+import { codePage, emailPage, passwordPage } from '../sign-in-pages';
 
 export interface InteractionDependencies {
   provider: Provider;

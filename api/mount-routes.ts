@@ -1,6 +1,7 @@
 import type { Express, RequestHandler } from 'express';
 import type { Operations } from '../platform/http/operations';
-import { expressPath, type Auth, type RouteSpec } from './openapi/routes';
+import { expressPath } from './openapi/routes';
+import type { Auth, RouteSpec } from './openapi/route-spec';
 
 /**
  * Mounts every route of the table with its guard and its handler, in the table's order. A route without a handler

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { problemSchema, scimErrorSchema } from './schemas';
-import { ROUTES, type Answer, type RouteSpec } from './routes';
+import { ROUTES } from './routes';
+import type { Answer, RouteSpec } from './route-spec';
 
 type JsonSchema = Record<string, unknown>;
 

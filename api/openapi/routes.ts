@@ -25,8 +25,6 @@ import {
   userViewSchema,
 } from './schemas';
 
-export type { Answer, Auth, Method, RouteSpec, Tag } from './route-spec';
-
 const APPS_ABSENT = 'The management routes exist only with Provisioning:AppProvider = Store; otherwise 404';
 const RESET_REFUSALS: Record<number, Answer> = {
   409: 'The user is deactivated',

@@ -11,8 +11,6 @@ import { preflight, type Preflight } from './preflight';
 import { beginRun, planUserPartitions } from './run-steps';
 import { validateSource, type SourceValidation } from './validation';
 
-export { PASS_IMPLEMENTATIONS } from './passes/pass-implementations';
-
 export interface MigrationDependencies {
   target: Db;
   /** Absent on a worker that has no Source:ConnectionString: its migration activities fail with a clear message. */

@@ -19,7 +19,7 @@ export interface ProvisioningDependencies {
 }
 
 export type { AppRef };
-export type { CreateUserResult, FirstStep, ResolvedApps } from './steps/first-step';
+export type { FirstStep } from './steps/first-step';
 export { buildTryBody } from './steps/app-calls';
 
 /** What writing the records of the apps that confirmed gave: false when the user was deleted while the attempt ran. */

@@ -7,9 +7,6 @@ import { tccCallDuration, tccCalls, type TccOutcome, type TccPhase } from '../..
 import { AppCallError, send, type TccTransport } from './tcc-transport';
 import { interpretTry } from './tcc-try-answer';
 
-export { AppCallError, MAX_ANSWER_BYTES } from './tcc-transport';
-export { MAX_REASON_LENGTH, tryResponseSchema } from './tcc-try-answer';
-
 /** The spec's fixed 10 s, named once for the workflows' activity policies and for the HTTP calls here. */
 const CONFIRM_CANCEL_TIMEOUT_MS = CONFIRM_CANCEL_TIMEOUT_SECONDS * 1000;
 /** The spec names no timeout for the deprovisioning DELETE; it gets the Confirm/Cancel one. */

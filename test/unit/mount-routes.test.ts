@@ -1,7 +1,7 @@
 import express from 'express';
 import type { AddressInfo } from 'node:net';
 import { mountRoutes } from '../../api/mount-routes';
-import type { RouteSpec } from '../../api/openapi/routes';
+import type { RouteSpec } from '../../api/openapi/route-spec';
 
 const route = (operationId: string, path: string, extra: Partial<RouteSpec> = {}): RouteSpec => ({
   operationId,

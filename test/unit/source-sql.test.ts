@@ -1,4 +1,5 @@
-import { createMigrationActivities, PASS_IMPLEMENTATIONS } from '../../migration/activities/migration-activities';
+import { createMigrationActivities } from '../../migration/activities/migration-activities';
+import { PASS_IMPLEMENTATIONS } from '../../migration/activities/passes/pass-implementations';
 import { PASSES } from '../../migration/activities/plan';
 import { preflight, REQUIRED_TABLES } from '../../migration/activities/preflight';
 import { EXPECTED_INVENTORY, validateSource } from '../../migration/activities/validation';

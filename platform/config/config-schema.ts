@@ -31,6 +31,24 @@ const indexedList = <T extends z.ZodType>(item: T) =>
     z.array(item),
   );
 
+/**
+ * A .NET TimeSpan as appsettings.json writes it (`[-][d.]hh:mm[:ss[.fffffff]]`: `"90.00:00:00"`, `"00:02:00"`),
+ * as milliseconds. IdentityServer's KeyManagement durations are read in this form.
+ */
+export const timeSpan = z.string().transform((text, ctx) => {
+  const m = /^(-)?(?:(\d+)\.)?(\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d{1,7}))?)?$/.exec(text.trim());
+  if (!m || Number(m[3]) > 23 || Number(m[4]) > 59 || Number(m[5] ?? 0) > 59) {
+    ctx.addIssue({ code: 'custom', message: 'use a TimeSpan such as "90.00:00:00" (days.hours:minutes:seconds)' });
+    return z.NEVER;
+  }
+  const [, minus, days = '0', hours, minutes, seconds = '0', fraction = '0'] = m;
+  const ms =
+    ((Number(days) * 24 + Number(hours)) * 60 + Number(minutes)) * 60_000 +
+    Number(seconds) * 1000 +
+    Math.round(Number(`0.${fraction}`) * 1000);
+  return minus ? -ms : ms;
+});
+
 const dataProtectionKey = z
   .string()
   .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be base64 of exactly 32 bytes');
@@ -188,6 +206,27 @@ export const configSchema = z
         EmitScopesAsSpaceDelimitedStringInJwt: flag.default(false),
       })
       .prefault({}),
+    /**
+     * Automatic signing-key management as Duende IdentityServer names it: a key is announced (in the JWKS) for
+     * PropagationTime before it signs, signs until it is RotationInterval old, and stays in the JWKS for
+     * RetentionDuration after that; then it is deleted. Keys are looked for again every KeyCacheDuration, and a key
+     * new to the store never signs before every instance has had two such looks at it.
+     */
+    KeyManagement: z
+      .object({
+        Enabled: flag.default(true),
+        RotationInterval: timeSpan.prefault('90.00:00:00'),
+        PropagationTime: timeSpan.prefault('14.00:00:00'),
+        RetentionDuration: timeSpan.prefault('14.00:00:00'),
+        KeyCacheDuration: timeSpan.prefault('00:00:05'),
+      })
+      .prefault({})
+      .refine((k) => k.RotationInterval > k.PropagationTime, {
+        message: 'RotationInterval must be longer than PropagationTime (a key must sign for some time)',
+      })
+      .refine((k) => k.PropagationTime >= 0 && k.RetentionDuration >= 0 && k.KeyCacheDuration > 0, {
+        message: 'PropagationTime and RetentionDuration may not be negative, KeyCacheDuration must be positive',
+      }),
     Auth: z
       .object({
         AllowedInternalTargets: stringList.default([]),
@@ -370,6 +409,24 @@ export const configSchema = z
         UsersMode: z.enum(['CreateOnly', 'Upsert']).default('CreateOnly'),
         MigrateClients: flag.default(true),
         MigrateRefreshTokens: flag.default(false),
+        /** The signing-keys pass: on where SourceDataProtection:ApplicationName is set, unless this is false. */
+        MigrateSigningKeys: flag.default(true),
+        /** A Duende FileSystemKeyStore folder (`is-signing-key-{kid}.json`), read besides the source's Keys table. */
+        SourceSigningKeys: z.object({ KeyPath: z.string().min(1).optional() }).prefault({}),
+        /**
+         * Until this moment, a browser that carries the source's authentication cookie (CookieName, scheme Scheme;
+         * chunked cookies included) is signed in here as the user that cookie names, with no page; off when unset.
+         */
+        SourceSessions: z
+          .object({
+            Until: z.coerce.date().optional(),
+            CookieName: z
+              .string()
+              .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,200}$/, 'must be a cookie name')
+              .default('.AspNetCore.Identity.Application'),
+            Scheme: z.string().min(1).max(200).default('Identity.Application'),
+          })
+          .prefault({}),
         SourceGrantKeysAreUnhashed: flag.default(false),
         LeaseWaitMinutes: z.coerce.number().positive().default(10),
         StartupDelaySeconds: z.coerce.number().min(0).default(30),

@@ -299,7 +299,11 @@ export interface SigningKeysTable {
   jwk: Json<Record<string, unknown>>;
   /** The private JWK sealed under the data-protection key ring; null until sealed. */
   sealed_private: string | null;
+  /** The key's own creation time; a migrated key keeps the source's. */
   created_at: Generated<Date>;
+  /** When the key arrived in this store. */
+  stored_at: Generated<Date>;
+  origin: Generated<'generated' | 'migrated' | 'static'>;
 }
 
 /** One artefact of the OpenID Connect provider (oidc-provider's adapter models). */

@@ -9,12 +9,26 @@ function thumbprint(jwk: JsonWebKey): string {
     .digest('base64url');
 }
 
-/** A private RSA JWK as the provider signs with it: its `kid`, RS256, for signatures. */
+/** A private RSA or EC JWK as the provider signs with it: its `kid`, its algorithm (RS256, ES256, …), for signatures. */
 export type SigningJwk = JsonWebKey & { kid: string; alg: string; use: 'sig' };
 
-const publicHalf = ({ kty, n, e, kid, alg, use }: SigningJwk) => ({ kty, n, e, kid, alg, use });
+const publicHalf = ({ kty, n, e, crv, x, y, kid, alg, use }: SigningJwk) =>
+  kty === 'EC' ? { kty, crv, x, y, kid, alg, use } : { kty, n, e, kid, alg, use };
 
-async function storeKey(db: Db, ring: KeyRing, jwk: SigningJwk): Promise<boolean> {
+/** Where a stored key came from: rotation made it, a migration carried it over, or an operator imported it. */
+export type SigningKeyOrigin = 'generated' | 'migrated' | 'static';
+
+/**
+ * Stores a private signing key sealed under the data-protection ring (the public half in the clear for the JWKS).
+ * `createdAt` is the key's own creation time (a migrated key keeps the source's; rotation reads it). A key id already
+ * stored is left as it is: false.
+ */
+export async function storeSigningKey(
+  db: Db,
+  ring: KeyRing,
+  jwk: SigningJwk,
+  { origin, createdAt }: { origin: SigningKeyOrigin; createdAt?: Date },
+): Promise<boolean> {
   const written = await db
     .insertInto('signing_keys')
     .values({
@@ -22,12 +36,16 @@ async function storeKey(db: Db, ring: KeyRing, jwk: SigningJwk): Promise<boolean
       algorithm: jwk.alg,
       jwk: JSON.stringify(publicHalf(jwk)),
       sealed_private: protectText(JSON.stringify(jwk), ring),
+      origin,
+      ...(createdAt ? { created_at: createdAt } : {}),
     })
     .onConflict((oc) => oc.column('id').doNothing())
     .returning('id')
     .execute();
   return written.length > 0;
 }
+
+const storeKey = (db: Db, ring: KeyRing, jwk: SigningJwk) => storeSigningKey(db, ring, jwk, { origin: 'static' });
 
 /**
  * Imports the source's RSA signing key (PEM or JWK) into SigningKeys, so tokens issued before cutover stay valid.
@@ -80,7 +98,12 @@ export async function loadSigningKeys(db: Db, ring: KeyRing): Promise<SigningJwk
   let rows = await read();
   if (rows.length === 0) {
     const jwk = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' });
-    await storeKey(db, ring, { ...jwk, kid: thumbprint(jwk), alg: 'RS256', use: 'sig' });
+    await storeSigningKey(
+      db,
+      ring,
+      { ...jwk, kid: thumbprint(jwk), alg: 'RS256', use: 'sig' },
+      { origin: 'generated' },
+    );
     rows = await read();
   }
   return rows.map((row) => JSON.parse(unprotectText(row.sealed_private!, ring)) as SigningJwk);

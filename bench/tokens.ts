@@ -1,0 +1,442 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import { Client, Connection } from '@temporalio/client';
+import Provider from 'oidc-provider';
+import { createScratchDatabase } from '../test/fixtures/source/generate';
+import { startApi } from '../api/server';
+import { closeServer, listen, listeningUrl } from '../platform/net/listen';
+import { createServiceContext } from '../composition/service-context';
+import { parseConfig } from '../platform/config/load';
+import { hashPassword } from '../platform/security/password-hashing';
+import { hashClientSecret } from '../platform/security/client-secrets';
+import { insertUser } from '../platform/store/users';
+import { browser } from '../test/support/sign-in-flow';
+import { BENCH_ADMIN_URL, numberArg, percentile, runBenchmark, type TaskResult } from './stats';
+
+/**
+ * `npm run bench:tokens [-- --seconds 15 --concurrency 16 --rounds 2]`: the token surface a client and an API use
+ * after sign-in — client credentials (JWT access tokens), refresh-token rotation, introspection of reference tokens,
+ * userinfo, the JWKS and discovery — through the service and, side by side in the same run, through a bare
+ * oidc-provider with an in-memory adapter issuing the same token shapes (RS256, `at+jwt` for the API, opaque for
+ * userinfo and introspection, refresh tokens rotated on every use as IdentityServer's OneTimeOnly does). Each endpoint
+ * runs for `--seconds` at `--concurrency` on each target, the targets interleaved in `--rounds` rounds. Prints JSON
+ * lines: per endpoint and target the requests per second, p50 and p99, and the ratio service / bare.
+ */
+const PASSWORD = 'a long bench passphrase';
+const API = { id: 'orders-api', secret: 'orders-api-secret-sixteen', scope: 'orders.read' };
+const MACHINE = { id: 'machine', secret: 'machine-secret-sixteen' };
+const WEB = { id: 'web', secret: 'web-secret-sixteen', redirect: 'https://bench.example/cb' };
+const REFERENCE = { id: 'web-reference', secret: 'web-secret-sixteen', redirect: 'https://bench.example/cb' };
+
+/** A configured secret as IdentityServer's configuration holds it: `"secret".Sha256()`. */
+const sha256 = (secret: string) => createHash('sha256').update(secret).digest('base64');
+const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`;
+const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
+
+/** What a target hands the load: its base URL, paths, and per-slot tokens made before the clock starts. */
+interface Target {
+  name: string;
+  url: string;
+  jwksPath: string;
+  refreshTokens: string[];
+  userinfoTokens: string[];
+  referenceTokens: string[];
+  close(): Promise<void>;
+}
+
+type Endpoint = { name: string; call: (target: Target, slot: number) => Promise<TaskResult> };
+
+async function post(url: string, body: string, authorization: string): Promise<Response> {
+  return fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization },
+    body,
+  });
+}
+
+const ok = async (answer: Response, check?: (body: Record<string, unknown>) => boolean): Promise<TaskResult> => {
+  const body = (await answer.json()) as Record<string, unknown>;
+  if (answer.status !== 200) return `${answer.status} ${JSON.stringify(body).slice(0, 200)}`;
+  return !check || check(body) ? true : JSON.stringify(body).slice(0, 200);
+};
+
+const ENDPOINTS: Endpoint[] = [
+  {
+    name: 'client-credentials',
+    call: async (t) =>
+      ok(
+        await post(
+          `${t.url}/connect/token`,
+          form({ grant_type: 'client_credentials', scope: API.scope }),
+          basic(MACHINE.id, MACHINE.secret),
+        ),
+        (b) => typeof b.access_token === 'string' && b.access_token.split('.').length === 3,
+      ),
+  },
+  {
+    name: 'refresh-rotation',
+    call: async (t, slot) => {
+      const answer = await post(
+        `${t.url}/connect/token`,
+        form({ grant_type: 'refresh_token', refresh_token: t.refreshTokens[slot] }),
+        basic(WEB.id, WEB.secret),
+      );
+      return ok(answer, (b) => {
+        if (typeof b.refresh_token !== 'string' || b.refresh_token === t.refreshTokens[slot]) return false;
+        t.refreshTokens[slot] = b.refresh_token;
+        return true;
+      });
+    },
+  },
+  {
+    name: 'introspection',
+    call: async (t, slot) =>
+      ok(
+        await post(
+          `${t.url}/connect/introspect`,
+          form({ token: t.referenceTokens[slot] }),
+          basic(t.name === 'service' ? API.id : REFERENCE.id, t.name === 'service' ? API.secret : REFERENCE.secret),
+        ),
+        (b) => b.active === true,
+      ),
+  },
+  {
+    name: 'userinfo',
+    call: async (t, slot) =>
+      ok(
+        await fetch(`${t.url}/connect/userinfo`, { headers: { authorization: `Bearer ${t.userinfoTokens[slot]}` } }),
+        (b) => typeof b.sub === 'string',
+      ),
+  },
+  { name: 'jwks', call: async (t) => ok(await fetch(`${t.url}${t.jwksPath}`), (b) => Array.isArray(b.keys)) },
+  {
+    name: 'discovery',
+    call: async (t) => ok(await fetch(`${t.url}/.well-known/openid-configuration`), (b) => b.issuer === t.url),
+  },
+];
+
+/** One code flow through the service's pages, as a browser and a client back end make it: the token answer. */
+async function serviceTokens(base: string, client: typeof WEB, email: string, scope: string) {
+  const verifier = randomBytes(32).toString('base64url');
+  const authorize = new URL('/connect/authorize', base);
+  authorize.search = form({
+    client_id: client.id,
+    response_type: 'code',
+    redirect_uri: client.redirect,
+    scope,
+    prompt: 'consent',
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    code_challenge_method: 'S256',
+  });
+  const person = browser(client.redirect);
+  await person.open(authorize.href);
+  await person.submit('/email', { email });
+  let back = await person.submit('/password', { password: PASSWORD });
+  if (!(back instanceof URL)) back = await person.submit('/consent', {});
+  if (!(back instanceof URL)) throw new Error(`no code for ${client.id}: ${back.html.slice(0, 300)}`);
+  const answer = await post(
+    `${base}/connect/token`,
+    form({
+      grant_type: 'authorization_code',
+      code: back.searchParams.get('code')!,
+      redirect_uri: client.redirect,
+      code_verifier: verifier,
+    }),
+    basic(client.id, client.secret),
+  );
+  const body = (await answer.json()) as Record<string, string>;
+  if (answer.status !== 200) throw new Error(`token: ${JSON.stringify(body)}`);
+  return body;
+}
+
+async function startService(slots: number): Promise<Target> {
+  const database = await createScratchDatabase(BENCH_ADMIN_URL, 'ips_bench_tokens');
+  const webClient = (client: typeof WEB, extra: Record<string, unknown>) => ({
+    ClientId: client.id,
+    ClientSecrets: [{ Value: sha256(client.secret) }],
+    AllowedGrantTypes: ['authorization_code'],
+    RedirectUris: [client.redirect],
+    AllowedScopes: ['openid', 'profile', 'offline_access'],
+    AllowOfflineAccess: true,
+    RequireConsent: false,
+    ...extra,
+  });
+  const config = parseConfig({
+    Auth: { AdminApiKeys: ['bench-admin'], SignInRateLimit: { PermitLimit: 1_000_000, WindowSeconds: 60 } },
+    Api: { Port: 0 },
+    DataProtection: { Keys: [{ Id: 'bench', Key: randomBytes(32).toString('base64') }] },
+    Oidc: { CookieKeys: [randomBytes(32).toString('base64url')] },
+    Clients: [
+      {
+        ClientId: MACHINE.id,
+        ClientSecrets: [{ Value: sha256(MACHINE.secret) }],
+        AllowedGrantTypes: ['client_credentials'],
+        AllowedScopes: [API.scope],
+      },
+      webClient(WEB, {}),
+      webClient(REFERENCE, { AccessTokenType: 1, AllowedScopes: ['openid', 'profile', API.scope] }),
+    ],
+  });
+  const context = await createServiceContext(config, database.url);
+  // The API resource, as the migration writes IdentityServer's ApiResources, ApiScopes and ApiResourceSecrets.
+  await context.db
+    .insertInto('scopes')
+    .values({ name: API.scope, kind: 'api', user_claims: JSON.stringify([]), origin: 'migration' })
+    .execute();
+  await context.db
+    .insertInto('clients')
+    .values({
+      client_id: API.id,
+      client_name: API.id,
+      enabled: true,
+      settings: JSON.stringify({ apiResource: true, audience: API.id }),
+      allowed_scopes: JSON.stringify([API.scope]),
+      grant_types: JSON.stringify([]),
+      origin: 'migration',
+    } as never)
+    .execute();
+  await context.db
+    .insertInto('client_secrets')
+    .values({
+      id: `${API.id}-secret`,
+      client_id: API.id,
+      value: hashClientSecret(API.secret),
+      description: null,
+      expiration: null,
+    })
+    .execute();
+  const hash = await hashPassword(PASSWORD);
+  // No client has provisioning apps, so no flow starts a workflow: the Temporal connection is never opened.
+  const temporal = new Client({ connection: Connection.lazy({ address: '127.0.0.1:7233' }) });
+  const api = await startApi(config, context, temporal);
+  const target: Target = {
+    name: 'service',
+    url: api.publicUrl,
+    jwksPath: '/.well-known/openid-configuration/jwks',
+    refreshTokens: [],
+    userinfoTokens: [],
+    referenceTokens: [],
+    close: async () => {
+      await api.close();
+      await context.close();
+      await database.drop();
+    },
+  };
+  for (let slot = 0; slot < slots; slot++) {
+    const email = `bench-tokens-${slot}@example.test`;
+    await insertUser(
+      context.db,
+      {
+        userId: randomUUID(),
+        email,
+        firstName: 'Bench',
+        lastName: `User ${slot}`,
+        organizationId: null,
+        customAttributes: {},
+        emailConfirmed: true,
+      },
+      hash,
+    );
+    const web = await serviceTokens(api.publicUrl, WEB, email, 'openid profile offline_access');
+    target.refreshTokens.push(web.refresh_token);
+    target.userinfoTokens.push(web.access_token);
+    target.referenceTokens.push(
+      (await serviceTokens(api.publicUrl, REFERENCE, email, `openid ${API.scope}`)).access_token,
+    );
+  }
+  return target;
+}
+
+/**
+ * oidc-provider's own in-memory adapter keeps at most 1,000 artefacts (an LRU) and would forget the baseline's tokens
+ * under load; this one is the same maps without the bound.
+ */
+class MapAdapter {
+  private static store = new Map<string, Record<string, unknown>>();
+  private static grants = new Map<string, Set<string>>();
+  constructor(private model: string) {}
+  private key = (id: string) => `${this.model}:${id}`;
+  async upsert(id: string, payload: Record<string, unknown>) {
+    MapAdapter.store.set(this.key(id), payload);
+    const grantId = payload.grantId as string | undefined;
+    if (grantId) MapAdapter.grants.set(grantId, (MapAdapter.grants.get(grantId) ?? new Set()).add(this.key(id)));
+  }
+  async find(id: string) {
+    return MapAdapter.store.get(this.key(id));
+  }
+  async findByUid(uid: string) {
+    return [...MapAdapter.store.values()].find((p) => p.uid === uid);
+  }
+  async findByUserCode(code: string) {
+    return [...MapAdapter.store.values()].find((p) => p.userCode === code);
+  }
+  async consume(id: string) {
+    const payload = MapAdapter.store.get(this.key(id));
+    if (payload) payload.consumed = Math.floor(Date.now() / 1000);
+  }
+  async destroy(id: string) {
+    MapAdapter.store.delete(this.key(id));
+  }
+  async revokeByGrantId(grantId: string) {
+    for (const key of MapAdapter.grants.get(grantId) ?? []) MapAdapter.store.delete(key);
+    MapAdapter.grants.delete(grantId);
+  }
+}
+
+/**
+ * The baseline: oidc-provider as its README sets it up, in-memory, with the same clients, RS256, JWT access tokens for
+ * the API (resource indicators) and opaque ones for userinfo. Its tokens are minted directly (not timed): only the
+ * endpoints are measured.
+ */
+async function startBare(slots: number): Promise<Target> {
+  const server = createServer();
+  await listen(server, 0, '127.0.0.1', 'bare provider', 'port');
+  const issuer = listeningUrl(server, '127.0.0.1');
+  const resource = `urn:bench:${API.id}`;
+  const provider = new Provider(issuer, {
+    adapter: MapAdapter,
+    clients: [
+      {
+        client_id: MACHINE.id,
+        client_secret: MACHINE.secret,
+        grant_types: ['client_credentials'],
+        redirect_uris: [],
+        response_types: [],
+      },
+      ...[WEB, REFERENCE].map((c) => ({
+        client_id: c.id,
+        client_secret: c.secret,
+        grant_types: ['authorization_code', 'refresh_token'],
+        redirect_uris: [c.redirect],
+      })),
+    ],
+    routes: { token: '/connect/token', userinfo: '/connect/userinfo', introspection: '/connect/introspect' },
+    scopes: ['openid', 'profile', 'offline_access', API.scope],
+    claims: { profile: ['name', 'family_name', 'given_name'] },
+    cookies: { keys: [randomBytes(32).toString('base64url')] },
+    features: {
+      devInteractions: { enabled: false },
+      clientCredentials: { enabled: true },
+      introspection: { enabled: true },
+      resourceIndicators: {
+        enabled: true,
+        defaultResource: (ctx) => (ctx.oidc.client?.clientId === MACHINE.id ? resource : undefined),
+        getResourceServerInfo: () => ({
+          scope: API.scope,
+          audience: API.id,
+          accessTokenFormat: 'jwt',
+          jwt: { sign: { alg: 'RS256' } },
+        }),
+        useGrantedResource: () => true,
+      },
+    },
+    rotateRefreshToken: true,
+    findAccount: (_ctx, sub) => ({ accountId: sub, claims: () => ({ sub, given_name: 'Bench', family_name: 'User' }) }),
+  });
+  server.on('request', provider.callback());
+  const target: Target = {
+    name: 'bare-oidc-provider-in-memory',
+    url: issuer,
+    jwksPath: '/jwks',
+    refreshTokens: [],
+    userinfoTokens: [],
+    referenceTokens: [],
+    close: () => closeServer(server),
+  };
+  const web = await provider.Client.find(WEB.id);
+  for (let slot = 0; slot < slots; slot++) {
+    const accountId = randomUUID();
+    // One grant per token kind: a rotation ends the access tokens of its grant (oidc-provider revokes them with it).
+    const minted = async (Kind: typeof provider.RefreshToken | typeof provider.AccessToken) => {
+      const grant = new provider.Grant({ accountId, clientId: WEB.id });
+      grant.addOIDCScope('openid profile offline_access');
+      const grantId = await grant.save();
+      const scope = 'openid profile offline_access';
+      return new Kind({ accountId, client: web!, grantId, scope, gty: 'authorization_code' }).save();
+    };
+    target.refreshTokens.push(await minted(provider.RefreshToken));
+    target.userinfoTokens.push(await minted(provider.AccessToken));
+    target.referenceTokens.push(await minted(provider.AccessToken));
+  }
+  return target;
+}
+
+/** Calls `endpoint` for `seconds` with `concurrency` in flight, each slot reusing its own tokens. */
+async function loadFor(target: Target, endpoint: Endpoint, seconds: number, concurrency: number) {
+  const latencies: number[] = [];
+  const reasons = new Set<string>();
+  let failures = 0;
+  const started = performance.now();
+  const end = started + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, slot) => {
+      while (performance.now() < end) {
+        const t0 = performance.now();
+        const result = await endpoint.call(target, slot).catch((error: Error) => error.message);
+        latencies.push(performance.now() - t0);
+        if (result !== true) {
+          failures++;
+          if (typeof result === 'string' && reasons.size < 3) reasons.add(result);
+        }
+      }
+    }),
+  );
+  return { latencies, seconds: (performance.now() - started) / 1000, failures, reasons };
+}
+
+async function main(): Promise<void> {
+  const seconds = numberArg('seconds', 15);
+  const concurrency = numberArg('concurrency', 16);
+  const rounds = numberArg('rounds', 2);
+  const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
+  const targets = [await startService(concurrency), await startBare(concurrency)];
+  const endpoints = ENDPOINTS.filter((e) => !only || e.name === only);
+  const samples = new Map<string, { latencies: number[]; seconds: number; failures: number; reasons: Set<string> }>();
+  for (const endpoint of endpoints)
+    for (const target of targets) await loadFor(target, endpoint, Math.min(2, seconds), concurrency); // warm-up
+  for (let round = 0; round < rounds; round++)
+    for (const endpoint of endpoints)
+      for (const target of round % 2 === 0 ? targets : [...targets].reverse()) {
+        const run = await loadFor(target, endpoint, seconds, concurrency);
+        const key = `${endpoint.name}|${target.name}`;
+        const sum = samples.get(key) ?? { latencies: [], seconds: 0, failures: 0, reasons: new Set<string>() };
+        sum.latencies.push(...run.latencies);
+        sum.seconds += run.seconds;
+        sum.failures += run.failures;
+        run.reasons.forEach((r) => sum.reasons.add(r));
+        samples.set(key, sum);
+      }
+  const round1 = (n: number) => Math.round(n * 10) / 10;
+  for (const endpoint of endpoints) {
+    const results = targets.map((target) => {
+      const s = samples.get(`${endpoint.name}|${target.name}`)!;
+      const sorted = s.latencies.sort((a, b) => a - b);
+      const result = {
+        bench: 'tokens',
+        endpoint: endpoint.name,
+        variant: target.name,
+        concurrency,
+        perSecond: round1(sorted.length / s.seconds),
+        p50: round1(percentile(sorted, 50)),
+        p99: round1(percentile(sorted, 99)),
+        failures: s.failures,
+        ...(s.reasons.size > 0 ? { failureReasons: [...s.reasons] } : {}),
+      };
+      console.log(JSON.stringify(result));
+      return result;
+    });
+    const [service, bare] = results;
+    const ratio = Math.round((service.perSecond / bare.perSecond) * 100) / 100;
+    console.log(
+      JSON.stringify({
+        bench: 'tokens',
+        endpoint: endpoint.name,
+        ratio: { throughput: ratio, p50: round1(service.p50 / bare.p50) },
+        target: { throughput: 0.7, met: ratio >= 0.7 && service.failures === 0 },
+      }),
+    );
+  }
+  for (const target of targets) await target.close();
+}
+
+runBenchmark(main);

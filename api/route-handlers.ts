@@ -9,7 +9,7 @@ import { accountAdminOperations } from '../sign-in/api/account-admin';
 import { migrationStatusOperations } from '../migration/api/status';
 import { profileOperations } from '../provisioning/api/profile';
 import { provisioningAppsOperations } from '../provisioning/api/app-endpoints';
-import { createSignOut } from '../provisioning/sign-out-notices';
+import { createSignOut } from '../sign-in/sign-out-notices';
 import { scimTokensOperations } from '../scim/tokens';
 import { scimOperations } from '../scim/scim-router';
 import { healthOperations } from './routes/health';

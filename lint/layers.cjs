@@ -21,18 +21,22 @@ const PLATFORM = [
   'platform/temporal',
   'platform/http',
 ];
+/**
+ * Back-channel logout's workflow as a type name and an input: sign-in runs it, provisioning's removals start it. Workflow
+ * code only, like the search attributes.
+ */
+const SIGN_OUT_WORKFLOW = 'platform/temporal/sign-out-workflow.ts';
 /** Each platform folder may import the ones below it. */
 const platformBelow = (folder) => PLATFORM.slice(0, PLATFORM.indexOf(folder));
 const DOMAINS = ['provisioning', 'migration', 'sign-in', 'scim'];
 /**
- * Provisioning's public face: the only modules other domains may import (users are created, sign-outs told and
+ * Provisioning's public face: the only modules other domains may import (users are created, workflows run and
  * outcomes answered through them); its workflows' and activities' insides stay its own.
  */
 const PROVISIONING_FACE = [
   'provisioning/creation.ts',
   'provisioning/outcome-answers.ts',
   'provisioning/workflow-runner.ts',
-  'provisioning/sign-out-notices.ts',
   'provisioning/workflows/ids.ts',
   'provisioning/workflows/provisioning.ts',
   'provisioning/apps/app-providers.ts',
@@ -51,6 +55,7 @@ const ZONES = {
     'provisioning/tcc.ts',
     'provisioning/activities',
     'platform/temporal/search-attributes.ts',
+    SIGN_OUT_WORKFLOW,
     'provisioning/store',
     'platform/store',
   ],
@@ -80,10 +85,27 @@ const ZONES = {
   'migration/runner': ['migration/workflows', 'migration/activities', 'migration/store', ...PLATFORM],
   'migration/api': ['migration', 'migration/runner', 'migration/store', ...PLATFORM],
   // Sign-in and SCIM create users through provisioning's public face. Inside sign-in, the admin handlers (api) sit
-  // over the provider, its pages and federation.
+  // over the provider, its pages, federation and the sign-out notices (the domain's own folder), which start the
+  // back-channel logout workflow (workflows) → its delivery (activities); the workflow imports only its activities'
+  // types, the store's and the workflow-safe platform modules, as provisioning's do.
   'sign-in/store': PLATFORM,
-  'sign-in': ['sign-in/store', ...PROVISIONING_FACE, ...PLATFORM],
-  'sign-in/api': ['sign-in', 'sign-in/store', ...PROVISIONING_FACE, ...PLATFORM],
+  'sign-in/activities': ['sign-in/store', ...PLATFORM],
+  'sign-in/workflows': [
+    'sign-in/activities',
+    'platform/temporal/search-attributes.ts',
+    SIGN_OUT_WORKFLOW,
+    'sign-in/store',
+    'platform/store',
+  ],
+  'sign-in': ['sign-in/workflows', 'sign-in/activities', 'sign-in/store', ...PROVISIONING_FACE, ...PLATFORM],
+  'sign-in/api': [
+    'sign-in',
+    'sign-in/workflows',
+    'sign-in/activities',
+    'sign-in/store',
+    ...PROVISIONING_FACE,
+    ...PLATFORM,
+  ],
   'scim/store': PLATFORM,
   scim: ['scim/store', ...PROVISIONING_FACE, ...PLATFORM],
   // The composition root builds every domain; the API and the worker are built from it.

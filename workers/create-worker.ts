@@ -18,7 +18,7 @@ import {
   type ProvisioningActivities,
   type ProvisioningDependencies,
 } from '../provisioning/activities/provisioning-activities';
-import { createSignOutActivities, type SignOutDependencies } from '../provisioning/activities/logout-delivery';
+import { createSignOutActivities, type SignOutDependencies } from '../sign-in/activities/logout-delivery';
 
 export const WORKFLOWS_PATH = require.resolve('./workflows');
 /** What every workflow bundle is built from: the workflow code and the failure converter the sandbox encodes with. */

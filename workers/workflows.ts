@@ -7,4 +7,4 @@ export {
 } from '../provisioning/workflows/provisioning';
 export { cancelInBackground, deprovisionApps } from '../provisioning/workflows/background';
 export { migrationPass, migrationRun, migrationSweep } from '../migration/workflows/migration';
-export { notifySignOut } from '../provisioning/workflows/notify-sign-out';
+export { notifySignOut } from '../sign-in/workflows/notify-sign-out';

@@ -50,12 +50,3 @@ export const BACKGROUND: ActivityOptions = {
   scheduleToCloseTimeout: '1 hour',
   retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '5 minutes' },
 };
-
-/**
- * A logout token to a client (back-channel logout): 10 seconds an attempt (the request's own limit, with room), retried
- * with back-off for about forty minutes; the activity counts its last failed attempt as given up.
- */
-export const LOGOUT_DELIVERY: ActivityOptions = {
-  startToCloseTimeout: '15 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '5 minutes', maximumAttempts: 16 },
-};

@@ -3,8 +3,13 @@ import type { ProvisioningActivities } from '../activities/provisioning-activiti
 import { BACKGROUND } from './activity-policies';
 import { appDeprovisioningWorkflowId } from './ids';
 import { userIdOfParent } from '../../platform/temporal/search-attributes';
+import { NOTIFY_SIGN_OUT, signOutWorkflowId, type SignOutInput } from '../../platform/temporal/sign-out-workflow';
+import type { SignOutNotice } from '../../platform/store/schema';
 
-/** Detached workflows that keep telling apps after the caller has its answer; started by function, never by name. */
+/**
+ * Detached workflows that keep telling apps after the caller has its answer; started by function, never by name (but
+ * for sign-in's back-channel logout, below).
+ */
 const background = proxyActivities<ProvisioningActivities>(BACKGROUND);
 
 /** Best effort per the spec: a failure is logged and never blocks the other apps. */
@@ -39,6 +44,22 @@ export async function deprovisionInBackground(userId: string, appIds: string[]):
   await startChild(deprovisionApps, {
     workflowId: appDeprovisioningWorkflowId(userId, workflowInfo().runId),
     args: [{ userId, appIds }],
+    typedSearchAttributes: userIdOfParent(),
+    parentClosePolicy: ParentClosePolicy.ABANDON,
+  });
+}
+
+/**
+ * The clients of the removed user's sessions are told (back-channel logout) by sign-in's workflow, detached like the
+ * apps' deprovisioning so a removal's answer never waits on them. Started by its type name: the workflow is sign-in's,
+ * whose code provisioning does not import.
+ */
+export async function signOutInBackground(issuer: string | undefined, userId: string, notices: SignOutNotice[]) {
+  if (!issuer || notices.length === 0) return;
+  const input: SignOutInput = { issuer, userId, notices };
+  await startChild(NOTIFY_SIGN_OUT, {
+    workflowId: signOutWorkflowId(userId, workflowInfo().runId),
+    args: [input],
     typedSearchAttributes: userIdOfParent(),
     parentClosePolicy: ParentClosePolicy.ABANDON,
   });

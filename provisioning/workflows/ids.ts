@@ -12,5 +12,3 @@ export const deactivationWorkflowId = (userId: string) => `deprovisioning:deacti
 export const appDeprovisioningWorkflowId = (userId: string, parentRunId: string) =>
   `deprovisioning:${userId}:apps@${parentRunId}`;
 export const backgroundCancelWorkflowId = (transactionId: string, appId: string) => `cancel:${appId}:${transactionId}`;
-/** A sign-out's notices to clients: one workflow per event (a session ended, a user signed out everywhere). */
-export const signOutWorkflowId = (userId: string, eventId: string) => `sign-out:${userId}:${eventId}`;

@@ -9,7 +9,7 @@ import { AUDIT_EVENT_TYPES, listAuditEvents, recordAuditEvent, type AuditEventTy
 import type { Db } from '../../platform/store/database';
 import { findUser } from '../../platform/store/users';
 import type { RecoveryMails } from '../recovery/recovery-router';
-import type { SignOut } from '../../provisioning/sign-out-notices';
+import type { SignOut } from '../sign-out-notices';
 
 const userIdParam = z.string().min(1).max(FIELD_BOUNDS.id);
 

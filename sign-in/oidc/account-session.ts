@@ -8,7 +8,7 @@ import { FORM_TOKEN_FIELD, formToken, isFormToken } from './account/form-token';
 import { recordAuditEvent } from '../store/audit-events';
 import type { Db } from '../../platform/store/database';
 import { findAccountUser } from '../../platform/store/users';
-import type { SignOut } from '../../provisioning/sign-out-notices';
+import type { SignOut } from '../sign-out-notices';
 import { accountChangedMail, type AccountChange } from '../recovery/mails';
 import { formExpiredPage } from './account-pages';
 import { checkPassword } from './credentials';

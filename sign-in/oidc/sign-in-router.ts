@@ -17,7 +17,7 @@ import { storedApiResources } from './resources';
 import { logger } from '../../platform/observability/logger';
 import type { Mailer } from '../../platform/email/mailer';
 import { recoveryRouter, type RecoveryMails } from '../recovery/recovery-router';
-import { createSignOut, type SignOut } from '../../provisioning/sign-out-notices';
+import { createSignOut, type SignOut } from '../sign-out-notices';
 
 /**
  * Federation's dependencies (the issuer is Api:PublicUrl), with the configuration in place of the allow-list, and

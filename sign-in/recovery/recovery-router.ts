@@ -12,7 +12,7 @@ import { createAccountToken, peekAccountToken, takeAccountToken } from '../store
 import { findRecoveryUser, markEmailConfirmed, setPasswordHash, type RecoveryUser } from '../store/accounts';
 import { recordAuditEvent } from '../store/audit-events';
 import type { Db } from '../../platform/store/database';
-import type { SignOut } from '../../provisioning/sign-out-notices';
+import type { SignOut } from '../sign-out-notices';
 import { emailForm, formField } from '../oidc/forms';
 import { confirmationMail, noPasswordMail, passwordResetMail, registrationAttemptMail } from './mails';
 import { countHit } from '../../platform/store/rate-limits';

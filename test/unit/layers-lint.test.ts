@@ -89,6 +89,21 @@ describe('the import layers, as lint', () => {
       `export type T = import('../../migration/read-through').ReadThrough;`,
     ],
     ['a domain imports another sideways', 'migration/probe.ts', `import { x } from '../sign-in/read-through';`],
+    [
+      'provisioning’s removals import sign-in’s back-channel logout',
+      'provisioning/workflows/probe.ts',
+      `import { notifySignOut } from '../../sign-in/workflows/notify-sign-out';`,
+    ],
+    [
+      'sign-in’s workflow imports the services above it',
+      'sign-in/workflows/probe.ts',
+      `import { createSignOut } from '../sign-out-notices';`,
+    ],
+    [
+      'sign-in’s delivery activities import its workflow',
+      'sign-in/activities/probe.ts',
+      `import { notifySignOut } from '../workflows/notify-sign-out';`,
+    ],
     ['the platform imports a domain', 'platform/store/probe.ts', `import { x } from '../../scim/user-endpoints';`],
   ])('refuses: %s', (_what, file, code) => {
     expect(refusals(file, code)).toHaveLength(1);
@@ -127,6 +142,16 @@ describe('the import layers, as lint', () => {
     ],
     ['a platform folder imports one below it', 'platform/http/probe.ts', `import { x } from '../store/users';`],
     ['workflows import the TCC core', 'provisioning/workflows/probe.ts', `import { reasons } from '../tcc';`],
+    [
+      'provisioning’s removals name the sign-out workflow',
+      'provisioning/workflows/probe.ts',
+      `import { NOTIFY_SIGN_OUT } from '../../platform/temporal/sign-out-workflow';`,
+    ],
+    [
+      'sign-in’s pages tell sign-outs through its own notices',
+      'sign-in/oidc/probe.ts',
+      `import { createSignOut } from '../sign-out-notices';`,
+    ],
     ['the API imports a domain’s inside', 'api/probe.ts', `import { x } from '../provisioning/api/profile';`],
     ['a tool imports anything', 'cli/probe.ts', `import { x } from '../provisioning/workflows/transaction';`],
     ['a package', 'platform/store/probe.ts', `import { Kysely } from 'kysely';`],

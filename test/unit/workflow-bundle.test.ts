@@ -1,5 +1,7 @@
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { WORKFLOW_CODE } from '../../workers/create-worker';
+import * as workflows from '../../workers/workflows';
+import { NOTIFY_SIGN_OUT } from '../../platform/temporal/sign-out-workflow';
 
 const quiet = { info() {}, warn() {}, error() {}, debug() {}, trace() {}, log() {} };
 
@@ -23,11 +25,18 @@ test('the workflow bundle holds only workflow-safe modules of the project and th
     /^provisioning\/tcc\.ts$/,
     /^provisioning\/workflows\//,
     /^migration\/workflows\//,
+    /^sign-in\/workflows\//,
     /^migration\/activities\/(plan|types)\.ts$/,
     /^migration\/store\/migration-counts\.ts$/,
-    /^platform\/temporal\/(failure-converter|search-attributes)\.ts$/,
+    /^platform\/temporal\/(failure-converter|search-attributes|sign-out-workflow)\.ts$/,
     /^workers\/workflows\.ts$/,
   ];
   expect(own.filter((file) => !workflowSafe.some((pattern) => pattern.test(file)))).toEqual([]);
   expect(own).toContain('provisioning/workflows/transaction.ts');
+});
+
+/** Provisioning's removals start sign-in's back-channel logout by type name: the worker must register that name. */
+test('the worker registers the sign-out workflow under the name provisioning starts it by', () => {
+  expect(typeof (workflows as Record<string, unknown>)[NOTIFY_SIGN_OUT]).toBe('function');
+  expect(NOTIFY_SIGN_OUT).toBe(workflows.notifySignOut.name);
 });

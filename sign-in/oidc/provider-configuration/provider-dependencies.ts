@@ -2,7 +2,7 @@ import type { AppConfig } from '../../../platform/config/config-schema';
 import type { KeyRing } from '../../../platform/security/data-protection';
 import type { Db } from '../../../platform/store/database';
 import type { SigningJwk } from '../../../platform/store/signing-keys';
-import type { SignOut } from '../../../provisioning/sign-out-notices';
+import type { SignOut } from '../../sign-out-notices';
 import type { SourceReadThrough } from '../../source-read-through';
 import type { ScopeClaims } from '../claims';
 import type { ApiResources } from '../resources';

@@ -3,8 +3,8 @@ import { logoutDeliveries } from '../platform/observability/metrics';
 import { logger } from '../platform/observability/logger';
 import type { Db } from '../platform/store/database';
 import { endEverySignInOf, type SignOutNotice } from '../platform/store/oidc-payloads';
-import type { WorkflowRunner } from './workflow-runner';
-import { signOutWorkflowId } from './workflows/ids';
+import { signOutWorkflowId } from '../platform/temporal/sign-out-workflow';
+import type { WorkflowRunner } from '../provisioning/workflow-runner';
 import { notifySignOut } from './workflows/notify-sign-out';
 
 /** How the sign-in pages, the account pages and the admin API end sign-ins and tell the clients that listen. */

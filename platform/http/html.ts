@@ -2,7 +2,8 @@ import type { Response } from 'express';
 
 /**
  * The layout of every page the service renders (sign-in, account, errors, the SCIM guide): server-rendered HTML, no
- * script, one column that fits a phone. Every value that reaches a page is escaped.
+ * script (but the one page that submits its form itself: a sign-out that needs no question), one column that fits a phone.
+ * Every value that reaches a page is escaped.
  */
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 export const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => ESCAPES[c]);

@@ -13,6 +13,7 @@ import { formField } from './forms';
 import { FIELD_BOUNDS } from '../../platform/security/field-bounds';
 import { z } from 'zod';
 import { RESOURCE_PREFIX, resourceOfScopes, resourceServer, type ApiResources } from './resources';
+import { refuseUnknownScopes } from './provider-configuration/requested-scopes';
 
 export interface PasswordGrantDependencies {
   db: Db;
@@ -46,6 +47,9 @@ export function registerPasswordGrant(provider: Provider, deps: PasswordGrantDep
       // Bounded, without NUL, as the sign-in forms take them: the store could not hold anything else.
       const entered = grantForm.safeParse(ctx.oidc.params);
       if (!entered.success) throw new errors.InvalidRequest('username and password are required, within their bounds');
+      // Before the password is checked, as Duende's TokenRequestValidator validates the resources first: a request
+      // that would be refused anyway spends no sign-in attempt.
+      await refuseUnknownScopes(deps, client, ctx.oidc.params?.scope);
       const audit: GrantAudit = (type, userId, detail = {}) =>
         recordAuditEvent(deps.db, { type, userId, clientId: client.clientId, clientAddress: ctx.ip, detail });
       const { userId, account } = await authenticate(deps, ctx, entered.data, audit);

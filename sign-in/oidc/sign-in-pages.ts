@@ -144,6 +144,21 @@ ${form}
   );
 }
 
+/**
+ * The sign-out a client asked for with a valid `id_token_hint` of the signed-in user: no question, as IdentityServer
+ * asks none then (provider-configuration/features.ts). The page submits oidc-provider's form (its CSRF token) itself,
+ * with `logout=yes`, by the one script of the pages; without script the button does it.
+ */
+export function signingOutPage(form: string): string {
+  return page(
+    'Signing out',
+    `<p>Signing you out of every application that uses this sign-in…</p>
+${form}
+<button id="sign-out" autofocus type="submit" form="op.logoutForm" value="yes" name="logout">Continue</button>
+<script>document.getElementById('sign-out').click();</script>`,
+  );
+}
+
 export function signedOutPage(): string {
   return page('Signed out', '<p>You are signed out. You can close this window.</p>');
 }

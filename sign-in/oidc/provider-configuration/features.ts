@@ -1,9 +1,9 @@
-import type { Configuration } from 'oidc-provider';
+import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 import type { Db } from '../../../platform/store/database';
 import type { ScopeClaims } from '../claims';
 import { allowedScopesOf } from '../provider-clients';
 import { deviceFlowFeature } from '../device-flow';
-import { signOutPage, signedOutPage } from '../sign-in-pages';
+import { signOutPage, signedOutPage, signingOutPage } from '../sign-in-pages';
 import type { ApiResources } from '../resources';
 import { resourceIndicators } from './resource-indicators';
 import { settingsOfClient } from './ttl';
@@ -26,6 +26,21 @@ function mayIntrospect(
   if (!settingsOfClient(client).apiResource || !ACCESS_TOKEN_KINDS.has(token.kind)) return false;
   const served = new Set(allowedScopesOf(client));
   return (token.scope ?? '').split(' ').some((scope) => served.has(scope));
+}
+
+/**
+ * Whether a sign-out may go on without asking. Duende IdentityServer asks only when the request names no client it
+ * could authenticate (LogoutRequest.ShowSignoutPrompt => ClientId.IsMissing(); EndSessionRequestValidator takes the
+ * client from a validated id_token_hint, whose lifetime it does not check, and refuses one whose `sub` is not the
+ * signed-in user's), and its UI then signs out at once (Pages/Account/Logout: "it's safe to automatically sign-out";
+ * the prompt "prevents attacks where the user is automatically signed out by another malicious web page"). oidc-provider
+ * calls logoutSource only after it validated the hint (signature, issuer, audience; expiry ignored) and refused a
+ * post_logout_redirect_uri the client did not register; a hint for another user still gets the question here.
+ */
+function signsOutWithoutAsking(ctx: KoaContextWithOIDC): boolean {
+  const hint = ctx.oidc.entities.IdTokenHint as { payload?: { sub?: unknown } } | undefined;
+  const accountId = ctx.oidc.session?.accountId;
+  return ctx.oidc.client !== undefined && accountId !== undefined && hint?.payload?.sub === accountId;
 }
 
 /** oidc-provider's features as IdentityServer's clients meet them: what is served, and what is not advertised. */
@@ -51,7 +66,7 @@ export function features(db: Db, scopes: ScopeClaims, apiResources: ApiResources
       enabled: true,
       logoutSource: (ctx, form) => {
         ctx.type = 'html';
-        ctx.body = signOutPage(form);
+        ctx.body = signsOutWithoutAsking(ctx) ? signingOutPage(form) : signOutPage(form);
       },
       postLogoutSuccessSource: (ctx) => {
         ctx.type = 'html';

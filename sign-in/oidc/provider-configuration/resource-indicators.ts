@@ -9,18 +9,26 @@ import {
   scopesOfRequest,
   type ApiResources,
 } from '../resources';
+import { refuseUnknownScopes } from './requested-scopes';
 import { settingsOfClient } from './ttl';
 
 type ResourceIndicators = NonNullable<NonNullable<Configuration['features']>['resourceIndicators']>;
 
-/** Access tokens for the API resources of the requested scopes. */
+/**
+ * Access tokens for the API resources of the requested scopes. oidc-provider asks these hooks, with the client, for
+ * every request that names scopes (an authorization, after its redirect URI was checked, so a refusal goes back to the
+ * client; a device authorization; the client-credentials and refresh grants): the requested scopes are checked there,
+ * an unknown one refused (requested-scopes.ts).
+ */
 export function resourceIndicators(scopes: ScopeClaims, apiResources: ApiResources): ResourceIndicators {
+  const known = { scopes, apiResources };
   return {
     enabled: true,
     // Every API of the requested scopes: getResourceServerInfo keeps those the client was granted, and refuses
     // the request (invalid_target) when it was granted none.
     defaultResource: async (ctx: KoaContextWithOIDC) => {
       const scope = ctx.oidc.params?.scope;
+      await refuseUnknownScopes(known, ctx.oidc.client, scope);
       const resource = await resourceOfScopes(apiResources, typeof scope === 'string' ? scope.split(' ') : []);
       return resource ? `${RESOURCE_PREFIX}${resource}` : undefined;
     },
@@ -29,12 +37,14 @@ export function resourceIndicators(scopes: ScopeClaims, apiResources: ApiResourc
       const asked = ctx.oidc.params?.scope;
       return typeof asked !== 'string' || asked.split(' ').some((s) => s && !scopes.names.has(s));
     },
-    getResourceServerInfo: (ctx, indicator, client) =>
-      resourceServer(apiResources, indicator, {
+    getResourceServerInfo: async (ctx, indicator, client) => {
+      await refuseUnknownScopes(known, client, ctx.oidc.params?.scope);
+      return resourceServer(apiResources, indicator, {
         allowedScopes: allowedScopesOf(client),
         requestedScopes: scopesOfRequest(ctx),
         fromRequest: indicatorsInRequest(ctx).includes(indicator),
         reference: settingsOfClient(client).AccessTokenType === 1,
-      }),
+      });
+    },
   };
 }

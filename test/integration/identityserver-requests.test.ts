@@ -27,6 +27,14 @@ beforeAll(async () => {
     AllowedScopes: ['openid', 'profile'],
   });
   expect(put.status).toBe(200);
+  const web = await h.admin('PUT', '/api/v1/clients/scoped-web', {
+    AllowedGrantTypes: ['authorization_code'],
+    RedirectUris: [app.callback],
+    AllowedScopes: ['openid', 'profile'],
+    AllowOfflineAccess: true,
+    ClientSecrets: [{ Value: SECRET }],
+  });
+  expect(web.status).toBe(201);
   const machine = await h.admin('PUT', '/api/v1/clients/scoped-machine', {
     AllowedGrantTypes: ['client_credentials'],
     AllowedScopes: ['orders.read'],
@@ -108,13 +116,25 @@ describe('an unknown scope is invalid_scope', () => {
       oidc.genericGrantRequest(legacy, 'password', { username: email, password: PASSWORD, scope: 'openid profile' }),
     ).resolves.toMatchObject({ scope: 'openid profile' });
   });
+
+  test('at the token endpoint: a refresh naming a scope the refresh token does not hold', async () => {
+    const web = await relyingParty(h.api.publicUrl, 'scoped-web', SECRET);
+    const page = await (await app.browser.newContext()).newPage();
+    const { refreshToken } = await signIn(page, await newUser('scoped-refresh'), web, 'openid offline_access');
+    await expect(oidc.refreshTokenGrant(web, refreshToken!, { scope: 'openid nonsense' })).rejects.toMatchObject({
+      error: 'invalid_scope',
+    });
+    await expect(oidc.refreshTokenGrant(web, refreshToken!, { scope: 'openid' })).resolves.toMatchObject({
+      id_token: expect.any(String),
+    });
+  });
 });
 
-/** Signs a new user in to tidy-app in the page's browser: its ID token. */
-async function signIn(page: Page, email: string): Promise<{ rp: oidc.Configuration; idToken: string }> {
-  const rp = await relyingParty(h.api.publicUrl, 'tidy-app');
+/** Signs a user in to a client (tidy-app unless `rp` says otherwise) in the page's browser: its tokens. */
+async function signIn(page: Page, email: string, rp?: oidc.Configuration, scope = 'openid') {
+  rp ??= await relyingParty(h.api.publicUrl, 'tidy-app');
   const state = oidc.randomState();
-  const { url, verifier } = await authorizationRequest(rp, { redirect_uri: app.callback, scope: 'openid', state });
+  const { url, verifier } = await authorizationRequest(rp, { redirect_uri: app.callback, scope, state });
   await page.goto(url);
   await page.fill('input[name=email]', email);
   await page.click('button[type=submit]');
@@ -124,7 +144,7 @@ async function signIn(page: Page, email: string): Promise<{ rp: oidc.Configurati
     pkceCodeVerifier: verifier,
     expectedState: state,
   });
-  return { rp, idToken: tokens.id_token! };
+  return { rp, idToken: tokens.id_token!, refreshToken: tokens.refresh_token };
 }
 
 /** Whether the page's browser is still signed in: an authorization goes straight back to the client. */

@@ -8,9 +8,9 @@ import { closeServer, listen, listeningUrl } from '../platform/net/listen';
 import { createServiceContext } from '../composition/service-context';
 import { parseConfig } from '../platform/config/load';
 import { hashPassword } from '../platform/security/password-hashing';
-import { hashClientSecret } from '../platform/security/client-secrets';
 import { insertUser } from '../platform/store/users';
 import { browser } from '../test/support/sign-in-flow';
+import { seedApiResource } from '../test/support/api-resources';
 import { BENCH_ADMIN_URL, numberArg, percentile, runBenchmark, type TaskResult } from './stats';
 
 /**
@@ -178,33 +178,7 @@ async function startService(slots: number): Promise<Target> {
     ],
   });
   const context = await createServiceContext(config, database.url);
-  // The API resource, as the migration writes IdentityServer's ApiResources, ApiScopes and ApiResourceSecrets.
-  await context.db
-    .insertInto('scopes')
-    .values({ name: API.scope, kind: 'api', user_claims: JSON.stringify([]), origin: 'migration' })
-    .execute();
-  await context.db
-    .insertInto('clients')
-    .values({
-      client_id: API.id,
-      client_name: API.id,
-      enabled: true,
-      settings: JSON.stringify({ apiResource: true, audience: API.id }),
-      allowed_scopes: JSON.stringify([API.scope]),
-      grant_types: JSON.stringify([]),
-      origin: 'migration',
-    } as never)
-    .execute();
-  await context.db
-    .insertInto('client_secrets')
-    .values({
-      id: `${API.id}-secret`,
-      client_id: API.id,
-      value: hashClientSecret(API.secret),
-      description: null,
-      expiration: null,
-    })
-    .execute();
+  await seedApiResource(context.db, API);
   const hash = await hashPassword(PASSWORD);
   // No client has provisioning apps, so no flow starts a workflow: the Temporal connection is never opened.
   const temporal = new Client({ connection: Connection.lazy({ address: '127.0.0.1:7233' }) });
@@ -256,30 +230,34 @@ class MapAdapter {
   private static grants = new Map<string, Set<string>>();
   constructor(private model: string) {}
   private key = (id: string) => `${this.model}:${id}`;
-  async upsert(id: string, payload: Record<string, unknown>) {
+  upsert(id: string, payload: Record<string, unknown>) {
     MapAdapter.store.set(this.key(id), payload);
     const grantId = payload.grantId as string | undefined;
     if (grantId) MapAdapter.grants.set(grantId, (MapAdapter.grants.get(grantId) ?? new Set()).add(this.key(id)));
+    return Promise.resolve();
   }
-  async find(id: string) {
-    return MapAdapter.store.get(this.key(id));
+  find(id: string) {
+    return Promise.resolve(MapAdapter.store.get(this.key(id)));
   }
-  async findByUid(uid: string) {
-    return [...MapAdapter.store.values()].find((p) => p.uid === uid);
+  findByUid(uid: string) {
+    return Promise.resolve([...MapAdapter.store.values()].find((p) => p.uid === uid));
   }
-  async findByUserCode(code: string) {
-    return [...MapAdapter.store.values()].find((p) => p.userCode === code);
+  findByUserCode(code: string) {
+    return Promise.resolve([...MapAdapter.store.values()].find((p) => p.userCode === code));
   }
-  async consume(id: string) {
+  consume(id: string) {
     const payload = MapAdapter.store.get(this.key(id));
     if (payload) payload.consumed = Math.floor(Date.now() / 1000);
+    return Promise.resolve();
   }
-  async destroy(id: string) {
+  destroy(id: string) {
     MapAdapter.store.delete(this.key(id));
+    return Promise.resolve();
   }
-  async revokeByGrantId(grantId: string) {
+  revokeByGrantId(grantId: string) {
     for (const key of MapAdapter.grants.get(grantId) ?? []) MapAdapter.store.delete(key);
     MapAdapter.grants.delete(grantId);
+    return Promise.resolve();
   }
 }
 
@@ -333,7 +311,8 @@ async function startBare(slots: number): Promise<Target> {
     rotateRefreshToken: true,
     findAccount: (_ctx, sub) => ({ accountId: sub, claims: () => ({ sub, given_name: 'Bench', family_name: 'User' }) }),
   });
-  server.on('request', provider.callback());
+  const handle = provider.callback();
+  server.on('request', (req, res) => void handle(req, res));
   const target: Target = {
     name: 'bare-oidc-provider-in-memory',
     url: issuer,

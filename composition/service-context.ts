@@ -24,6 +24,8 @@ export interface ServiceContext {
   dataProtection?: KeyRing;
   /** Migration:SourceDataProtection, for the migration's refresh-token pass. */
   sourceDataProtection: AppConfig['Migration']['SourceDataProtection'];
+  /** Migration:SourceSigningKeys, for the migration's signing-keys pass. */
+  sourceSigningKeys: AppConfig['Migration']['SourceSigningKeys'];
   /** Requests to addresses clients registered (back-channel logout), under the same rule as app callbacks. */
   outbound: GuardedFetch;
   close: () => Promise<void>;
@@ -80,6 +82,7 @@ export async function createServiceContext(
     source,
     dataProtection,
     sourceDataProtection: config.Migration.SourceDataProtection,
+    sourceSigningKeys: config.Migration.SourceSigningKeys,
     outbound,
     async close() {
       http.close();
@@ -96,4 +99,5 @@ export const migrationDependencies = (context: ServiceContext): MigrationDepende
   source: context.source,
   dataProtection: context.dataProtection,
   sourceDataProtection: context.sourceDataProtection,
+  sourceSigningKeys: context.sourceSigningKeys,
 });

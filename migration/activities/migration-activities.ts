@@ -17,6 +17,7 @@ export interface MigrationDependencies {
   source?: Kysely<SourceDatabase>;
   dataProtection?: KeyRing;
   sourceDataProtection?: SourceDataProtectionSettings;
+  sourceSigningKeys?: { KeyPath?: string };
 }
 
 export function createMigrationActivities({
@@ -24,6 +25,7 @@ export function createMigrationActivities({
   source,
   dataProtection,
   sourceDataProtection,
+  sourceSigningKeys,
 }: MigrationDependencies) {
   function requireSource(): Kysely<SourceDatabase> {
     if (!source) throw new Error('this worker has no Migration:Source:ConnectionString, so it cannot read the source');
@@ -52,7 +54,10 @@ export function createMigrationActivities({
     },
 
     async runPassPage(input: PassPageInput): Promise<PageResult> {
-      return runPassPage({ source: requireSource(), target, dataProtection, sourceDataProtection }, input);
+      return runPassPage(
+        { source: requireSource(), target, dataProtection, sourceDataProtection, sourceSigningKeys },
+        input,
+      );
     },
 
     async finishRun(input: {

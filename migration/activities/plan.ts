@@ -19,6 +19,7 @@ export const PASS_PLAN = [
   { name: 'saml-providers', after: [], keyedByUser: false, ofCreatedUsers: false },
   { name: 'oidc-providers', after: ['saml-providers'], keyedByUser: false, ofCreatedUsers: false },
   { name: 'refresh-tokens', after: [], keyedByUser: false, ofCreatedUsers: false },
+  { name: 'signing-keys', after: [], keyedByUser: false, ofCreatedUsers: false },
 ] as const satisfies ReadonlyArray<{
   name: string;
   after: readonly string[];

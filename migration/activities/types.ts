@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely';
 import type { SourceDatabase } from '../source/source-schema';
 import type { SourceDataProtectionSettings } from '../source/data-protection-keys';
 import type { Db } from '../../platform/store/database';
+import type { KeyManagementTimes } from '../../platform/security/signing-key-timeline';
 
 /** Everything a run needs to know that may appear in workflow history: no connection string, no key. */
 export interface MigrationOptions {
@@ -12,6 +13,13 @@ export interface MigrationOptions {
   migrateClients: boolean;
   migrateRefreshTokens: boolean;
   sourceGrantKeysAreUnhashed: boolean;
+  /**
+   * The signing-keys pass (Migration:MigrateSigningKeys, and the source's ApplicationName set). Optional: a schedule
+   * made before the pass existed leaves it out, and then the pass does nothing.
+   */
+  migrateSigningKeys?: boolean;
+  /** The service's KeyManagement durations (ms): a source key past RotationInterval + RetentionDuration is retired. */
+  keyManagement?: KeyManagementTimes;
   pageSize: number;
   /** Key-range partitions of the user-keyed passes that run side by side. */
   parallelism: number;
@@ -34,6 +42,18 @@ export interface PageResult extends Counts {
   readiness?: ClientReadiness;
   /** The refresh-tokens pass: how many were (or, in a dry run, would be) carried over, and why the others were not. */
   refreshTokens?: RefreshTokenTally;
+  /** The signing-keys pass: how many were (or would be) imported, were there already, were retired, and why not. */
+  signingKeys?: SigningKeyTally;
+}
+
+export interface SigningKeyTally {
+  imported: number;
+  /** Keys whose kid the store already holds (an earlier run imported them). */
+  alreadyStored: number;
+  /** Older than RotationInterval + RetentionDuration: IdentityServer no longer publishes them either. */
+  retired: number;
+  /** Keys that could not be opened, by reason (source-signing-keys.ts: NOT_IMPORTED). */
+  notImported: Record<string, number>;
 }
 
 export interface RefreshTokenTally {
@@ -56,6 +76,8 @@ export interface PassContext {
   dataProtection?: KeyRing;
   /** Migration:SourceDataProtection: how to open what the source protected (its refresh tokens). */
   sourceDataProtection?: SourceDataProtectionSettings;
+  /** Migration:SourceSigningKeys: a FileSystemKeyStore folder of the source's signing keys. */
+  sourceSigningKeys?: { KeyPath?: string };
 }
 
 /**

@@ -38,6 +38,8 @@ export const EXPECTED_INVENTORY: Record<string, string[]> = {
   ClientClaims: ['ClientId', 'Type', 'Value'],
   // `Id` only since Duende IdentityServer 6.1; before it `Key` was the primary key, and both shapes are read.
   PersistedGrants: ['Key', 'Type', 'SubjectId', 'ClientId', 'CreationTime', 'Expiration', 'ConsumedTime', 'Data'],
+  // Duende's operational store since version 5; absent from IdentityServer4 and from sources that keep keys in files.
+  Keys: ['Id', 'Version', 'Created', 'Use', 'Algorithm', 'IsX509Certificate', 'DataProtected', 'Data'],
   SamlProviderConfigurations: ['Id', 'Name', 'EntityId', 'SingleSignOnUrl', 'AllowedDomains', 'Enabled'],
   OidcProviderConfigurations: ['Id', 'Name', 'Authority', 'ClientId', 'AllowedDomains', 'Enabled'],
 };

@@ -12,6 +12,14 @@ export function migrationOptions(config: AppConfig, overrides: Partial<Migration
     migrateClients: m.MigrateClients,
     migrateRefreshTokens: m.MigrateRefreshTokens,
     sourceGrantKeysAreUnhashed: m.SourceGrantKeysAreUnhashed,
+    // Where the source's Data Protection application name is known: its keys open only under it.
+    migrateSigningKeys: m.MigrateSigningKeys && Boolean(m.SourceDataProtection.ApplicationName),
+    keyManagement: {
+      RotationInterval: config.KeyManagement.RotationInterval,
+      PropagationTime: config.KeyManagement.PropagationTime,
+      RetentionDuration: config.KeyManagement.RetentionDuration,
+      KeyCacheDuration: config.KeyManagement.KeyCacheDuration,
+    },
     pageSize: m.PageSize,
     parallelism: m.Parallelism,
     ...overrides,

@@ -112,6 +112,17 @@ export interface SourceDatabase {
     ConsumedTime: Date | null;
     Data: string;
   };
+  /** Duende's signing keys (EntityFramework.Storage Entities/Key.cs): `Use` "signing", `Data` a serialized key container. */
+  Keys: {
+    Id: string;
+    Version: number;
+    Created: Date;
+    Use: string | null;
+    Algorithm: string;
+    IsX509Certificate: boolean;
+    DataProtected: boolean;
+    Data: string;
+  };
   SamlProviderConfigurations: {
     Id: string;
     Name: string;

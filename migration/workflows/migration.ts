@@ -7,6 +7,7 @@ import {
   type ClientReadiness,
   type MigrationOptions,
   type RefreshTokenTally,
+  type SigningKeyTally,
   type UserPartition,
 } from '../activities/types';
 import type { SourceValidation } from '../activities/validation';
@@ -33,6 +34,8 @@ export interface PassReport extends Counts {
   readiness?: ClientReadiness;
   /** The refresh-tokens pass: how many were (or would be) carried over, and why the others were not. */
   refreshTokens?: RefreshTokenTally;
+  /** The signing-keys pass: how many were (or would be) imported, were there already or retired, and why not. */
+  signingKeys?: SigningKeyTally;
   warnings: string[];
   moreWarnings: number;
   pages: number;
@@ -156,9 +159,20 @@ async function pageThrough(input: PassInput): Promise<PassReport> {
       for (const [reason, count] of Object.entries(page.refreshTokens.notCarried))
         sum.notCarried[reason] = (sum.notCarried[reason] ?? 0) + count;
     }
+    if (page.signingKeys) addSigningKeys((report.signingKeys ??= noSigningKeys()), page.signingKeys);
     if (page.next === null) return { ...report, seconds: elapsed(started, report.seconds) };
     cursor = page.next;
   }
+}
+
+const noSigningKeys = (): SigningKeyTally => ({ imported: 0, alreadyStored: 0, retired: 0, notImported: {} });
+
+function addSigningKeys(sum: SigningKeyTally, page: SigningKeyTally): void {
+  sum.imported += page.imported;
+  sum.alreadyStored += page.alreadyStored;
+  sum.retired += page.retired;
+  for (const [reason, count] of Object.entries(page.notImported))
+    sum.notImported[reason] = (sum.notImported[reason] ?? 0) + count;
 }
 
 /**

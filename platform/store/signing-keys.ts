@@ -108,3 +108,10 @@ export async function loadSigningKeys(db: Db, ring: KeyRing): Promise<SigningJwk
   }
   return rows.map((row) => JSON.parse(unprotectText(row.sealed_private!, ring)) as SigningJwk);
 }
+
+/** Which of these key ids the store holds already (a migration's dry run says so without writing). */
+export async function storedSigningKeyIds(db: Db, ids: readonly string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows = await db.selectFrom('signing_keys').select('id').where('id', 'in', ids).execute();
+  return new Set(rows.map((r) => r.id));
+}

@@ -91,6 +91,14 @@ export const testMigrationOptions = (overrides: Partial<MigrationOptions> = {}):
   migrateClients: true,
   migrateRefreshTokens: false,
   sourceGrantKeysAreUnhashed: false,
+  migrateSigningKeys: false,
+  // IdentityServer's defaults: 90 days, 14 days, 14 days.
+  keyManagement: {
+    RotationInterval: 90 * 86_400_000,
+    PropagationTime: 14 * 86_400_000,
+    RetentionDuration: 14 * 86_400_000,
+    KeyCacheDuration: 5000,
+  },
   pageSize: 100,
   parallelism: 1,
   ...overrides,

@@ -17,8 +17,11 @@ const options = testMigrationOptions({
   dryRun: true,
   migrateRefreshTokens: true,
   sourceGrantKeysAreUnhashed: true,
+  migrateSigningKeys: true,
   pageSize: 500,
 });
+/** The source's Data Protection as the signing-keys pass needs it to run at all. */
+const sourceDataProtection = { ApplicationName: '/srv/identity-server' };
 // No SQL Server runs here: these check the T-SQL kysely compiles for every source query of every pass.
 describe('source queries compile to valid SQL Server SQL', () => {
   test.each(PASSES)('%s: keyset pages use OFFSET … FETCH NEXT, never LIMIT', async (name) => {
@@ -26,7 +29,11 @@ describe('source queries compile to valid SQL Server SQL', () => {
     const { db, queries } = recordingMssql<SourceDatabase>((q) =>
       q.sql.includes('from "AspNetUsers"') ? [{ Id: 'user-1' }] : [],
     );
-    await PASS_IMPLEMENTATIONS[name]({ source: db, target: undefined as unknown as Db, options }, null, null);
+    await PASS_IMPLEMENTATIONS[name](
+      { source: db, target: undefined as unknown as Db, options, sourceDataProtection },
+      null,
+      null,
+    );
     expect(queries.length).toBeGreaterThan(0);
     for (const q of queries) {
       expect(q.sql).not.toMatch(/\blimit\b/i);
@@ -151,6 +158,33 @@ describe('source queries compile to valid SQL Server SQL', () => {
     // ASP.NET Identity's normalizer upper-cases the address.
     expect(queries[1].parameters[0]).toBe('LATE@EXAMPLE.COM');
   });
+});
+
+test("the signing-keys pass reads the Keys table's signing keys with T-SQL", async () => {
+  // A key older than RotationInterval + RetentionDuration: counted as retired, so the pass never writes.
+  const retired = {
+    Id: 'A1B2C3',
+    Version: 1,
+    Created: new Date('2020-01-01T00:00:00Z'),
+    Algorithm: 'RS256',
+    IsX509Certificate: false,
+    DataProtected: false,
+    Data: '{}',
+  };
+  const { db, queries } = recordingMssql<SourceDatabase>((q) =>
+    q.sql.includes('INFORMATION_SCHEMA') ? [{ n: 1 }] : q.sql.includes('from "Keys"') ? [retired] : [],
+  );
+  const page = await PASS_IMPLEMENTATIONS['signing-keys'](
+    { source: db, target: undefined as unknown as Db, options, sourceDataProtection },
+    null,
+    null,
+  );
+  expect(queries.map((q) => q.sql)).toEqual([
+    'select count(*) as n from INFORMATION_SCHEMA.COLUMNS where TABLE_NAME = @1 and COLUMN_NAME = @2',
+    'select "Id", "Version", "Created", "Algorithm", "IsX509Certificate", "DataProtected", "Data" from "Keys" where "Use" = @1 order by "Id"',
+  ]);
+  expect(queries[1].parameters).toEqual(['signing']);
+  expect(page.signingKeys).toEqual({ imported: 0, alreadyStored: 0, retired: 1, notImported: {} });
 });
 
 describe('source connection strings', () => {

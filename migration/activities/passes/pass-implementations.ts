@@ -4,6 +4,7 @@ import { rolesPass } from './roles';
 import { loginsPass, mfaPass, userRolesPass } from './user-children';
 import { oidcProvidersPass, samlProvidersPass } from './providers';
 import { refreshTokensPass } from './refresh-tokens';
+import { signingKeysPass } from './signing-keys';
 import { usersPass } from './users';
 
 /** Each pass of the plan (plan.ts) by its name. */
@@ -18,4 +19,5 @@ export const PASS_IMPLEMENTATIONS: Record<PassName, Pass> = {
   'saml-providers': samlProvidersPass,
   'oidc-providers': oidcProvidersPass,
   'refresh-tokens': refreshTokensPass,
+  'signing-keys': signingKeysPass,
 };

@@ -15,6 +15,8 @@ import {
 import { createServiceContext, migrationDependencies } from '../composition/service-context';
 import { temporalClient, withEphemeralPayloadKey } from '../platform/temporal/data-converter';
 import { importSigningKey } from '../platform/store/signing-keys';
+import { PfxError } from '../platform/security/pkcs12';
+import { SigningKeyError } from '../platform/security/signing-key-material';
 import { requireKeyRing, requirePayloadKeyRing } from '../platform/config/key-ring';
 import { freePort } from '../dev/ports';
 import { startDevServer } from '../dev/temporal-dev-server';
@@ -31,7 +33,8 @@ Commands:
   run (default)                     copy the source into the target stores, or validate it with --DryRun true
   schedule create --Every 24h       scheduled CreateOnly delta sweeps (or --Cron "0 3 * * *"); needs TEMPORAL_ADDRESS
   schedule list | pause | unpause | delete
-  import-signing-key --File key.pem [--Kid id]   import the source's RSA signing key (PEM or JWK) for cutover
+  import-signing-key --File key.pfx|key.pem|key.json [--Password p] [--Kid id]
+                                    import a static signing key of the source (PFX, PEM or JWK; RSA or EC)
 
 Options (the Migration section's names; --Migration:Name works too):
   --Source:ConnectionString <SOURCE_CONNECTION_STRING>   SQL Server (Server=…) or PostgreSQL (Host=… or postgres://…)
@@ -45,7 +48,7 @@ that cluster, whose migration workers need the source connection string in their
 
 const MIGRATION_NAMES = Object.keys(configSchema.shape.Migration.unwrap().shape);
 const MIGRATION_KEYS = MIGRATION_NAMES.map((k) => k.toLowerCase());
-const OWN_FLAGS = ['Every', 'Cron', 'File', 'Kid'];
+const OWN_FLAGS = ['Every', 'Cron', 'File', 'Kid', 'Password'];
 
 /**
  * An option the configuration does not read is refused, naming the closest known one: a misspelt option would
@@ -79,7 +82,7 @@ function normalizeFlags(argv: string[]): { flags: string[]; positional: string[]
     const value = inline ?? argv[++i];
     if (value === undefined) throw new ConfigError(`flag ${arg} has no value`);
     const root = rawKey.split(':')[0].toLowerCase();
-    if (['every', 'cron', 'file', 'kid'].includes(rawKey.toLowerCase())) own[rawKey.toLowerCase()] = value;
+    if (OWN_FLAGS.some((f) => f.toLowerCase() === rawKey.toLowerCase())) own[rawKey.toLowerCase()] = value;
     else {
       const path = MIGRATION_KEYS.includes(root) ? `Migration:${rawKey}` : rawKey;
       refuseUnknown(rawKey, path);
@@ -168,14 +171,23 @@ async function main(): Promise<number> {
     case 'run':
       return run(config);
     case 'import-signing-key': {
-      if (!own.file) throw new ConfigError('import-signing-key needs --File <path to a PEM or JWK file>');
+      if (!own.file) throw new ConfigError('import-signing-key needs --File <path to a PFX, PEM or JWK file>');
       const ring = requireKeyRing(config, 'import-signing-key seals the key at rest');
       const db = createDb(targetUrl(config), 1);
       try {
         await migrateToLatest(db);
-        const result = await importSigningKey(db, ring, readFileSync(own.file, 'utf8'), own.kid);
+        const result = await importSigningKey(db, ring, readFileSync(own.file), own.kid, own.password).catch(
+          (error: unknown) => {
+            // A file that is not a usable key is the operator's to fix: its reason, without a stack.
+            if (error instanceof PfxError || error instanceof SigningKeyError)
+              throw new ConfigError(`${own.file} cannot be imported: ${error.message}`);
+            throw error;
+          },
+        );
         console.log(
-          result.imported ? `signing key ${result.kid} imported` : `signing key ${result.kid} was already imported`,
+          result.imported
+            ? `signing key ${result.kid} (${result.alg}) imported`
+            : `signing key ${result.kid} was already imported`,
         );
         return 0;
       } finally {

@@ -73,6 +73,13 @@ export function printReport(report: MigrationReport, out: NodeJS.WriteStream = p
       for (const [reason, count] of Object.entries(p.refreshTokens.notCarried))
         out.write(`  not carried over, ${reason}: ${count}\n`);
     }
+    if (p.signingKeys) {
+      const k = p.signingKeys;
+      out.write(
+        `  signing keys ${report.dryRun ? 'that would be imported' : 'imported'}: ${k.imported}, already here: ${k.alreadyStored}, retired: ${k.retired}\n`,
+      );
+      for (const [reason, count] of Object.entries(k.notImported)) out.write(`  not imported, ${reason}: ${count}\n`);
+    }
     for (const w of p.warnings.slice(0, 10)) out.write(`  warning: ${w}\n`);
     const more = p.warnings.length - Math.min(10, p.warnings.length) + p.moreWarnings;
     if (more > 0) out.write(`  … and ${more} more warnings (GET /admin/migration/status has the first 100)\n`);

@@ -1,5 +1,6 @@
-import { createHash, createPrivateKey, generateKeyPairSync, type JsonWebKey } from 'node:crypto';
+import { createHash, generateKeyPairSync, type JsonWebKey } from 'node:crypto';
 import { protectText, unprotectText, type KeyRing } from '../security/data-protection';
+import { staticSigningKey } from '../security/signing-key-material';
 import type { Db } from './database';
 
 /** RFC 7638 thumbprint of an RSA key: the key id when none is given. */
@@ -48,24 +49,20 @@ export async function storeSigningKey(
 const storeKey = (db: Db, ring: KeyRing, jwk: SigningJwk) => storeSigningKey(db, ring, jwk, { origin: 'static' });
 
 /**
- * Imports the source's RSA signing key (PEM or JWK) into SigningKeys, so tokens issued before cutover stay valid.
- * The private key is sealed under the data-protection ring; only the key id is ever printed.
+ * Imports a static signing key of the source (IdentityServer's AddSigningCredential) into SigningKeys, so tokens it
+ * signed stay valid: a PFX (with `password`, or none), a PEM or a JWK private key, RSA or EC. The kid is `keyId`,
+ * else the JWK's own, the certificate's as IdentityServer names it, or the RFC 7638 thumbprint. The private key is
+ * sealed under the data-protection ring; only the key id is ever printed.
  */
 export async function importSigningKey(
   db: Db,
   ring: KeyRing,
-  material: string,
+  material: string | Buffer,
   keyId?: string,
-): Promise<{ kid: string; imported: boolean }> {
-  const text = material.trim();
-  const key = text.startsWith('{')
-    ? createPrivateKey({ key: JSON.parse(text) as JsonWebKey, format: 'jwk' })
-    : createPrivateKey(text);
-  if (key.asymmetricKeyType !== 'rsa') throw new Error(`the key is ${key.asymmetricKeyType}, not RSA`);
-  const jwk = key.export({ format: 'jwk' });
-  const kid =
-    keyId ?? (text.startsWith('{') ? ((JSON.parse(text) as { kid?: string }).kid ?? thumbprint(jwk)) : thumbprint(jwk));
-  return { kid, imported: await storeKey(db, ring, { ...jwk, kid, alg: 'RS256', use: 'sig' }) };
+  password?: string,
+): Promise<{ kid: string; alg: string; imported: boolean }> {
+  const jwk = staticSigningKey(Buffer.from(material), { kid: keyId, password });
+  return { kid: jwk.kid, alg: jwk.alg, imported: await storeKey(db, ring, jwk) };
 }
 
 /** Seals the private keys of rows stored before keys were sealed; returns how many it sealed. */

@@ -1,4 +1,7 @@
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { generateKeyPairSync, X509Certificate } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Client as PgClient } from 'pg';
@@ -160,5 +163,61 @@ describe('errors that cannot heal fail the run at once', () => {
     expect(res.out).toContain(
       'migration required: Failed — the source lacks table AspNetUserRoles, which the migration needs',
     );
+  }, 120_000);
+});
+
+describe('npm run migrate -- import-signing-key', () => {
+  let target: Scratch;
+  const dir = mkdtempSync(join(tmpdir(), 'static-keys-'));
+  beforeAll(async () => {
+    target = await createScratchDatabase(TEST_ADMIN_URL, 'ips_target');
+  }, 60_000);
+  afterAll(() => target?.drop());
+  const importKey = (...args: string[]) =>
+    migrate('import-signing-key', '--Target:ConnectionString', target.url, ...args);
+
+  test("a password-protected PFX is imported under IdentityServer's kid for it, an EC PEM as ES256; a wrong password is named", async () => {
+    const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+    openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'k.pem', '-out', 'c.pem', '-subj', '/CN=OP');
+    openssl('pkcs12', '-export', '-inkey', 'k.pem', '-in', 'c.pem', '-out', 'k.pfx', '-passout', 'pass:Pfx-Pa55');
+    // X509SecurityKey's KeyId is the certificate's thumbprint; AddSigningCredential appends the algorithm.
+    const thumbprint = new X509Certificate(readFileSync(join(dir, 'c.pem'))).fingerprint.replace(/:/g, '');
+    const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
+    writeFileSync(join(dir, 'ec.pem'), ec.export({ type: 'pkcs8', format: 'pem' }));
+
+    const wrong = await importKey('--File', join(dir, 'k.pfx'), '--Password', 'nope');
+    expect(wrong).toMatchObject({ code: 1 });
+    expect(wrong.out).toContain('k.pfx cannot be imported: the PFX integrity check fails with this password');
+    const pfx = await importKey('--File', join(dir, 'k.pfx'), '--Password', 'Pfx-Pa55');
+    expect(pfx.out).toContain(`signing key ${thumbprint}RS256 (RS256) imported`);
+    const pem = await importKey('--File', join(dir, 'ec.pem'), '--Kid', 'source-ec-1');
+    expect(pem.out).toContain('signing key source-ec-1 (ES256) imported');
+    expect((await importKey('--File', join(dir, 'ec.pem'), '--Kid', 'source-ec-1')).out).toContain(
+      'signing key source-ec-1 was already imported',
+    );
+
+    const pg = new PgClient({ connectionString: target.url });
+    await pg.connect();
+    try {
+      const { rows } = await pg.query(
+        'select id, algorithm, origin, jwk, sealed_private from signing_keys order by id',
+      );
+      expect(rows.map((r) => [r.id, r.algorithm, r.origin])).toEqual([
+        [`${thumbprint}RS256`, 'RS256', 'static'],
+        ['source-ec-1', 'ES256', 'static'],
+      ]);
+      expect(rows[1].jwk).toEqual({
+        kty: 'EC',
+        crv: 'P-256',
+        x: expect.any(String),
+        y: expect.any(String),
+        kid: 'source-ec-1',
+        alg: 'ES256',
+        use: 'sig',
+      });
+      expect(rows[1].sealed_private).not.toContain(ec.export({ format: 'jwk' }).d);
+    } finally {
+      await pg.end();
+    }
   }, 120_000);
 });

@@ -50,6 +50,7 @@ describe('signing-key import for cutover', () => {
     expect(first.kid).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(await importSigningKey(h.context.db, h.context.dataProtection!, pem)).toEqual({
       kid: first.kid,
+      alg: 'RS256',
       imported: false,
     });
     const row = await h.context.db
@@ -66,15 +67,25 @@ describe('signing-key import for cutover', () => {
     expect(active).toMatchObject({ kid: expect.any(String), d: expect.any(String) });
   });
 
-  test('a JWK keeps its own kid; a key that is not RSA is refused', async () => {
-    const jwk = { ...privateKey.export({ format: 'jwk' }), kid: 'source-key-2026' };
+  test('a JWK keeps its own kid and algorithm; an EC key signs with its curve; a key IdentityServer cannot sign with is refused', async () => {
+    const jwk = { ...privateKey.export({ format: 'jwk' }), kid: 'source-key-2026', alg: 'PS256' };
     expect(await importSigningKey(h.context.db, h.context.dataProtection!, JSON.stringify(jwk))).toEqual({
       kid: 'source-key-2026',
+      alg: 'PS256',
       imported: true,
     });
-    const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' })
-      .privateKey.export({ type: 'pkcs8', format: 'pem' })
-      .toString();
-    await expect(importSigningKey(h.context.db, h.context.dataProtection!, ec)).rejects.toThrow(/not RSA/);
+    const ec = generateKeyPairSync('ec', { namedCurve: 'P-384' }).privateKey;
+    const pem = ec.export({ type: 'pkcs8', format: 'pem' }).toString();
+    expect(await importSigningKey(h.context.db, h.context.dataProtection!, pem)).toEqual({
+      kid: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+      alg: 'ES384',
+      imported: true,
+    });
+    const ed = generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    await expect(importSigningKey(h.context.db, h.context.dataProtection!, ed)).rejects.toThrow(/cannot sign tokens/);
+    const secp256k1 = generateKeyPairSync('ec', { namedCurve: 'secp256k1' }).privateKey.export({ format: 'jwk' });
+    await expect(
+      importSigningKey(h.context.db, h.context.dataProtection!, JSON.stringify({ ...secp256k1, alg: 'ES256' })),
+    ).rejects.toThrow(/cannot sign ES256/);
   });
 });

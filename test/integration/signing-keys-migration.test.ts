@@ -64,6 +64,8 @@ interface SourceKey {
   dataProtected: boolean;
   /** Protected for these purposes instead of the source's own (another application). */
   purposes?: string[];
+  /** Protected with a Data Protection key the source's ring does not hold. */
+  ring?: typeof ringKey;
   tamper?: boolean;
 }
 
@@ -77,7 +79,7 @@ function dataOf(key: SourceKey): string {
     Created: key.created.toISOString(),
   });
   if (!key.dataProtected) return json;
-  const data = protect(ringKey, key.purposes ?? PURPOSES, Buffer.from(json)).toString('base64url');
+  const data = protect(key.ring ?? ringKey, key.purposes ?? PURPOSES, Buffer.from(json)).toString('base64url');
   if (!key.tamper) return data;
   const at = Math.floor(data.length / 2);
   return `${data.slice(0, at)}${data[at] === 'A' ? 'B' : 'A'}${data.slice(at + 1)}`;
@@ -133,6 +135,7 @@ const ROWS = {
   retired: keyOf('RS256', rsa(), ago(200)),
   tampered: keyOf('RS256', rsa(), ago(5), { tamper: true }),
   otherApp: keyOf('RS256', rsa(), ago(5), { purposes: ['/other/app', 'DataProtectionKeyProtector'] }),
+  otherRing: keyOf('ES256', ec('P-256'), ago(5), { ring: newSourceKey() }),
   noPrivateKey: {
     ...keyOf('RS256', rsa(), ago(5)),
     x509: true,
@@ -193,6 +196,7 @@ const h = useHarness(() => ({
 const signingKeys = (report: MigrationReport) => passOf(report, 'signing-keys').signingKeys;
 const NOT_IMPORTED = {
   'does not open (another application name, or the data was changed)': 2,
+  'missing key (the key that protected it is not in the key ring)': 1,
   'certificate without a private key': 1,
   'unknown key container (an algorithm IdentityServer does not sign with)': 1,
   'unreadable (not a serialized key, or a container of another shape)': 1,
@@ -203,7 +207,7 @@ const storedRows = (kids: string[]) =>
 test('a dry run says which keys would be imported, which are retired and why the others would not, and writes none', async () => {
   const report = await migrateCompletely(h, { version: 'keys-dry', dryRun: true });
   expect(signingKeys(report)).toEqual({ imported: 5, alreadyStored: 0, retired: 1, notImported: NOT_IMPORTED });
-  expect(passOf(report, 'signing-keys')).toMatchObject({ read: 11, created: 0, skipped: 11 });
+  expect(passOf(report, 'signing-keys')).toMatchObject({ read: 12, created: 0, skipped: 12 });
   expect(passOf(report, 'signing-keys').warnings).toEqual(
     expect.arrayContaining([
       `signing key ${ROWS.tampered.kid} (Keys table) was not imported: does not open (another application name, or the data was changed)`,
@@ -216,7 +220,7 @@ test('a dry run says which keys would be imported, which are retired and why the
 test('the run stores each key under its kid and creation time, sealed; a token the source signed verifies against it', async () => {
   const report = await migrateCompletely(h, { version: 'keys-1' });
   expect(signingKeys(report)).toEqual({ imported: 5, alreadyStored: 0, retired: 1, notImported: NOT_IMPORTED });
-  expect(passOf(report, 'signing-keys')).toMatchObject({ read: 11, created: 5, skipped: 6 });
+  expect(passOf(report, 'signing-keys')).toMatchObject({ read: 12, created: 5, skipped: 7 });
   const rows = await storedRows(Object.values({ ...ROWS, ...FILES }).map((k) => k.kid));
   expect(rows.map((r) => [r.id, r.algorithm, r.origin, r.created_at.toISOString()])).toEqual(
     [...IMPORTED]
@@ -263,7 +267,7 @@ test('a second run imports nothing new, and its dry run reports the same', async
   const again = await migrateCompletely(h, { version: 'keys-2' });
   const expected = { imported: 0, alreadyStored: 5, retired: 1, notImported: NOT_IMPORTED };
   expect(signingKeys(again)).toEqual(expected);
-  expect(passOf(again, 'signing-keys')).toMatchObject({ created: 0, skipped: 11 });
+  expect(passOf(again, 'signing-keys')).toMatchObject({ created: 0, skipped: 12 });
   expect(signingKeys(await migrateCompletely(h, { version: 'keys-2-dry', dryRun: true }))).toEqual(expected);
   expect(await storedRows(IMPORTED.map((k) => k.kid))).toHaveLength(5);
 });

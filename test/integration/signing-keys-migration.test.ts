@@ -7,6 +7,7 @@ import { importJWK, jwtVerify, SignJWT } from 'jose';
 import { Client as PgClient } from 'pg';
 import { protect } from '../../migration/source/aspnet-data-protection';
 import type { MigrationReport } from '../../migration/workflows/migration';
+import { logEntries } from '../support/captured-log';
 import { useHarness } from '../support/harness';
 import { codecOf, historyText } from '../support/history';
 import { migrateCompletely, passOf } from '../support/migration-runs';
@@ -246,7 +247,7 @@ test('the run stores each key under its kid and creation time, sealed; a token t
   }
 });
 
-test('no key material is in the workflow histories of the run, even with every payload opened', async () => {
+test('no key material is in the workflow histories of the run, even with every payload opened, nor in the logs', async () => {
   const secrets = [...IMPORTED, ROWS.retired].flatMap((key) => {
     const jwk = key.privateKey!.export({ format: 'jwk' });
     return [jwk.d!, jwk.p ?? '', dataOf({ ...key, dataProtected: false }).slice(0, 60)].filter(Boolean);
@@ -261,6 +262,10 @@ test('no key material is in the workflow histories of the run, even with every p
     ])
       expect(text).not.toContain(secret);
   }
+  const logged = JSON.stringify(logEntries, (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v));
+  // The workers logged the pass's warnings (kids and reasons), and nothing of a key.
+  expect(logged).toContain(`signing key ${ROWS.tampered.kid} (Keys table) was not imported`);
+  for (const secret of secrets) expect(logged).not.toContain(secret);
 });
 
 test('a second run imports nothing new, and its dry run reports the same', async () => {

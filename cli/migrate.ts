@@ -42,6 +42,7 @@ Options (the Migration section's names; --Migration:Name works too):
   --DryRun true|false   --UsersMode CreateOnly|Upsert   --Version <marker>   --MigrateClients true|false
   --MigrateRefreshTokens true|false   --SourceGrantKeysAreUnhashed true|false   --PageSize <users>   --Parallelism <ranges>
   --SourceDataProtection:ApplicationName <the source's application name>   --SourceDataProtection:KeyRingPath <folder>
+  --MigrateSigningKeys true|false   --SourceSigningKeys:KeyPath <the source's FileSystemKeyStore folder>
 
 Without TEMPORAL_ADDRESS the tool starts its own Temporal dev server and worker; with it, the run is submitted to
 that cluster, whose migration workers need the source connection string in their own configuration.`;

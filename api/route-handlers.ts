@@ -1,5 +1,6 @@
 import { parseAllowList } from '../platform/security/callback-address';
-import type { AdminCheck } from '../platform/http/identity-admin';
+import { adminActorOf, type AdminCheck } from '../platform/http/identity-admin';
+import { recordAuditEvent } from '../sign-in/store/audit-events';
 import type { Operations } from '../platform/http/operations';
 import { apiWorkflowRunner, type ApiDependencies } from '../composition/api-dependencies';
 import { clientsOperations } from '../sign-in/api/client-endpoints';
@@ -8,6 +9,7 @@ import { registerOperations } from '../sign-in/api/register';
 import { accountAdminOperations } from '../sign-in/api/account-admin';
 import { migrationStatusOperations } from '../migration/api/status';
 import { profileOperations } from '../provisioning/api/profile';
+import { userDirectoryOperations } from '../provisioning/api/user-directory';
 import { provisioningAppsOperations } from '../provisioning/api/app-endpoints';
 import { createSignOut } from '../sign-in/sign-out-notices';
 import { scimTokensOperations } from '../scim/tokens';
@@ -31,6 +33,19 @@ export function routeHandlers(deps: ApiDependencies, adminCheck: AdminCheck): Op
     ...healthOperations({ db, temporal }),
     ...apiDocumentOperations(publicUrl),
     ...profileOperations({ db, run, passwordPolicy, issuer: publicUrl }),
+    ...userDirectoryOperations({
+      db,
+      run,
+      issuer: publicUrl,
+      audit: (req, userId, fields) =>
+        recordAuditEvent(db, {
+          type: 'profile-updated',
+          userId,
+          actor: adminActorOf(req),
+          clientAddress: req.ip,
+          detail: { fields: fields.join(',') },
+        }),
+    }),
     ...registerOperations({ config, db, run, mails, readThrough }),
     ...scimTokensOperations({ db }),
     ...accountAdminOperations({ db, mails, signOut: createSignOut({ db, run, issuer: publicUrl }) }),

@@ -1,7 +1,7 @@
-import { emailAddress } from '../../platform/http/fields';
 import { z } from 'zod';
 import { clientBodySchema } from '../../sign-in/api/client-endpoints';
 import { createProfileSchema } from '../../provisioning/api/profile';
+import { profileChangesSchema, userQuerySchema } from '../../provisioning/api/user-directory';
 import { appBodySchema } from '../../provisioning/api/app-body';
 import { registrationSchema } from '../../sign-in/api/register';
 import { scimTokenCreateSchema } from '../../scim/tokens';
@@ -22,6 +22,7 @@ import {
   registrationPendingSchema,
   scimTokenSchema,
   ssoProviderViewSchema,
+  userPageSchema,
   userViewSchema,
 } from './schemas';
 
@@ -160,14 +161,22 @@ export const ROUTES: RouteSpec[] = [
     answers: { 201: { description: 'Created and provisioned', body: userViewSchema }, ...USER_ANSWERS },
   },
   {
-    operationId: 'findUserByEmail',
+    operationId: 'listUsers',
     method: 'get',
     path: '/api/v1/profile',
-    summary: 'Find a user by e-mail',
+    summary:
+      'List users a page at a time, in e-mail order, optionally searched (e-mail, name, id); or, with `email`, find one user',
     tag: 'Users',
     auth: 'admin',
-    query: z.object({ email: emailAddress }),
-    answers: { 200: { description: 'The user', body: userViewSchema }, 404: 'No user with this e-mail' },
+    query: userQuerySchema,
+    answers: {
+      200: {
+        description: 'A page of users (`email`: the user)',
+        body: z.union([userPageSchema, userViewSchema]),
+      },
+      400: 'A parameter is not valid (an `after` that is no `next` of this API included); `detail` names it',
+      404: 'With `email`: no user with this e-mail',
+    },
   },
   {
     operationId: 'getUser',
@@ -177,6 +186,23 @@ export const ROUTES: RouteSpec[] = [
     tag: 'Users',
     auth: 'admin',
     answers: { 200: { description: 'The user', body: userViewSchema }, 404: 'No such user' },
+  },
+  {
+    operationId: 'updateUser',
+    method: 'patch',
+    path: '/api/v1/profile/{userId}',
+    summary:
+      'Change names, e-mail, custom attributes (merged; null removes one) or active (false ends the sessions and deprovisions, true provisions again)',
+    tag: 'Users',
+    auth: 'admin',
+    body: profileChangesSchema,
+    workflow: true,
+    answers: {
+      200: { description: 'The user as changed', body: userViewSchema },
+      404: 'No such user',
+      409: 'Another user holds the e-mail',
+      422: 'Reactivation: an app rejected the user or failed (the user stays inactive)',
+    },
   },
   {
     operationId: 'deleteUser',

@@ -38,6 +38,13 @@ export const userViewSchema = z
   })
   .meta({ id: 'User', description: 'A user and the apps it is provisioned into' });
 
+export const userPageSchema = z
+  .object({
+    users: z.array(userViewSchema),
+    next: text.nullable().meta({ description: 'pass as `after` for the next page; null on the last page' }),
+  })
+  .meta({ id: 'UserPage', description: 'Users in e-mail order, a page at a time' });
+
 export const appViewSchema = z
   .object({ appId: text, CallbackUrl: text, TryTimeoutSeconds: z.number().int() })
   .meta({ id: 'ProvisioningApp', description: 'A provisioning app; ApiKey is write-only and never shown' });

@@ -44,3 +44,17 @@ export async function recordProvisions(
     throw error;
   }
 }
+
+/** The apps each of these users is provisioned into (sorted, as listProvisionedApps), in one round trip. */
+export async function listProvisionedAppsOf(db: Db, userIds: string[]): Promise<Map<string, string[]>> {
+  const apps = new Map(userIds.map((id) => [id, [] as string[]]));
+  if (userIds.length === 0) return apps;
+  const rows = await db
+    .selectFrom('user_provisions')
+    .select(['user_id', 'app_id'])
+    .where('user_id', 'in', userIds)
+    .orderBy('app_id')
+    .execute();
+  for (const row of rows) apps.get(row.user_id)?.push(row.app_id);
+  return apps;
+}

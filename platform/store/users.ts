@@ -215,3 +215,91 @@ export async function findAccountUser(db: Db, userId: string) {
     .executeTakeFirst();
   return row && { id: row.id, email: row.email, hasPassword: row.has_password === true };
 }
+
+/**
+ * One page of users in the order of their folded e-mail (`normalized_email`, unique, so a total order its index
+ * serves), after `afterEmail`; with `search`, only those whose e-mail, first and last name (together) or id contains
+ * it, compared as `normalize` folds (strpos: the text is never a LIKE pattern).
+ */
+export async function listUsersPage(
+  db: Db,
+  { search, afterEmail, limit }: { search?: string; afterEmail?: string; limit: number },
+): Promise<Array<UserProfile & { normalizedEmail: string }>> {
+  let query = db.selectFrom('users').select([...PROFILE_COLUMNS, 'normalized_email']);
+  if (afterEmail !== undefined) query = query.where('normalized_email', '>', afterEmail);
+  if (search !== undefined) {
+    const folded = normalize(search);
+    query = query.where((eb) =>
+      eb.or([
+        eb(sql`strpos(normalized_email, ${folded})`, '>', 0),
+        eb(sql`strpos(upper(normalize(concat_ws(' ', first_name, last_name), NFKC)), ${folded})`, '>', 0),
+        eb(sql`strpos(upper(id), ${folded})`, '>', 0),
+      ]),
+    );
+  }
+  const rows = await query.orderBy('normalized_email').limit(limit).execute();
+  return rows.map((row) => ({ ...toProfile(row), normalizedEmail: row.normalized_email }));
+}
+
+/** What an admin changes of a user: a field left out is kept; null clears a name; an attribute set to null is removed. */
+export interface ProfileChanges {
+  email?: string;
+  emailConfirmed?: boolean;
+  firstName?: string | null;
+  lastName?: string | null;
+  customAttributes?: Record<string, string | null>;
+}
+
+/**
+ * Applies an admin's changes in one statement; undefined when there is no such user. A new e-mail leaves the address
+ * unconfirmed unless the admin says otherwise (ASP.NET Identity's UserManager.SetEmailAsync sets EmailConfirmed false),
+ * and takes the user name along where it was the old e-mail (the default), so the old address is free for another
+ * account. A new e-mail another user holds (as e-mail or user name) is a DuplicateUserError.
+ */
+export async function updateUserProfile(
+  db: Db,
+  userId: string,
+  changes: ProfileChanges,
+): Promise<UserProfile | undefined> {
+  const { email, emailConfirmed, firstName, lastName, customAttributes } = changes;
+  const removed = Object.keys(customAttributes ?? {}).filter((name) => customAttributes![name] === null);
+  const set = Object.fromEntries(Object.entries(customAttributes ?? {}).filter(([, value]) => value !== null));
+  try {
+    const row = await db
+      .updateTable('users')
+      .set((eb) => ({
+        ...(firstName !== undefined && { first_name: firstName }),
+        ...(lastName !== undefined && { last_name: lastName }),
+        ...(customAttributes !== undefined && {
+          custom_attributes: sql`(coalesce(custom_attributes, '{}'::jsonb) - ${sql.val(removed)}::text[]) || ${JSON.stringify(set)}::jsonb`,
+        }),
+        ...(email !== undefined && {
+          email,
+          normalized_email: normalize(email),
+          email_confirmed: sql<boolean>`case when normalized_email = ${normalize(email)} then email_confirmed else ${emailConfirmed ?? false} end`,
+          user_name: eb
+            .case()
+            .when('normalized_user_name', '=', eb.ref('normalized_email'))
+            .then(email)
+            .else(eb.ref('user_name'))
+            .end(),
+          normalized_user_name: eb
+            .case()
+            .when('normalized_user_name', '=', eb.ref('normalized_email'))
+            .then(normalize(email))
+            .else(eb.ref('normalized_user_name'))
+            .end(),
+        }),
+        ...(email === undefined && emailConfirmed !== undefined && { email_confirmed: emailConfirmed }),
+        updated_at: new Date(),
+      }))
+      .where('id', '=', userId)
+      .returning(PROFILE_COLUMNS)
+      .executeTakeFirst();
+    return row && toProfile(row);
+  } catch (error) {
+    if (isUniqueViolation(error))
+      throw new DuplicateUserError(`e-mail ${email}: another user holds it (as its e-mail or user name)`);
+    throw error;
+  }
+}

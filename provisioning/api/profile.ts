@@ -5,7 +5,7 @@ import { FIELD_BOUNDS } from '../../platform/security/field-bounds';
 import { isReservedClaim, reservedClaimMessage } from '../../platform/security/reserved-claims';
 import type { Db } from '../../platform/store/database';
 import { listProvisionedApps } from '../../platform/store/provisions';
-import { findUser, findUserIdByEmail } from '../../platform/store/users';
+import { findUser } from '../../platform/store/users';
 import { deletionWorkflowId, provisioningWorkflowId } from '../workflows/ids';
 import { deleteUserAndDeprovision, provisionExistingUser } from '../workflows/provisioning';
 import { passwordPolicyProblem, sendProblem, userNotFound } from '../../platform/http/problem';
@@ -16,6 +16,14 @@ import { answer, toAnswer, toHttpOutcome } from '../outcome-answers';
 import { createUserThroughWorkflow, newUserFrom } from '../creation';
 import type { WorkflowRunner } from '../workflow-runner';
 
+/** Custom attributes as a body carries them (a change may set one to null to remove it): bounded names and values, none a claim the service sets itself. */
+export const customAttributes = <T extends z.ZodType>(value: T) =>
+  z.record(z.string().min(1).max(FIELD_BOUNDS.attributeName), value).superRefine((attributes, ctx) => {
+    for (const name of Object.keys(attributes))
+      if (isReservedClaim(name)) ctx.addIssue({ code: 'custom', path: [name], message: reservedClaimMessage(name) });
+  });
+export const attributeValue = z.string().max(FIELD_BOUNDS.attributeValue);
+
 export const createProfileSchema = z
   .object({
     email: emailAddress,
@@ -25,19 +33,11 @@ export const createProfileSchema = z
     organizationId: z.string().trim().min(1).max(FIELD_BOUNDS.id).optional(),
     /** The address is known to be the user's: no confirmation mail, and sign-in under Auth:RequireConfirmedEmail. */
     emailConfirmed: z.boolean().optional(),
-    customAttributes: z
-      .record(z.string().min(1).max(FIELD_BOUNDS.attributeName), z.string().max(FIELD_BOUNDS.attributeValue))
-      .superRefine((attributes, ctx) => {
-        for (const name of Object.keys(attributes))
-          if (isReservedClaim(name))
-            ctx.addIssue({ code: 'custom', path: [name], message: reservedClaimMessage(name) });
-      })
-      .optional(),
+    customAttributes: customAttributes(attributeValue).optional(),
   })
   .strict();
 
-const userIdParam = z.string().min(1).max(FIELD_BOUNDS.id);
-const emailQuery = emailAddress;
+export const userIdParam = z.string().min(1).max(FIELD_BOUNDS.id);
 
 export function profileOperations({
   db,
@@ -64,21 +64,6 @@ export function profileOperations({
         );
         return toAnswer(toHttpOutcome(outcome, 201));
       });
-    },
-
-    /** Finds a user by e-mail (case-insensitively): how a client whose answer was lost learns what happened. */
-    findUserByEmail: async (req, res) => {
-      const email = emailQuery.safeParse(req.query.email);
-      if (!email.success)
-        return sendProblem(res, {
-          status: 400,
-          title: 'Invalid request',
-          detail: 'email: the query parameter ?email= is required and must be an e-mail address',
-        });
-      const userId = await findUserIdByEmail(db, email.data);
-      const user = userId && (await findUser(db, userId));
-      if (!user) return sendProblem(res, userNotFound(`e-mail ${email.data}`));
-      res.json({ ...user, provisionedApps: await listProvisionedApps(db, user.userId) });
     },
 
     getUser: async (req, res) => {

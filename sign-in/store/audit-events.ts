@@ -23,6 +23,7 @@ export const AUDIT_EVENT_TYPES = {
   'email-confirmed': 'the user confirmed the e-mail address',
   'sessions-revoked': 'every session, refresh token and grant of the user was ended (by the user or an admin)',
   'account-unlocked': 'an admin cleared the lockout and the failure count',
+  'profile-updated': 'an admin changed the user (detail.fields: which fields, never their values)',
 } as const;
 
 export type AuditEventType = keyof typeof AUDIT_EVENT_TYPES;

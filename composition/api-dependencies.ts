@@ -11,6 +11,7 @@ import type { AppProvider } from '../provisioning/apps/app-providers';
 import type { TccClient } from '../provisioning/apps/tcc-client';
 import { createWorkflowRunner, type WorkflowRunner } from '../provisioning/workflow-runner';
 import { createSignIn } from '../sign-in/oidc/sign-in-router';
+import { CUTOVER_DASHBOARD_PATH, cutoverDashboard } from '../migration/api/cutover-dashboard';
 import type { SourceReadThrough } from '../sign-in/source-read-through';
 import { recoveryMails, type RecoveryMails } from '../sign-in/recovery/recovery-router';
 import { readThroughWindow } from './read-through-window';
@@ -71,7 +72,20 @@ export async function assembleApi(
   const readThrough = window.readThrough;
   const run = apiWorkflowRunner(temporal, config);
   const signIn = dataProtection
-    ? await createSignIn({ config, db, ring: dataProtection, run, issuer: publicUrl, mailer, mails, readThrough })
+    ? await createSignIn({
+        config,
+        db,
+        ring: dataProtection,
+        run,
+        issuer: publicUrl,
+        mailer,
+        mails,
+        readThrough,
+        // The operators' pages, under the status endpoint's rule: mapped, or not there at all (404).
+        adminPages: config.Migration.MapStatusEndpoint
+          ? { [CUTOVER_DASHBOARD_PATH]: cutoverDashboard({ config, db }) }
+          : undefined,
+      })
     : undefined;
   if (!signIn) logger.warn(`api: sign-in is off: ${MISSING_KEY_MESSAGE}`);
   if (config.Api.PublicUrl?.startsWith('https:') && config.Api.TrustedProxies.length === 0)

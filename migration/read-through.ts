@@ -19,6 +19,7 @@ import { notLive, openStockRefreshToken } from './source/stock-refresh-tokens';
 import { equalDuration } from '../platform/security/equal-duration';
 import { isTombstoned, refusedSubject } from '../platform/store/read-through-guards';
 import { spendReadThroughBudget } from './store/read-through-budget';
+import { tallyReadThrough } from './store/read-through-tallies';
 import { findUserBoundsByEmail } from './source/user-reads';
 
 export interface ReadThroughDependencies {
@@ -64,7 +65,11 @@ const ON_THE_SPOT: MigrationOptions = {
 const KEY_RING_SECONDS = 60;
 
 type Kind = 'refresh-token' | 'user';
-const count = (kind: Kind, outcome: string) => readThroughs.inc({ kind, outcome });
+/** One look-up counted: in this process's read_through_total and in the store, every instance's together. */
+const count = (deps: Pick<ReadThroughDependencies, 'target'>, kind: Kind, outcome: string) => {
+  readThroughs.inc({ kind, outcome });
+  return tallyReadThrough(deps.target, kind, outcome);
+};
 
 /**
  * The source user with this e-mail, migrated on the spot by the migration's own passes. Not when several source users
@@ -75,16 +80,16 @@ const count = (kind: Kind, outcome: string) => readThroughs.inc({ kind, outcome 
 async function migrateUser(deps: ReadThroughDependencies, email: string): Promise<UserLookUp> {
   const bounds = await findUserBoundsByEmail(deps.source, email);
   if (bounds === 'several') {
-    count('user', 'ambiguous');
+    await count(deps, 'user', 'ambiguous');
     logger.warn('read-through: several source users share an address typed here; none is migrated');
     return 'unavailable';
   }
   if (!bounds) {
-    count('user', 'not-found');
+    await count(deps, 'user', 'not-found');
     return 'absent';
   }
   if (await isTombstoned(deps.target, bounds.id)) {
-    count('user', 'tombstoned');
+    await count(deps, 'user', 'tombstoned');
     logger.info(`read-through: user ${bounds.id} was deleted or deactivated here and is not read through again`);
     return 'absent';
   }
@@ -98,12 +103,12 @@ async function migrateUser(deps: ReadThroughDependencies, email: string): Promis
   const cursor = userCursor(bounds.before);
   const made = await PASS_IMPLEMENTATIONS.users(ctx, cursor, bounds.id);
   if (made.created === 0) {
-    count('user', 'not-created');
+    await count(deps, 'user', 'not-created');
     logger.warn(`read-through: user ${bounds.id} was not migrated: ${made.warnings.join('; ') || 'it exists here'}`);
     return 'absent';
   }
   for (const pass of CHILD_PASSES) await PASS_IMPLEMENTATIONS[pass](ctx, cursor, bounds.id);
-  count('user', 'migrated');
+  await count(deps, 'user', 'migrated');
   logger.info(`read-through: user ${bounds.id} was migrated from the source at sign-in`);
   return 'migrated';
 }
@@ -128,13 +133,13 @@ export function createReadThrough(deps: ReadThroughDependencies) {
     <A extends unknown[], R>(kind: Kind, lookUp: (...args: A) => Promise<R>) =>
     async (...args: A): Promise<R> => {
       if (!(await spendReadThroughBudget(deps.target, deps.budget.permitLimit, deps.budget.windowSeconds))) {
-        count(kind, 'over-budget');
+        await count(deps, kind, 'over-budget');
         throw new SourceUnavailableError('the read-through budget (Migration:ReadThrough:PermitLimit) is spent');
       }
       try {
         return await lookUp(...args);
       } catch (error) {
-        count(kind, 'error');
+        await count(deps, kind, 'error');
         logger.error(`read-through: the source could not be read for a ${kind}: ${(error as Error).message}`);
         throw new SourceUnavailableError((error as Error).message);
       }
@@ -167,7 +172,7 @@ export function createReadThrough(deps: ReadThroughDependencies) {
       if (!open()) return true;
       const row = await stateOf(key);
       const dead = row ? notLive(row, new Date()) : 'revoked';
-      if (dead) count('refresh-token', `source-${dead}`);
+      if (dead) await count(deps, 'refresh-token', `source-${dead}`);
       return dead === undefined;
     },
 
@@ -189,14 +194,14 @@ async function carryRefreshTokenOver(
 ): Promise<boolean> {
   const grant = await readRefreshTokenByKeys(deps.source, persistedGrantKeys(handle));
   if (!grant) {
-    count('refresh-token', 'not-found');
+    await count(deps, 'refresh-token', 'not-found');
     return false;
   }
   const loaded = await keyRing();
   const protection = { ring: loaded?.ring, applicationName: deps.sourceDataProtection.ApplicationName };
   const opened = openStockRefreshToken(grant, protection, new Date());
   if (!opened.carried) {
-    count('refresh-token', opened.reason);
+    await count(deps, 'refresh-token', opened.reason);
     logger.warn(
       `read-through: a refresh token of client ${grant.ClientId} in the source was not carried over: ${opened.reason}`,
     );
@@ -204,14 +209,14 @@ async function carryRefreshTokenOver(
   }
   const refused = await refusedSubject(deps.target, opened.subjectId, grant.CreationTime);
   if (refused) {
-    count('refresh-token', refused);
+    await count(deps, 'refresh-token', refused);
     logger.info(
       `read-through: a refresh token of user ${opened.subjectId} in the source is not carried over: ${refused}`,
     );
     return false;
   }
   await insertGrants(deps.target, [sealedGrantRow(grant, opened, deps.dataProtection)]);
-  count('refresh-token', 'adopted');
+  await count(deps, 'refresh-token', 'adopted');
   logger.info(
     `read-through: a refresh token of client ${grant.ClientId} for user ${opened.subjectId} came from the source`,
   );

@@ -22,6 +22,12 @@ export const ACCOUNT_PREFIX = '/account/';
 /** The account page itself, and everything under it. */
 export const isAccountPath = (path: string) => path === '/account' || path.startsWith(ACCOUNT_PREFIX);
 export const FEDERATION_CALLBACK_PATH = '/oidc/callback';
+/**
+ * The way back from and out of the operators' pages' sign-in (oidc/admin-pages.ts); the pages themselves (the cutover
+ * dashboard) are given to sign-in by the composition root, under /admin/.
+ */
+export const ADMIN_PAGES = { signedIn: '/admin/signed-in', signOut: '/admin/sign-out' } as const;
+export const isAdminPagePath = (path: string) => (Object.values(ADMIN_PAGES) as string[]).includes(path);
 export const SAML_PREFIX = '/saml/';
 
 /** Whether a request path belongs to the provider (its routes, discovery, and the end-session confirmation pages). */

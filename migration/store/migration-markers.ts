@@ -73,3 +73,10 @@ export async function writeFinishedMarker(
     .where('version', '=', version)
     .execute();
 }
+
+/** The markers of every version, the latest started first (the cutover dashboard shows each run). */
+export async function listMarkers(db: Db, limit = 20) {
+  return db.selectFrom('migration_markers').selectAll().orderBy('started_at', 'desc').limit(limit).execute();
+}
+
+export type MarkerRow = Awaited<ReturnType<typeof listMarkers>>[number];

@@ -35,6 +35,29 @@ const STYLE = `
   table.sessions td + td { padding-left: 12px; text-align: right; color: #4b5563; }
   .key { font-family: ui-monospace, monospace; word-break: break-all; background: #f3f4f6; padding: 8px; border-radius: 6px; }
   img.qr { display: block; margin: 12px auto; width: 200px; height: 200px; }
+  main.wide { max-width: 1040px; }
+  .scroll { overflow-x: auto; margin: 0 0 12px; }
+  table.grid { width: 100%; border-collapse: collapse; font-size: 14px; }
+  table.grid th, table.grid td { padding: 6px 8px; border-bottom: 1px solid #e5e7eb; text-align: left; vertical-align: top; }
+  table.grid th { color: #4b5563; font-weight: 600; white-space: nowrap; }
+  table.grid td.n { text-align: right; font-variant-numeric: tabular-nums; }
+  .state { display: inline-block; padding: 1px 8px; border-radius: 999px; font-size: 13px; font-weight: 600; white-space: nowrap; }
+  .state.done { background: #dcfce7; color: #166534; }
+  .state.running { background: #dbeafe; color: #1e40af; }
+  .state.todo { background: #f3f4f6; color: #374151; }
+  .state.check { background: #fef3c7; color: #92400e; }
+  .state.failed { background: #fee2e2; color: #991b1b; }
+  ol.steps { padding-left: 20px; margin: 0 0 12px; }
+  ol.steps li { margin: 0 0 10px; }
+  ol.steps .why { display: block; color: #4b5563; font-size: 14px; overflow-wrap: anywhere; }
+  details { margin: 0 0 12px; font-size: 14px; }
+  details li { overflow-wrap: anywhere; }
+  .facts { font-size: 14px; color: #374151; margin: 0 0 12px; overflow-wrap: anywhere; }
+  @media (max-width: 480px) {
+    main.wide { padding: 16px 8px; }
+    main.wide .card { padding: 20px 14px; }
+    table.grid th, table.grid td { padding: 6px 5px; }
+  }
 `;
 
 /** What every page is branded with (SignIn:ProductName, SignIn:LogoUrl); set once at start-up. */
@@ -50,7 +73,8 @@ export const productName = () => brand.productName;
 export const sendPage = (res: Response, status: number, body: string) =>
   res.status(status).set('cache-control', 'no-store').type('html').send(body);
 
-export function page(title: string, body: string): string {
+/** `wide`: a page of tables for operators (the cutover dashboard), still one column on a phone. */
+export function page(title: string, body: string, { wide = false } = {}): string {
   const logo = brand.logoUrl ? `<img src="${escapeHtml(brand.logoUrl)}" alt="">` : '';
   return `<!doctype html>
 <html lang="en">
@@ -60,7 +84,7 @@ export function page(title: string, body: string): string {
 <title>${escapeHtml(title)} · ${escapeHtml(brand.productName)}</title>
 <style>${STYLE}</style>
 </head>
-<body><main><div class="card">
+<body><main${wide ? ' class="wide"' : ''}><div class="card">
 <div class="brand">${logo}<span>${escapeHtml(brand.productName)}</span></div>
 <h1>${escapeHtml(title)}</h1>
 ${body}

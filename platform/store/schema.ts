@@ -337,6 +337,15 @@ export interface ReadThroughBudgetTable {
   used: number;
 }
 
+/** The read-through window's look-ups by kind and outcome, every instance's together (0029). */
+export interface ReadThroughTalliesTable {
+  kind: string;
+  outcome: string;
+  count: ColumnType<string, number | undefined, number>;
+  first_at: Generated<Date>;
+  last_at: Generated<Date>;
+}
+
 export interface SignInAttemptsTable {
   address: string;
   at: Generated<Date>;
@@ -420,6 +429,7 @@ export interface Database {
   revoked_access_tokens: RevokedAccessTokensTable;
   source_user_tombstones: SourceUserTombstonesTable;
   read_through_budget: ReadThroughBudgetTable;
+  read_through_tallies: ReadThroughTalliesTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

@@ -112,3 +112,13 @@ export async function storedSigningKeyIds(db: Db, ids: readonly string[]): Promi
   const rows = await db.selectFrom('signing_keys').select('id').where('id', 'in', ids).execute();
   return new Set(rows.map((r) => r.id));
 }
+
+/** How many signing keys the store holds of each origin (a key imported from the source is `static` or `migrated`). */
+export async function countSigningKeysByOrigin(db: Db): Promise<Record<string, number>> {
+  const rows = await db
+    .selectFrom('signing_keys')
+    .select(['origin', (eb) => eb.fn.countAll<string>().as('keys')])
+    .groupBy('origin')
+    .execute();
+  return Object.fromEntries(rows.map((r) => [r.origin, Number(r.keys)]));
+}

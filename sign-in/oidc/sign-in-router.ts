@@ -7,7 +7,15 @@ import { loadScopeClaims } from './claims';
 import { clientRow, configuredSecrets } from './provider-clients';
 import { cookieKeys } from './cookie-keys';
 import { createFederation, type Federation, type FederationDependencies } from '../federation/federation';
-import { inCanonicalForm, isAccountPath, INTERACTION_PREFIX, isFederationPath, isProviderPath } from '../sign-in-paths';
+import {
+  inCanonicalForm,
+  isAccountPath,
+  isAdminPagePath,
+  INTERACTION_PREFIX,
+  isFederationPath,
+  isProviderPath,
+} from '../sign-in-paths';
+import { adminPagesRouter, type AdminPage } from './admin-pages';
 import { parseAllowList } from '../../platform/security/callback-address';
 import { accountRouter } from './account/account-router';
 import { interactionRouter } from './interactions/interaction-router';
@@ -27,6 +35,8 @@ export type SignInDependencies = Omit<FederationDependencies, 'allow'> & {
   config: AppConfig;
   mailer: Mailer;
   mails: RecoveryMails;
+  /** The operators' pages by path (under /admin/), each behind a sign-in with the IdentityAdmin role. */
+  adminPages?: Record<string, AdminPage>;
 };
 
 /**
@@ -93,6 +103,7 @@ async function buildSignIn(
     readThrough: deps.readThrough,
   });
   return {
+    provider,
     callback: provider.callback(),
     interactions: interactionRouter({
       provider,
@@ -157,8 +168,20 @@ export async function createSignIn(deps: SignInDependencies): Promise<Router> {
     await checking;
   }
 
+  const adminPages = adminPagesRouter({
+    provider: () => current.provider,
+    db,
+    ring: deps.ring,
+    issuer: deps.issuer,
+    pages: deps.adminPages ?? {},
+  });
   const router = Router();
   router.use(async (req, res, next) => {
+    if (isAdminPagePath(req.path) || Object.hasOwn(deps.adminPages ?? {}, req.path)) {
+      setSignInHeaders(res, req.path);
+      await fresh();
+      return adminPages(req, res, next);
+    }
     const forProvider = isProviderPath(req.path);
     const forAccount = isAccountPath(req.path);
     const forFederation = isFederationPath(req.path);

@@ -69,3 +69,42 @@ export async function adminTokenStanding(
   if (rows[0]?.revoked) return 'revoked';
   return rows[0]?.ok ? 'stands' : 'lacks-right';
 }
+
+/**
+ * Who stands behind an admin page's sign-in now: `admin` when the user is active and holds `role` through a role
+ * assignment, `lacks-right` when active without it, `gone` when the user is deleted or deactivated or was signed out
+ * everywhere since the sign-in (`signedInAt`, whole seconds). Its e-mail, for the page, when not gone.
+ */
+export async function adminPageStanding(
+  db: Db,
+  userId: string,
+  signedInAt: number,
+  role: string,
+): Promise<{ standing: 'admin' | 'lacks-right'; email: string } | { standing: 'gone' }> {
+  const row = await db
+    .selectFrom('users')
+    .select([
+      'email',
+      (eb) =>
+        eb
+          .exists(
+            eb
+              .selectFrom('user_roles')
+              .innerJoin('roles', 'roles.id', 'user_roles.role_id')
+              .whereRef('user_roles.user_id', '=', 'users.id')
+              .where('roles.name', '=', role),
+          )
+          .as('holds'),
+    ])
+    .where('id', '=', userId)
+    .where('active', '=', true)
+    .where((eb) =>
+      eb.or([
+        eb('sessions_revoked_at', 'is', null),
+        eb('sessions_revoked_at', '<', sql<Date>`to_timestamp(${signedInAt})`),
+      ]),
+    )
+    .executeTakeFirst();
+  if (!row) return { standing: 'gone' };
+  return { standing: row.holds ? 'admin' : 'lacks-right', email: row.email };
+}

@@ -1,19 +1,22 @@
 import { findClient } from '../../../platform/store/clients';
 import { createPostgresAdapter, isStorableKey } from '../adapter';
 import { clientMetadata } from '../provider-clients';
+import { ADMIN_PAGES_CLIENT_ID, adminPagesClientMetadata } from '../admin-pages';
 import { adoptMigratedRefreshToken } from '../migrated-refresh-tokens';
 import { resourceOfScopes } from '../resources';
 import type { ProviderDependencies } from './provider-dependencies';
 
 /**
- * Every artefact in PostgreSQL; clients from the clients store, and refresh tokens the migration carried over (or,
+ * Every artefact in PostgreSQL; clients from the clients store (and the admin pages' built-in one), and refresh tokens the migration carried over (or,
  * during the read-through window, the source still holds) adopted when first presented.
  */
-export function providerAdapter({ db, ring, scopes, apiResources, readThrough }: ProviderDependencies) {
+export function providerAdapter({ db, ring, issuer, scopes, apiResources, readThrough }: ProviderDependencies) {
   const stored = createPostgresAdapter(db);
   return createPostgresAdapter(db, {
     Client: {
       async find(id: string) {
+        // The admin pages' own client is built in: a stored client of the same id never takes its place.
+        if (id === ADMIN_PAGES_CLIENT_ID) return adminPagesClientMetadata(issuer);
         if (!isStorableKey(id)) return undefined;
         const row = await findClient(db, id);
         // An API resource is a client only to authenticate at introspection: it has no grant type and no response

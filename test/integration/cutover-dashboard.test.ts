@@ -43,6 +43,7 @@ async function signedInAt(hh: Harness, email: string) {
   const first = await person.open(`${hh.api.publicUrl}/admin/migration`);
   expect(first).not.toBeInstanceOf(URL);
   expect((first as Visit).url).toContain('/interaction/');
+  expect(textOf(first)).toContain('to continue to Identity admin pages');
   await person.submit('/email', { email });
   const landed = await person.submit('/password', { password: PASSWORD });
   return { person, landed: landed as Visit };

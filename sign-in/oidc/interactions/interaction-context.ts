@@ -2,7 +2,6 @@ import type { Request, Response } from 'express';
 import type Provider from 'oidc-provider';
 import type { AppConfig } from '../../../platform/config/config-schema';
 import type { KeyRing } from '../../../platform/security/data-protection';
-import { findClient } from '../../../platform/store/clients';
 import type { Db } from '../../../platform/store/database';
 import type { WorkflowRunner } from '../../../provisioning/workflow-runner';
 import type { Federation } from '../../federation/federation';
@@ -60,7 +59,8 @@ export function createInteractionContext(deps: InteractionDependencies) {
     /** The e-mail step again (naming the client as the first one did), with what went wrong. */
     emailStep: async (res: Response, status: number, details: InteractionDetails, error?: string, email?: string) => {
       const clientId = String(details.params.client_id);
-      const clientName = (await findClient(db, clientId))?.client_name ?? clientId;
+      // Through the provider's client look-up, so the admin pages' built-in client is named too.
+      const clientName = (await deps.provider.Client.find(clientId))?.clientName ?? clientId;
       return html(res, status, emailPage(action(details.uid, 'email'), clientName, error, email));
     },
     /** The per-address budget across every account; a refusal says when to come back. */

@@ -184,7 +184,10 @@ describe('PATCH /api/v1/profile/{userId} changes a user', () => {
     expect(h.apps.crm.state.calls.filter((c) => c.method === 'DELETE' && c.path === `/users/${id}`)).toHaveLength(1);
     // Signing in again is refused: the password form does not lead back to the client.
     const again = await flow.start(rp, 'openid profile');
-    expect(await flow.signIn(again, email, PASSWORD)).not.toBeInstanceOf(URL);
+    const refused = await flow.signIn(again, email, PASSWORD);
+    expect(refused instanceof URL ? `back at the client: ${refused.href}` : refused.status).toBe(200);
+    const failed = await h.admin('GET', `/api/v1/audit-events?userId=${id}&type=sign-in-failed`);
+    expect(failed.body.events[0]?.detail).toEqual({ reason: 'deactivated' });
 
     const on = await h.admin('PATCH', `/api/v1/profile/${id}`, { active: true });
     expect(on.status).toBe(200);

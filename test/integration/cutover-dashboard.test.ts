@@ -136,6 +136,10 @@ describe('who sees the dashboard', () => {
     const stolen = await fetch(back, { redirect: 'manual' });
     expect(stolen.status).toBe(400);
     const cookie = person.jar.header(back.href);
+    // A code the provider never issued, with the browser's own pending sign-in: refused, not a fault.
+    const forgedCode = new URL(back);
+    forgedCode.searchParams.set('code', 'x'.repeat(300));
+    expect((await fetch(forgedCode, { redirect: 'manual', headers: { cookie } })).status).toBe(400);
     const first = await fetch(back, { redirect: 'manual', headers: { cookie } });
     expect(first.status).toBe(303);
     expect(first.headers.get('location')).toBe('/admin/migration');

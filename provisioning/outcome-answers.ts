@@ -3,6 +3,7 @@ import type { CreationOutcome } from './workflows/provisioning';
 import type { Response } from 'express';
 import type { StoredAnswer } from '../platform/store/schema';
 import { sendProblem, userNotFound, type Problem } from '../platform/http/problem';
+import { provisioningWorkflowId } from './workflows/ids';
 
 export type UserView = UserProfile & { provisionedApps: string[] };
 
@@ -19,7 +20,8 @@ export function toHttpOutcome(outcome: CreationOutcome, successStatus: number, {
 /**
  * The one table from a provisioning outcome that is not a success to its answer, rendered as problem+json by the
  * admin API and registration and as a SCIM error by /scim/v2: 409 duplicate, 404 no such user, 422 rejection or
- * failure (with the app and its reason), 502 partially confirmed (the user is kept).
+ * failure (with the app and its reason), 502 partially confirmed (the user is kept). An attempt that ran names its
+ * `attemptId`, the id of its workflow: what an operator opens in the Temporal UI (docs/operations.md).
  */
 export function outcomeProblem(
   outcome: Exclude<CreationOutcome, { status: 'provisioned' }>,
@@ -45,6 +47,7 @@ export function outcomeProblem(
           title: 'Unknown provisioning apps',
           detail: `provisioning apps not configured: ${outcome.appIds.join(', ')}`,
           appIds: outcome.appIds,
+          attemptId: provisioningWorkflowId(outcome.user.userId),
         },
       };
     case 'rejected':
@@ -56,6 +59,7 @@ export function outcomeProblem(
           appId: outcome.appId,
           reason: outcome.reason,
           userDeleted: outcome.userDeleted ?? false,
+          attemptId: provisioningWorkflowId(outcome.user.userId),
         },
       };
     case 'partially-confirmed':
@@ -68,6 +72,7 @@ export function outcomeProblem(
           confirmedApps: outcome.confirmedApps,
           unconfirmedApps: outcome.unconfirmedApps,
           reason: outcome.reason,
+          attemptId: provisioningWorkflowId(outcome.user.userId),
         },
       };
   }

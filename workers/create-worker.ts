@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   bundleWorkflowCode,
+  Runtime,
   type NativeConnection,
   Worker,
   type WorkerOptions,
@@ -54,7 +55,12 @@ const prebuiltBundle = (): WorkflowBundleOption | undefined =>
 
 /** The prebuilt bundle when there is one; otherwise the workflow code bundled now, once, for all workers of this process. */
 export async function loadWorkflowBundle(): Promise<WorkflowBundleOption> {
-  return prebuiltBundle() ?? { code: (await bundleWorkflowCode(WORKFLOW_CODE)).code };
+  // The bundler reports through the SDK's runtime logger (platform/observability/temporal-runtime.ts), not stdout.
+  return (
+    prebuiltBundle() ?? {
+      code: (await bundleWorkflowCode({ ...WORKFLOW_CODE, logger: Runtime.instance().logger })).code,
+    }
+  );
 }
 
 /** The home's bundle, else the prebuilt one; without either the worker bundles the workflow code itself. */

@@ -191,3 +191,28 @@ export async function findUserBoundsByEmail(
     .executeTakeFirst();
   return { id, before: (before?.id as string | null | undefined) ?? null };
 }
+
+/**
+ * The source users that could hold one of these e-mail addresses or user names once migrated (matched as typed and
+ * as the source normalized them; the caller normalizes as the target does). What a dry run, which writes nothing,
+ * reads to find the duplicates the real run would meet in the rows it wrote before.
+ */
+export async function usersSharingKeys(
+  source: Kysely<SourceDatabase>,
+  values: string[],
+): Promise<Array<{ Id: string; Email: string | null; UserName: string | null }>> {
+  if (values.length === 0) return [];
+  const upper = [...new Set(values.map((v) => v.toUpperCase()))];
+  return source
+    .selectFrom('AspNetUsers')
+    .select(['Id', 'Email', 'UserName'])
+    .where((eb) =>
+      eb.or([
+        eb('Email', 'in', values),
+        eb('UserName', 'in', values),
+        eb('NormalizedEmail', 'in', upper),
+        eb('NormalizedUserName', 'in', upper),
+      ]),
+    )
+    .execute();
+}

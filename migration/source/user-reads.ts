@@ -193,26 +193,29 @@ export async function findUserBoundsByEmail(
 }
 
 /**
- * The source users that could hold one of these e-mail addresses or user names once migrated (matched as typed and
- * as the source normalized them; the caller normalizes as the target does). What a dry run, which writes nothing,
- * reads to find the duplicates the real run would meet in the rows it wrote before.
+ * The source users that could hold one of these keys (e-mail addresses and user names, upper-cased) once migrated,
+ * found by the columns the source normalized them into; the caller normalizes as the target does. What a dry run,
+ * which writes nothing, reads to find the duplicates the real run would meet in the rows it wrote before. Asked in
+ * slices: SQL Server takes at most 2,100 parameters a query.
  */
 export async function usersSharingKeys(
   source: Kysely<SourceDatabase>,
-  values: string[],
+  keys: string[],
 ): Promise<Array<{ Id: string; Email: string | null; UserName: string | null }>> {
-  if (values.length === 0) return [];
-  const upper = [...new Set(values.map((v) => v.toUpperCase()))];
-  return source
-    .selectFrom('AspNetUsers')
-    .select(['Id', 'Email', 'UserName'])
-    .where((eb) =>
-      eb.or([
-        eb('Email', 'in', values),
-        eb('UserName', 'in', values),
-        eb('NormalizedEmail', 'in', upper),
-        eb('NormalizedUserName', 'in', upper),
-      ]),
-    )
-    .execute();
+  const unique = [...new Set(keys)];
+  const found = [];
+  for (let i = 0; i < unique.length; i += SHARING_SLICE) {
+    const slice = unique.slice(i, i + SHARING_SLICE);
+    found.push(
+      ...(await source
+        .selectFrom('AspNetUsers')
+        .select(['Id', 'Email', 'UserName'])
+        .where((eb) => eb.or([eb('NormalizedEmail', 'in', slice), eb('NormalizedUserName', 'in', slice)]))
+        .execute()),
+    );
+  }
+  return found;
 }
+
+/** Keys a slice of usersSharingKeys asks about: each is a parameter twice. */
+const SHARING_SLICE = 1000;

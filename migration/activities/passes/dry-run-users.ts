@@ -28,13 +28,22 @@ export async function simulateUserWrites(
     targetHolder.set(held.normalized_email, held.id);
     targetHolder.set(held.normalized_user_name, held.id);
   }
-  const values = rows.flatMap((r) => [r.email, r.user_name]);
-  const sharing = (await usersSharingKeys(ctx.source, values)).filter((u) => keysOf(u).length > 0);
-  const order = await inKeyOrder(ctx.source, [...new Set([...rows.map((r) => r.id), ...sharing.map((u) => u.Id)])]);
+  // The source users each key would go to in the real run: the first in the source's key order. Only keys that more
+  // than one source user would hold need that order, so only their holders are ranked (a short list).
+  const sharing = await usersSharingKeys(
+    ctx.source,
+    rows.flatMap((r) => [r.normalized_email, r.normalized_user_name]),
+  );
+  const claimants = new Map<string, Set<string>>();
+  for (const user of sharing)
+    for (const key of keysOf(user)) claimants.set(key, (claimants.get(key) ?? new Set()).add(user.Id));
+  const contested = [...claimants.values()].filter((ids) => ids.size > 1);
+  const order =
+    contested.length === 0 ? [] : await inKeyOrder(ctx.source, [...new Set(contested.flatMap((ids) => [...ids]))]);
   const rank = new Map(order.map((id, i) => [id, i]));
   const firstHolder = new Map<string, string>();
-  for (const user of [...sharing].sort((a, b) => rank.get(a.Id)! - rank.get(b.Id)!))
-    for (const key of keysOf(user)) if (!firstHolder.has(key)) firstHolder.set(key, user.Id);
+  for (const [key, ids] of claimants)
+    if (ids.size > 1) firstHolder.set(key, [...ids].sort((a, b) => rank.get(a)! - rank.get(b)!)[0]);
   return rows.filter((row) => {
     const keys = [row.normalized_email, row.normalized_user_name];
     const holder =

@@ -134,16 +134,17 @@ async function withStartDefaults(config: AppConfig): Promise<{ config: AppConfig
   const quiet = () => undefined;
   if (!existsSync(resolve(dataDir, KEY_FILE))) return { config, ownWorker: !config.Temporal.Address };
   if (!config.Migration.Target.ConnectionString && !config.Database.Url) {
-    const url = `postgres://postgres:postgres@127.0.0.1:${config.Embedded.PostgresPort}/identity`;
+    const pgPort = config.Embedded.PostgresPort;
+    if (!(await portHeld(pgPort)))
+      throw new ConfigError(
+        `the target is this checkout's embedded PostgreSQL (127.0.0.1:${pgPort}), which runs only while \`npm start\` does: start it first, or give --Target:ConnectionString`,
+      );
+    const url = `postgres://postgres:postgres@127.0.0.1:${pgPort}/identity`;
     config = { ...config, Database: { ...config.Database, Url: url } };
     if (!keyRingFromConfig(config)) config = withEmbeddedKey(config, dataDir, quiet);
   }
   const port = config.Embedded.TemporalPort;
-  const held = await assertPortFree(port, '127.0.0.1', 'temporal', 'Embedded:TemporalPort').then(
-    () => false,
-    () => true,
-  );
-  const startRuns = held && existsSync(resolve(dataDir, PAYLOAD_KEY_FILE));
+  const startRuns = (await portHeld(port)) && existsSync(resolve(dataDir, PAYLOAD_KEY_FILE));
   if (config.Temporal.Address || !startRuns) return { config, ownWorker: !config.Temporal.Address };
   if (!payloadKeyRingFromConfig(config)) config = withEmbeddedPayloadKey(config, dataDir, quiet);
   const Temporal = {
@@ -154,6 +155,13 @@ async function withStartDefaults(config: AppConfig): Promise<{ config: AppConfig
   console.log(`temporal: the running \`npm start\`'s server at ${Temporal.Address} (its UI shows the run)`);
   return { config: { ...config, Temporal }, ownWorker: true };
 }
+
+/** Whether a process listens on this loopback port (start's embedded servers, while start runs). */
+const portHeld = (port: number) =>
+  assertPortFree(port, '127.0.0.1', 'probe', 'probe').then(
+    () => false,
+    () => true,
+  );
 
 /** Where the run writes, without the password. */
 function describeTarget(url: string): string {

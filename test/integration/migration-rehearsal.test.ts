@@ -94,3 +94,19 @@ test('sample source, dry run and real run in the checkout of a running npm start
     await connection.close();
   }
 }, 400_000);
+
+test('with start stopped, the CLI in its checkout says the target runs only while npm start does', async () => {
+  process.kill(-start.child.pid!, 'SIGINT');
+  expect(await start.exited).toBe(0);
+  const res = await npmRun(
+    'cli/migrate.ts',
+    '--Source:ConnectionString',
+    'postgres://127.0.0.1:1/none',
+    '--DryRun',
+    'true',
+  );
+  expect(res.code).toBe(1);
+  expect(res.out).toContain(
+    `the target is this checkout's embedded PostgreSQL (127.0.0.1:${env.Embedded__PostgresPort}), which runs only while \`npm start\` does`,
+  );
+}, 60_000);

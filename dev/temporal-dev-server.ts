@@ -6,6 +6,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { findTemporalCli } from './temporal-cli';
 import { SEARCH_ATTRIBUTES } from '../platform/temporal/search-attributes';
 import { logger } from '../platform/observability/logger';
+import { shuttingDown } from '../platform/observability/shutdown';
 
 export interface DevServer {
   address: string;
@@ -109,10 +110,11 @@ async function launch(cli: string, args: string[], options: DevServerOptions): P
   // A process group of its own: Ctrl-C in the terminal reaches this process, which stops the workers first and then
   // this server (a server gone first would leave the draining workers logging lost connections).
   const child = spawn(cli, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
-  // Its errors pass through while it runs; once asked to stop, its complaints about calls cut short are no news.
+  // Its errors pass through while it runs; once the process is stopping (the workers' polls cut short first, then
+  // the server itself), its complaints about calls cancelled are no news.
   let stopping = false;
   child.stderr.on('data', (chunk: Buffer) => {
-    if (!stopping) process.stderr.write(chunk);
+    if (!stopping && !shuttingDown()) process.stderr.write(chunk);
   });
   // Never leave an orphaned server holding the port when this process dies without a clean shutdown.
   const killOnExit = () => child.kill('SIGKILL');

@@ -20,6 +20,10 @@ import {
   type ProvisioningDependencies,
 } from '../provisioning/activities/provisioning-activities';
 import { createSignOutActivities, type SignOutDependencies } from '../sign-in/activities/logout-delivery';
+import {
+  createSigningKeyRotationActivities,
+  type SigningKeyRotationDependencies,
+} from '../sign-in/activities/signing-key-rotation';
 
 export const WORKFLOWS_PATH = require.resolve('./workflows');
 /** What every workflow bundle is built from: the workflow code and the failure converter the sandbox encodes with. */
@@ -99,18 +103,23 @@ export const PROVISIONING_WORKER_LIMITS = {
 } satisfies Partial<WorkerOptions>;
 
 /**
- * The service's task queue: provisioning and the notices of a user's end to apps and clients (back-channel logout).
- * `activities` replaces the provisioning ones built from `dependencies` (a test wraps them to fail at a chosen step).
+ * The service's task queue: provisioning, the notices of a user's end to apps and clients (back-channel logout) and
+ * signing-key rotation. `activities` replaces the provisioning ones built from `dependencies` (a test wraps them to
+ * fail at a chosen step).
  */
 export function createProvisioningWorker(
   home: WorkerHome,
-  dependencies: ProvisioningDependencies & SignOutDependencies,
+  dependencies: ProvisioningDependencies & SignOutDependencies & SigningKeyRotationDependencies,
   activities?: ProvisioningActivities,
 ): Promise<Worker> {
   return createWorker(
     home,
     home.temporal.TaskQueue,
-    { ...createSignOutActivities(dependencies), ...(activities ?? createProvisioningActivities(dependencies)) },
+    {
+      ...createSignOutActivities(dependencies),
+      ...createSigningKeyRotationActivities(dependencies),
+      ...(activities ?? createProvisioningActivities(dependencies)),
+    },
     PROVISIONING_WORKER_LIMITS,
   );
 }

@@ -49,6 +49,28 @@ export const timeSpan = z.string().transform((text, ctx) => {
   return minus ? -ms : ms;
 });
 
+/**
+ * Automatic signing-key management as Duende IdentityServer names it: a key is announced (in the JWKS) for
+ * PropagationTime before it signs, signs until it is RotationInterval old, and stays in the JWKS for
+ * RetentionDuration after that; then it is deleted. Keys are looked for again every KeyCacheDuration, and a key
+ * new to the store never signs before every instance has had two such looks at it.
+ */
+export const keyManagementSchema = z
+  .object({
+    Enabled: flag.default(true),
+    RotationInterval: timeSpan.prefault('90.00:00:00'),
+    PropagationTime: timeSpan.prefault('14.00:00:00'),
+    RetentionDuration: timeSpan.prefault('14.00:00:00'),
+    KeyCacheDuration: timeSpan.prefault('00:00:05'),
+  })
+  .prefault({})
+  .refine((k) => k.RotationInterval > k.PropagationTime, {
+    message: 'RotationInterval must be longer than PropagationTime (a key must sign for some time)',
+  })
+  .refine((k) => k.PropagationTime >= 0 && k.RetentionDuration >= 0 && k.KeyCacheDuration > 0, {
+    message: 'PropagationTime and RetentionDuration may not be negative, KeyCacheDuration must be positive',
+  });
+
 const dataProtectionKey = z
   .string()
   .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be base64 of exactly 32 bytes');
@@ -206,27 +228,7 @@ export const configSchema = z
         EmitScopesAsSpaceDelimitedStringInJwt: flag.default(false),
       })
       .prefault({}),
-    /**
-     * Automatic signing-key management as Duende IdentityServer names it: a key is announced (in the JWKS) for
-     * PropagationTime before it signs, signs until it is RotationInterval old, and stays in the JWKS for
-     * RetentionDuration after that; then it is deleted. Keys are looked for again every KeyCacheDuration, and a key
-     * new to the store never signs before every instance has had two such looks at it.
-     */
-    KeyManagement: z
-      .object({
-        Enabled: flag.default(true),
-        RotationInterval: timeSpan.prefault('90.00:00:00'),
-        PropagationTime: timeSpan.prefault('14.00:00:00'),
-        RetentionDuration: timeSpan.prefault('14.00:00:00'),
-        KeyCacheDuration: timeSpan.prefault('00:00:05'),
-      })
-      .prefault({})
-      .refine((k) => k.RotationInterval > k.PropagationTime, {
-        message: 'RotationInterval must be longer than PropagationTime (a key must sign for some time)',
-      })
-      .refine((k) => k.PropagationTime >= 0 && k.RetentionDuration >= 0 && k.KeyCacheDuration > 0, {
-        message: 'PropagationTime and RetentionDuration may not be negative, KeyCacheDuration must be positive',
-      }),
+    KeyManagement: keyManagementSchema,
     Auth: z
       .object({
         AllowedInternalTargets: stringList.default([]),

@@ -12,7 +12,12 @@ import { findAccount } from './provider-configuration/find-account';
 import type { ProviderDependencies } from './provider-configuration/provider-dependencies';
 import { errorPageText } from './provider-configuration/error-page-text';
 import { features } from './provider-configuration/features';
-import { discoveryParity, introspectedAudiences, revokeJwtAccessTokens } from './provider-configuration/middleware';
+import {
+  discoveryParity,
+  introspectedAudiences,
+  introspectJwtAccessTokens,
+  revokeJwtAccessTokens,
+} from './provider-configuration/middleware';
 import { providerAdapter } from './provider-configuration/stored-artefacts';
 import { settingsOfClient, TTL } from './provider-configuration/ttl';
 
@@ -43,6 +48,7 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
   const { db, issuer, scopes, apiResources } = deps;
   const provider = new Provider(issuer, configurationOf(deps));
   provider.use(revokeJwtAccessTokens(db, issuer));
+  provider.use(introspectJwtAccessTokens(db, issuer));
   provider.use(discoveryParity(scopes));
   provider.use(introspectedAudiences());
   provider.use(userCodeBudget(provider, db, deps.config));

@@ -2,7 +2,7 @@ import { Router, type Request, type Response } from 'express';
 import type { AppConfig } from '../../platform/config/config-schema';
 import { putClient } from '../../platform/store/clients';
 import type { Db } from '../../platform/store/database';
-import { loadSigningKeys, sealStoredSigningKeys } from '../../platform/store/signing-keys';
+import { currentSigningKeys, sealStoredSigningKeys, signingKeysVersion } from '../../platform/store/signing-keys';
 import { loadScopeClaims } from './claims';
 import { clientRow, configuredSecrets } from './provider-clients';
 import { cookieKeys } from './cookie-keys';
@@ -89,11 +89,12 @@ async function buildSignIn(
   const { db, ring, issuer } = deps;
   const sealed = await sealStoredSigningKeys(db, ring);
   if (sealed > 0) log(`sign-in: sealed ${sealed} signing keys stored before private keys were protected at rest`);
+  const keys = await currentSigningKeys(db, ring, deps.config.KeyManagement);
   const provider = createOidcProvider({
     db,
     ring,
     issuer,
-    signingKeys: await loadSigningKeys(db, ring),
+    signingKeys: keys.published,
     cookieKeys: cookieKeyList,
     scopes: await loadScopeClaims(db),
     apiResources: storedApiResources(db),
@@ -104,6 +105,10 @@ async function buildSignIn(
   });
   return {
     provider,
+    /** When the timeline's answer changes with no change in the store: the provider is rebuilt then. */
+    changesAt: keys.changesAt,
+    signingKid: keys.signing?.kid,
+    published: keys.published.length,
     callback: provider.callback(),
     interactions: interactionRouter({
       provider,
@@ -123,13 +128,15 @@ async function buildSignIn(
  * Sign-in: the OpenID Connect provider at IdentityServer's paths and its sign-in pages, as one Express router for the
  * composition root to mount before the JSON API's body parser (both take form posts). oidc-provider reads scopes and
  * keys once, when it is built; a new one replaces it when they change (every other artefact lives in the store, so the
- * swap signs nobody out).
+ * swap signs nobody out): scopes are looked at every Oidc:ReloadSeconds, the key set every
+ * KeyManagement:KeyCacheDuration and whenever a key's phase changes (signing-key-timeline.ts).
  */
 export async function createSignIn(deps: SignInDependencies): Promise<Router> {
   const { config, db, log = (line: string) => logger.info(line) } = deps;
   await applyConfiguredClients(db, config);
   const cookieKeyList = await cookieKeys(db, config.Oidc.CookieKeys, (line) => logger.warn(line));
-  let version = await providerSettingsVersion(db);
+  let scopesVersion = await providerSettingsVersion(db);
+  let keysVersion = await signingKeysVersion(db);
   const federation = await createFederation({
     db,
     ring: deps.ring,
@@ -149,22 +156,37 @@ export async function createSignIn(deps: SignInDependencies): Promise<Router> {
     mails: deps.mails,
     signOut,
   });
-  let checkedAt = Date.now();
+  let scopesCheckedAt = Date.now();
+  let keysCheckedAt = Date.now();
   let checking: Promise<void> | undefined;
+  const phaseChanged = () => current.changesAt !== undefined && Date.now() >= current.changesAt.getTime();
 
-  async function rebuildIfChanged(): Promise<void> {
-    const now = await providerSettingsVersion(db);
-    if (now === version) return;
+  async function rebuildIfChanged(lookAtScopes: boolean, lookAtKeys: boolean): Promise<void> {
+    if (lookAtScopes) scopesCheckedAt = Date.now();
+    if (lookAtKeys) keysCheckedAt = Date.now();
+    const [scopes, keys] = await Promise.all([
+      lookAtScopes ? providerSettingsVersion(db) : scopesVersion,
+      lookAtKeys ? signingKeysVersion(db) : keysVersion,
+    ]);
+    if (scopes === scopesVersion && keys === keysVersion && !phaseChanged()) return;
     current = await buildSignIn(deps, cookieKeyList, federation, signOut, log);
-    version = now;
-    log('sign-in: scopes or signing keys changed; the provider now uses them');
+    scopesVersion = scopes;
+    keysVersion = keys;
+    log(
+      `sign-in: scopes or signing keys changed; the provider now publishes ${current.published} keys and signs with ${current.signingKid}`,
+    );
   }
 
-  /** Looks for changed scopes and keys at most once every ReloadSeconds, one look at a time. */
+  /**
+   * Looks for changed scopes at most once every ReloadSeconds and for changed keys once every KeyCacheDuration (or at
+   * a key's phase change), one look at a time; a request never runs on keys older than that.
+   */
   async function fresh(): Promise<void> {
-    if (Date.now() - checkedAt < config.Oidc.ReloadSeconds * 1000) return;
-    checkedAt = Date.now();
-    checking ??= rebuildIfChanged().finally(() => (checking = undefined));
+    const now = Date.now();
+    const lookAtScopes = now - scopesCheckedAt >= config.Oidc.ReloadSeconds * 1000;
+    const lookAtKeys = now - keysCheckedAt >= config.KeyManagement.KeyCacheDuration || phaseChanged();
+    if (!lookAtScopes && !lookAtKeys) return;
+    checking ??= rebuildIfChanged(lookAtScopes, lookAtKeys).finally(() => (checking = undefined));
     await checking;
   }
 

@@ -87,7 +87,13 @@ export function signingKeysAt<K extends TimedKey>(
   const algorithms = [...new Set(published.map((k) => k.algorithm))].sort((a, b) =>
     a === ROTATED_ALGORITHM ? -1 : b === ROTATED_ALGORITHM ? 1 : a < b ? -1 : a > b ? 1 : 0,
   );
-  const signers = algorithms.map((alg) => signerOf(published.filter((k) => k.algorithm === alg), now, times)!);
+  const signers = algorithms.map((alg) =>
+    signerOf(
+      published.filter((k) => k.algorithm === alg),
+      now,
+      times,
+    )!,
+  );
   const next = keys
     .flatMap((k) => boundariesOf(k, times))
     .filter((t) => t > now.getTime())

@@ -100,7 +100,13 @@ export type StoredSigningKey = TimedKey & { jwk: SigningJwk };
 
 const timedColumns = ['id', 'algorithm', 'created_at', 'stored_at', 'origin'] as const;
 
-const timed = (row: { id: string; algorithm: string; created_at: Date; stored_at: Date; origin: TimedKey['origin'] }) => ({
+const timed = (row: {
+  id: string;
+  algorithm: string;
+  created_at: Date;
+  stored_at: Date;
+  origin: TimedKey['origin'];
+}) => ({
   id: row.id,
   algorithm: row.algorithm,
   createdAt: row.created_at,
@@ -127,7 +133,10 @@ export async function readSigningKeys(db: Db, ring: KeyRing): Promise<StoredSign
     .select([...timedColumns, 'sealed_private'])
     .where('sealed_private', 'is not', null)
     .execute();
-  return rows.map((row) => ({ ...timed(row), jwk: JSON.parse(unprotectText(row.sealed_private!, ring)) as SigningJwk }));
+  return rows.map((row) => ({
+    ...timed(row),
+    jwk: JSON.parse(unprotectText(row.sealed_private!, ring)) as SigningJwk,
+  }));
 }
 
 /**

@@ -17,7 +17,11 @@ const IDLE_MS = 24 * 3600_000;
 
 export type RotationStep = { created?: string; deleted: string[]; nextInMs: number };
 
-export function createSigningKeyRotationActivities({ db, dataProtection, keyManagement }: SigningKeyRotationDependencies) {
+export function createSigningKeyRotationActivities({
+  db,
+  dataProtection,
+  keyManagement,
+}: SigningKeyRotationDependencies) {
   return {
     /**
      * One rotation step (platform/store/signing-keys.ts rotateSigningKeys: retired keys deleted, a new RSA key made
@@ -31,7 +35,8 @@ export function createSigningKeyRotationActivities({ db, dataProtection, keyMana
       }
       const now = new Date();
       const outcome = await rotateSigningKeys(db, dataProtection, keyManagement, now);
-      if (outcome.created) log.info('Made a new signing key; it is announced before it signs', { kid: outcome.created });
+      if (outcome.created)
+        log.info('Made a new signing key; it is announced before it signs', { kid: outcome.created });
       if (outcome.deleted.length > 0) log.info('Deleted retired signing keys', { kids: outcome.deleted });
       const next = nextRotationAt(outcome.keys, now, keyManagement);
       return {

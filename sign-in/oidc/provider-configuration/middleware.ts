@@ -56,8 +56,13 @@ export function revokeJwtAccessTokens(db: Db, issuer: string) {
   };
 }
 
+/** A token's `scope`: Duende's JSON array, or one space-separated string (Oidc:EmitScopesAsSpaceDelimitedStringInJwt). */
 const scopesOf = (scope: unknown): string[] =>
-  Array.isArray(scope) ? scope.filter((s): s is string => typeof s === 'string') : String(scope ?? '').split(' ');
+  Array.isArray(scope)
+    ? scope.filter((s): s is string => typeof s === 'string')
+    : typeof scope === 'string'
+      ? scope.split(' ')
+      : [];
 
 /**
  * oidc-provider refuses to introspect a JWT (`unsupported_token_type`); Duende IdentityServer introspects its JWT

@@ -7,7 +7,7 @@ import { importSigningKey } from '../../platform/store/signing-keys';
 import { FIXTURE_PASSWORD } from '../fixtures/source/generate';
 import { freePort } from '../../dev/ports';
 import { startApi } from '../../api/server';
-import { useHarness } from '../support/harness';
+import { eventually, useHarness } from '../support/harness';
 import { migrateCompletely } from '../support/migration-runs';
 import { authorizationRequest, relyingParty as relyingPartyOf } from '../support/relying-party';
 import { codeFlow } from '../support/code-flow';
@@ -27,6 +27,8 @@ const h = useHarness(() => ({
   config: {
     // Scopes the migration writes after the API started are picked up at the next request.
     Oidc: { ReloadSeconds: 0 },
+    // Signing keys imported during a test are looked for every second.
+    KeyManagement: { KeyCacheDuration: '00:00:01' },
     Auth: { Lockout: { MaxFailedAttempts: 3, Minutes: 15 }, SignInRateLimit: { PermitLimit: 1000, WindowSeconds: 60 } },
   },
 }));
@@ -636,23 +638,29 @@ describe("the admin API accepts the service's own tokens", () => {
     expect((await adminGet(await tokenOf(28))).status).toBe(403);
   });
 
-  test('an imported signing key is published and signs the next tokens', async () => {
+  test('an imported signing key is published within a key-cache look and signs once every instance has seen it', async () => {
     const jwk = { ...generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' }) };
     const { kid } = await importSigningKey(
       h.context.db,
       h.context.dataProtection!,
       JSON.stringify({ ...jwk, kid: 'source-key-cutover' }),
     );
-    const published = (await (await fetch(`${h.api.url}/.well-known/openid-configuration/jwks`)).json()) as {
-      keys: Array<{ kid: string }>;
-    };
-    expect(published.keys.map((k) => k.kid)).toContain(kid);
+    await eventually(async () => {
+      const published = (await (await fetch(`${h.api.url}/.well-known/openid-configuration/jwks`)).json()) as {
+        keys: Array<{ kid: string }>;
+      };
+      expect(published.keys.map((k) => k.kid)).toContain(kid);
+    }, 5_000);
     const rp = await relyingParty('machine', 'machine-secret');
-    const tokens = await oidc.clientCredentialsGrant(rp, { scope: 'orders.read' });
-    const header = JSON.parse(Buffer.from(tokens.access_token.split('.')[0], 'base64url').toString()) as {
-      kid: string;
-    };
-    expect(header.kid).toBe('source-key-cutover');
+    // A static key signs two key-cache looks (2 s here) after it was stored.
+    const tokens = await eventually(async () => {
+      const answer = await oidc.clientCredentialsGrant(rp, { scope: 'orders.read' });
+      const header = JSON.parse(Buffer.from(answer.access_token.split('.')[0], 'base64url').toString()) as {
+        kid: string;
+      };
+      expect(header.kid).toBe('source-key-cutover');
+      return answer;
+    }, 10_000);
     await verifiedJwt(tokens.access_token);
   });
 });

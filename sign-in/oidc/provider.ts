@@ -70,11 +70,39 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
   provider.Client.prototype.backchannelLogout = function (this: { clientId: string }, sub: string, sid: string) {
     return deps.signOut.notify(sub, [{ clientId: this.clientId, sid }]);
   };
+  acceptHintsOfEveryPublishedKey(provider);
   // Stored secrets are IdentityServer hashes: a presented secret is hashed and compared with each unexpired one.
   provider.Client.prototype.compareClientSecret = function (this: { clientId: string }, actual: string) {
     return verifyClientSecret(db, this.clientId, actual);
   };
   return provider;
+}
+
+/** The asymmetric algorithms of the service's keys: its own RSA keys and migrated RSA or EC ones. */
+const PUBLISHED_KEY_ALGORITHMS = /^(RS|PS|ES)(256|384|512)$/;
+
+/**
+ * oidc-provider checks an `id_token_hint` (endsession, authorize) only under the algorithm the client's ID tokens use
+ * now (RS256); Duende IdentityServer accepts a hint signed by any of its validation keys. A hint signed by a published
+ * key of another asymmetric algorithm (a source's ES256 key) is checked under that algorithm, against the same key
+ * set, for the same client, with the same rules (issuer, audience, its lifetime not checked).
+ */
+function acceptHintsOfEveryPublishedKey(provider: Provider): void {
+  const IdToken = provider.IdToken as unknown as {
+    validate(jwt: string, client: { clientId: string; idTokenSignedResponseAlg: string }): Promise<unknown>;
+  };
+  const validate = IdToken.validate.bind(IdToken);
+  IdToken.validate = (jwt, client) => {
+    let alg: unknown;
+    try {
+      alg = (JSON.parse(Buffer.from(jwt.split('.')[0], 'base64url').toString('utf8')) as { alg?: unknown }).alg;
+    } catch {
+      return validate(jwt, client);
+    }
+    if (typeof alg !== 'string' || alg === client.idTokenSignedResponseAlg || !PUBLISHED_KEY_ALGORITHMS.test(alg))
+      return validate(jwt, client);
+    return validate(jwt, { clientId: client.clientId, idTokenSignedResponseAlg: alg });
+  };
 }
 
 /** oidc-provider's configuration; its larger sections are modules of provider-configuration/. */

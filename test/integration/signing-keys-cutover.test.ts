@@ -199,6 +199,18 @@ test('an API resource introspects JWT access tokens as at Duende: its own scopes
     scope: 'library.read',
   });
 
+  // An ID token the source signed with it ends a session too, though the client's ID tokens are RS256 here.
+  const user = await createUserWith(h, 'cutover-ec', PASSWORD);
+  const books = await relyingParty(h.api.publicUrl, 'books', 'books-secret-sixteen');
+  const started = await flow.start(books, 'openid');
+  await flow.tokens(books, started, await flow.signIn(started, user.email, PASSWORD));
+  const hint = await signedBySource(SOURCE_EC, { sub: user.id, aud: 'books' }, 'JWT', now() - 3600);
+  const confirm = (await started.page.open(
+    `${h.api.url}/connect/endsession?${new URLSearchParams({ id_token_hint: hint, post_logout_redirect_uri: CALLBACK })}`,
+  )) as Visit;
+  expect(confirm.status).toBe(200);
+  expect(textOf(confirm)).toContain('Sign out?');
+
   // Expired, tampered, or signed by a key that is not published: inactive, never an error.
   const expired = await signedBySource(SOURCE_EC, claims, 'at+jwt', now() - 10);
   expect(await introspect('library-api', expired)).toEqual({ active: false });

@@ -124,38 +124,23 @@ async function buildSignIn(
   };
 }
 
+type BuiltSignIn = Awaited<ReturnType<typeof buildSignIn>>;
+
 /**
- * Sign-in: the OpenID Connect provider at IdentityServer's paths and its sign-in pages, as one Express router for the
- * composition root to mount before the JSON API's body parser (both take form posts). oidc-provider reads scopes and
- * keys once, when it is built; a new one replaces it when they change (every other artefact lives in the store, so the
- * swap signs nobody out): scopes are looked at every Oidc:ReloadSeconds, the key set every
- * KeyManagement:KeyCacheDuration and whenever a key's phase changes (signing-key-timeline.ts).
+ * oidc-provider reads scopes and keys once, when it is built; this keeps the build as the store has it: scopes are
+ * looked at every Oidc:ReloadSeconds, the key set every KeyManagement:KeyCacheDuration and whenever a key's phase
+ * changes by time alone (signing-key-timeline.ts), one look at a time, so a request never runs on keys older than
+ * that. Returns the function that answers the current build.
  */
-export async function createSignIn(deps: SignInDependencies): Promise<Router> {
-  const { config, db, log = (line: string) => logger.info(line) } = deps;
-  await applyConfiguredClients(db, config);
-  const cookieKeyList = await cookieKeys(db, config.Oidc.CookieKeys, (line) => logger.warn(line));
+async function keptFresh(
+  db: Db,
+  config: AppConfig,
+  build: () => Promise<BuiltSignIn>,
+  log: (line: string) => void,
+): Promise<() => Promise<BuiltSignIn>> {
   let scopesVersion = await providerSettingsVersion(db);
   let keysVersion = await signingKeysVersion(db);
-  const federation = await createFederation({
-    db,
-    ring: deps.ring,
-    run: deps.run,
-    issuer: deps.issuer,
-    allow: parseAllowList(config.Auth.AllowedInternalTargets),
-    readThrough: deps.readThrough,
-  });
-  const signOut = createSignOut({ db, run: deps.run, issuer: deps.issuer });
-  let current = await buildSignIn(deps, cookieKeyList, federation, signOut, log);
-  // Recovery needs no provider: its pages stay the same when the provider is rebuilt.
-  const recovery = recoveryRouter({
-    db,
-    config,
-    mailer: deps.mailer,
-    publicUrl: deps.issuer,
-    mails: deps.mails,
-    signOut,
-  });
+  let current = await build();
   let scopesCheckedAt = Date.now();
   let keysCheckedAt = Date.now();
   let checking: Promise<void> | undefined;
@@ -169,7 +154,7 @@ export async function createSignIn(deps: SignInDependencies): Promise<Router> {
       lookAtKeys ? signingKeysVersion(db) : keysVersion,
     ]);
     if (scopes === scopesVersion && keys === keysVersion && !phaseChanged()) return;
-    current = await buildSignIn(deps, cookieKeyList, federation, signOut, log);
+    current = await build();
     scopesVersion = scopes;
     keysVersion = keys;
     log(
@@ -177,18 +162,46 @@ export async function createSignIn(deps: SignInDependencies): Promise<Router> {
     );
   }
 
-  /**
-   * Looks for changed scopes at most once every ReloadSeconds and for changed keys once every KeyCacheDuration (or at
-   * a key's phase change), one look at a time; a request never runs on keys older than that.
-   */
-  async function fresh(): Promise<void> {
+  return async () => {
     const now = Date.now();
     const lookAtScopes = now - scopesCheckedAt >= config.Oidc.ReloadSeconds * 1000;
     const lookAtKeys = now - keysCheckedAt >= config.KeyManagement.KeyCacheDuration || phaseChanged();
-    if (!lookAtScopes && !lookAtKeys) return;
-    checking ??= rebuildIfChanged(lookAtScopes, lookAtKeys).finally(() => (checking = undefined));
-    await checking;
-  }
+    if (lookAtScopes || lookAtKeys) {
+      checking ??= rebuildIfChanged(lookAtScopes, lookAtKeys).finally(() => (checking = undefined));
+      await checking;
+    }
+    return current;
+  };
+}
+
+/**
+ * Sign-in: the OpenID Connect provider at IdentityServer's paths and its sign-in pages, as one Express router for the
+ * composition root to mount before the JSON API's body parser (both take form posts). A new provider replaces the
+ * old when scopes or keys change (keptFresh; every other artefact lives in the store, so the swap signs nobody out).
+ */
+export async function createSignIn(deps: SignInDependencies): Promise<Router> {
+  const { config, db, log = (line: string) => logger.info(line) } = deps;
+  await applyConfiguredClients(db, config);
+  const cookieKeyList = await cookieKeys(db, config.Oidc.CookieKeys, (line) => logger.warn(line));
+  const federation = await createFederation({
+    db,
+    ring: deps.ring,
+    run: deps.run,
+    issuer: deps.issuer,
+    allow: parseAllowList(config.Auth.AllowedInternalTargets),
+    readThrough: deps.readThrough,
+  });
+  const signOut = createSignOut({ db, run: deps.run, issuer: deps.issuer });
+  const fresh = await keptFresh(db, config, () => buildSignIn(deps, cookieKeyList, federation, signOut, log), log);
+  // Recovery needs no provider: its pages stay the same when the provider is rebuilt.
+  const recovery = recoveryRouter({
+    db,
+    config,
+    mailer: deps.mailer,
+    publicUrl: deps.issuer,
+    mails: deps.mails,
+    signOut,
+  });
 
   const adminPages = adminPagesRouter({
     provider: () => current.provider,
@@ -210,7 +223,7 @@ export async function createSignIn(deps: SignInDependencies): Promise<Router> {
     if (!forProvider && !forAccount && !forFederation && !req.path.startsWith(INTERACTION_PREFIX)) return next();
     setSignInHeaders(res, req.path);
     if (forFederation) return federation.router(req, res, next);
-    await fresh();
+    const current = await fresh();
     if (forProvider) {
       req.url = inCanonicalForm(req.url);
       if (req.method === 'GET') req.url = withOfflineConsent(req.url);

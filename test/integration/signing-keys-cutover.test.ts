@@ -6,7 +6,8 @@ import { codeFlow } from '../support/code-flow';
 import { relyingParty } from '../support/relying-party';
 import { textOf, type Visit } from '../support/sign-in-flow';
 import { hashClientSecret } from '../../platform/security/client-secrets';
-import { storeSigningKey, type SigningJwk } from '../../platform/store/signing-keys';
+import { currentSigningKeys, storeSigningKey, type SigningJwk } from '../../platform/store/signing-keys';
+import { createSigningKeyRotationActivities } from '../../sign-in/activities/signing-key-rotation';
 
 // Issue 40 part 2: keys carried over from the source sign from the first request every instance serves after they
 // arrive, under their own kid; whatever they signed before cutover still passes: an id_token_hint at endsession (its
@@ -227,4 +228,21 @@ test('an API resource introspects JWT access tokens as at Duende: its own scopes
   // Revoked by the client it was issued to: inactive from then on.
   await oidc.tokenRevocation(reader, token.access_token);
   expect(await introspect('library-api', token.access_token)).toEqual({ active: false });
+});
+
+test('KeyManagement:Enabled false takes the keys as stored: a key past its retention stays published, rotation leaves it', async () => {
+  const settings = { ...h.config.KeyManagement, Enabled: false };
+  const ancient = sourceKey(`source-ancient-${randomUUID().slice(0, 8)}`, 'rsa');
+  await storeSigningKey(h.context.db, h.context.dataProtection!, ancient, {
+    origin: 'migrated',
+    createdAt: new Date(Date.now() - 400 * DAY),
+  });
+  const rotation = createSigningKeyRotationActivities({ ...h.context, keyManagement: settings });
+  expect(await rotation.rotateSigningKeys()).toEqual({ deleted: [], nextInMs: 24 * 3600_000 });
+  const asStored = await currentSigningKeys(h.context.db, h.context.dataProtection!, settings);
+  expect(asStored.published.map((k) => k.kid)).toContain(ancient.kid);
+  // With rotation on, the same key is retired: out of the published keys.
+  const managed = await currentSigningKeys(h.context.db, h.context.dataProtection!, h.config.KeyManagement);
+  expect(managed.published.map((k) => k.kid)).not.toContain(ancient.kid);
+  await h.context.db.deleteFrom('signing_keys').where('id', '=', ancient.kid).execute();
 });

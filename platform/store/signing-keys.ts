@@ -151,12 +151,18 @@ export async function signingKeysVersion(db: Db): Promise<string> {
   return rows[0].version;
 }
 
-/** With no key stored, one RSA key is made, under the lock: two processes starting together make one between them. */
+/**
+ * With no RS256 key stored (an empty store, or one a migration filled with a source's EC keys only), one RSA key is
+ * made, under the lock: two processes starting together make one between them. Tokens are RS256 unless a client asks
+ * otherwise, so one must always be there to sign them.
+ */
 async function ensureSigningKey(db: Db, ring: KeyRing): Promise<void> {
-  if (await db.selectFrom('signing_keys').select('id').limit(1).executeTakeFirst()) return;
+  const rsaKey = (q: Db) =>
+    q.selectFrom('signing_keys').select('id').where('algorithm', '=', ROTATED_ALGORITHM).limit(1).executeTakeFirst();
+  if (await rsaKey(db)) return;
   await db.transaction().execute(async (trx) => {
     await lockSigningKeys(trx);
-    if (await trx.selectFrom('signing_keys').select('id').limit(1).executeTakeFirst()) return;
+    if (await rsaKey(trx)) return;
     await storeSigningKey(trx, ring, newRsaKey(), { origin: 'generated' });
   });
 }
@@ -164,8 +170,8 @@ async function ensureSigningKey(db: Db, ring: KeyRing): Promise<void> {
 /**
  * The keys the provider publishes now, each algorithm's signing key before its other keys (the RS256 signing key
  * first), and when that answer changes by time alone (signing-key-timeline.ts). With KeyManagement:Enabled false the
- * keys are taken as stored: every one is published and the newest that every instance has seen signs. With none
- * stored, one RSA key is made first.
+ * keys are taken as stored: every one is published and the newest that every instance has seen signs. With no RS256
+ * key stored, one RSA key is made first.
  */
 export async function currentSigningKeys(
   db: Db,

@@ -166,10 +166,14 @@ test('two instances start with one key between them, rotate it on time, and no t
   expect(made(third, second)).toBeGreaterThanOrEqual(14 * SECOND);
   expect(made(third, second)).toBeLessThan(19 * SECOND);
 
-  // Announced: the second key was published by both before either signed with it, and it signed only once 6 s old.
+  // Announced: the second key was published by both before either signed with it, and it signed only once 6 s old
   const firstSigned = looks.find((l) => l.signer === second.id)!;
   expect(firstSigned).toBeDefined();
-  expect(firstSigned.at).toBeGreaterThanOrEqual(second.created_at.getTime() + 6 * SECOND);
+  // (Or once the first key expired, if rotation made the second a moment late: Duende's KeyManager then ignores the
+  // activation delay rather than sign with an expired key.)
+  expect(firstSigned.at).toBeGreaterThanOrEqual(
+    Math.min(second.created_at.getTime() + 6 * SECOND, first.created_at.getTime() + 20 * SECOND),
+  );
   const announced = looks.filter((l) => l.at < firstSigned.at && l.published.every((p) => p.includes(second.id)));
   expect(announced.length).toBeGreaterThan(0);
   // Signing: the first key signed every token before that, the second every token after (the third only announced).

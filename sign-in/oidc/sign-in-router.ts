@@ -130,14 +130,14 @@ type BuiltSignIn = Awaited<ReturnType<typeof buildSignIn>>;
  * oidc-provider reads scopes and keys once, when it is built; this keeps the build as the store has it: scopes are
  * looked at every Oidc:ReloadSeconds, the key set every KeyManagement:KeyCacheDuration and whenever a key's phase
  * changes by time alone (signing-key-timeline.ts), one look at a time, so a request never runs on keys older than
- * that. Returns the function that answers the current build.
+ * that. `fresh` looks when it is time and answers the build; `latest` answers it as it stands.
  */
 async function keptFresh(
   db: Db,
   config: AppConfig,
   build: () => Promise<BuiltSignIn>,
   log: (line: string) => void,
-): Promise<() => Promise<BuiltSignIn>> {
+): Promise<{ fresh: () => Promise<BuiltSignIn>; latest: () => BuiltSignIn }> {
   let scopesVersion = await providerSettingsVersion(db);
   let keysVersion = await signingKeysVersion(db);
   let current = await build();
@@ -162,7 +162,7 @@ async function keptFresh(
     );
   }
 
-  return async () => {
+  const fresh = async () => {
     const now = Date.now();
     const lookAtScopes = now - scopesCheckedAt >= config.Oidc.ReloadSeconds * 1000;
     const lookAtKeys = now - keysCheckedAt >= config.KeyManagement.KeyCacheDuration || phaseChanged();
@@ -172,6 +172,7 @@ async function keptFresh(
     }
     return current;
   };
+  return { fresh, latest: () => current };
 }
 
 /**
@@ -192,7 +193,12 @@ export async function createSignIn(deps: SignInDependencies): Promise<Router> {
     readThrough: deps.readThrough,
   });
   const signOut = createSignOut({ db, run: deps.run, issuer: deps.issuer });
-  const fresh = await keptFresh(db, config, () => buildSignIn(deps, cookieKeyList, federation, signOut, log), log);
+  const { fresh, latest } = await keptFresh(
+    db,
+    config,
+    () => buildSignIn(deps, cookieKeyList, federation, signOut, log),
+    log,
+  );
   // Recovery needs no provider: its pages stay the same when the provider is rebuilt.
   const recovery = recoveryRouter({
     db,
@@ -204,7 +210,7 @@ export async function createSignIn(deps: SignInDependencies): Promise<Router> {
   });
 
   const adminPages = adminPagesRouter({
-    provider: () => current.provider,
+    provider: () => latest().provider,
     db,
     ring: deps.ring,
     issuer: deps.issuer,

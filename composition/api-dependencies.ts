@@ -54,7 +54,7 @@ export const apiWorkflowRunner = (temporal: Client, config: AppConfig) =>
 async function startRotation(temporal: Client, config: AppConfig): Promise<void> {
   try {
     const outcome = await startSigningKeyRotation(temporal, config.Temporal.TaskQueue);
-    logger.info(`api: signing-key rotation ${outcome === 'started' ? 'started' : 'already runs'} for this cluster`);
+    logger.debug(`api: signing-key rotation ${outcome === 'started' ? 'started' : 'already runs'} for this cluster`);
   } catch (error) {
     logger.warn(`api: signing-key rotation could not be started: ${(error as Error).message}`);
   }

@@ -107,8 +107,8 @@ async function buildSignIn(
     provider,
     /** When the timeline's answer changes with no change in the store: the provider is rebuilt then. */
     changesAt: keys.changesAt,
-    signingKid: keys.signing?.kid,
-    published: keys.published.length,
+    /** What a client or an API sees of the keys: which sign and which are published, in order. */
+    keySet: `signs with ${keys.signing?.kid}, publishes ${keys.published.map((k) => k.kid).join(', ')}`,
     callback: provider.callback(),
     interactions: interactionRouter({
       provider,
@@ -154,12 +154,13 @@ async function keptFresh(
       lookAtKeys ? signingKeysVersion(db) : keysVersion,
     ]);
     if (scopes === scopesVersion && keys === keysVersion && !phaseChanged()) return;
+    const before = current.keySet;
     current = await build();
+    // A phase boundary that changes nothing a client sees (a key now seen everywhere, not yet signing) says nothing.
+    if (scopes !== scopesVersion || current.keySet !== before)
+      log(`sign-in: scopes or signing keys changed; the provider now ${current.keySet}`);
     scopesVersion = scopes;
     keysVersion = keys;
-    log(
-      `sign-in: scopes or signing keys changed; the provider now publishes ${current.published} keys and signs with ${current.signingKid}`,
-    );
   }
 
   const fresh = async () => {

@@ -268,7 +268,7 @@ export const configSchema = z
           .prefault({}),
         /**
          * How recent a sign-in must be (minutes) to change how the user signs in without the password again: enrolling
-         * an authenticator app, and, for a user without a password, new recovery codes or turning two-step sign-in off.
+         * an authenticator app, and, for a user without a password, new recovery codes or turning two-step verification off.
          */
         RecentSignInMinutes: z.coerce.number().int().positive().max(1440).default(5),
         /**

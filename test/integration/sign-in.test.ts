@@ -17,7 +17,7 @@ import { postForm, secretlessClientCredentials } from '../support/sign-in-flow';
 import { fixtureTotp as totp } from '../support/totp';
 
 // The generated source: userN@example.com with FIXTURE_PASSWORD hashed by format N % 6 (0 ASP.NET v3 SHA-512, 1 v3
-// SHA-256, 2 v3 SHA-1, 3 v2, 4 bcrypt, 5 no password); every fifth user has two-factor sign-in with the authenticator
+// SHA-256, 2 v3 SHA-1, 3 v2, 4 bcrypt, 5 no password); every fifth user has two-step verification with the authenticator
 // key below and recovery codes code-{a,b,c}-N; clients web and mobile (authorization code), machine (client
 // credentials), secrets "{id}-secret" as SHA-256 and SHA-512 digests; the orders-api resource serves orders.read.
 const source = useGeneratedSource(30);
@@ -378,7 +378,7 @@ describe('refusals', () => {
   });
 });
 
-describe('two-factor sign-in with the authenticator and recovery codes the source issued', () => {
+describe('two-step verification with the authenticator and recovery codes the source issued', () => {
   test('a TOTP code completes the sign-in once; the same code is refused the next time', async () => {
     const rp = await relyingParty('web', 'web-secret');
     const started = await startAuthorization(rp);
@@ -658,7 +658,7 @@ describe("the admin API accepts the service's own tokens", () => {
 });
 
 describe('sign-in state of users migrated before it was carried over', () => {
-  test('a later run switches on the two-step sign-in and confirmed e-mail the source has on, and nothing else', async () => {
+  test('a later run switches on the two-step verification and confirmed e-mail the source has on, and nothing else', async () => {
     const flags = (n: number) =>
       h.context.db
         .selectFrom('users')

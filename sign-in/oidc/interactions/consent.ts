@@ -54,12 +54,7 @@ async function mustAsk(ctx: InteractionContext, details: InteractionDetails, cli
   const settings = settingsOf(client);
   if (!settings.RequireConsent || scopes.length === 0) return false;
   if (settings.AllowRememberConsent === false || scopes.includes('offline_access')) return true;
-  if (
-    String(details.params.prompt ?? '')
-      .split(' ')
-      .includes('consent')
-  )
-    return true;
+  if (wordsOf(details.params.prompt).includes('consent')) return true;
   const accountId = details.session?.accountId;
   const remembered = accountId ? await findRememberedScopes(ctx.db, accountId, client.client_id) : undefined;
   return !remembered || !scopes.every((s) => remembered.includes(s));

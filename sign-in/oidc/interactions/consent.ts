@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { findAccountUser } from '../../../platform/store/users';
 import { OIDC_ROUTES } from '../../sign-in-paths';
 import { findRememberedScopes, rememberConsent } from '../../store/consents';
-import { outcomeProblem } from '../../../provisioning/outcome-answers';
+import { outcomeProblem, refusalInAppsWords } from '../../../provisioning/outcome-answers';
+import { errorReference } from '../error-page';
 import { provisioningWorkflowId } from '../../../provisioning/workflows/ids';
 import { provisionExistingUser } from '../../../provisioning/workflows/provisioning';
 import { AttemptInProgressError } from '../../../platform/temporal/run-errors';
@@ -158,7 +159,7 @@ async function grantConsent(
   const accountId = details.session?.accountId;
   const clientId = String(details.params.client_id);
   if (!accountId) return void res.redirect(303, `/interaction/${encodeURIComponent(details.uid)}`);
-  const refusal = await provisionAtAuthorization(ctx, accountId, client);
+  const refusal = await provisionAtAuthorization(ctx, req, accountId, client);
   if (refusal)
     return provider.interactionFinished(
       req,
@@ -178,9 +179,13 @@ async function grantConsent(
   await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
 }
 
-/** Undefined when the user holds every app of the client (or now does), else why not. */
+/**
+ * Undefined when the user holds every app of the client (or now does), else what the client is told: an app's
+ * refusal in its own words, or, for a failure, plain words with a reference to the log line that holds the detail.
+ */
 async function provisionAtAuthorization(
   { db, run }: InteractionContext,
+  req: Request,
   userId: string,
   client: ClientRow | undefined,
 ): Promise<string | undefined> {
@@ -195,7 +200,11 @@ async function provisionAtAuthorization(
       args: [{ trigger: 'authorize', userId, appIds }],
       search: { userId, trigger: 'authorize' },
     });
-    return outcome.status === 'provisioned' ? undefined : outcomeProblem(outcome).problem.detail;
+    if (outcome.status === 'provisioned') return undefined;
+    const inAppsWords = refusalInAppsWords(outcome);
+    if (inAppsWords !== undefined) return inAppsWords;
+    const reference = errorReference(req, `provisioning at authorization: ${outcomeProblem(outcome).problem.detail}`);
+    return `an application this sign-in needs could not take the account right now; try again later (reference ${reference})`;
   } catch (error) {
     if (error instanceof AttemptInProgressError)
       return 'another provisioning attempt for this user is running; try again in a moment';

@@ -31,9 +31,10 @@ const STYLE = `
   .links { margin: 16px 0 0; font-size: 15px; }
   .links a { display: inline-block; margin: 4px 12px 4px 0; }
   table.sessions { width: 100%; border-collapse: collapse; font-size: 15px; margin: 0 0 8px; }
-  /* break-word, not anywhere: a column is as wide as its longest word, so an id breaks only when it alone is too wide. */
   table.sessions td { padding: 6px 0; border-bottom: 1px solid #e5e7eb; vertical-align: top; overflow-wrap: break-word; }
-  table.sessions .client { display: inline-block; }
+  /* A client id or name stays whole (ids hold hyphens, which the browser would break at); one too long for the column
+     ends in an ellipsis, its full text in the title. */
+  table.sessions .client { display: inline-block; max-width: 100%; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; vertical-align: bottom; }
   table.sessions td + td { padding-left: 12px; text-align: right; color: #4b5563; }
   .key { font-family: ui-monospace, monospace; word-break: break-all; background: #f3f4f6; padding: 8px; border-radius: 6px; }
   .whoami { display: flex; flex-wrap: wrap; align-items: baseline; gap: 4px 8px; margin: 0 0 16px; color: #4b5563; }
@@ -44,6 +45,7 @@ const STYLE = `
   summary { color: #2563eb; cursor: pointer; }
   ul.scopes li { margin: 0 0 8px; }
   .reference { font-size: 15px; }
+  .reference .key { padding: 1px 6px; }
   img.qr { display: block; margin: 12px auto; width: 200px; height: 200px; }
   main.wide { max-width: 1040px; }
   .scroll { overflow-x: auto; margin: 0 0 12px; }
@@ -86,7 +88,7 @@ export const sendPage = (res: Response, status: number, body: string) =>
 /** The root URL's page for a person: the product, and the way to their account. */
 export function homePage(): string {
   return page(
-    brand.productName,
+    'Welcome',
     '<p>This is the sign-in service of your applications.</p><p class="links"><a class="onward" href="/account">Manage your account</a></p>',
   );
 }

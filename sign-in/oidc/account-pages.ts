@@ -30,8 +30,9 @@ export function accountPage(view: AccountView, notice?: string, error?: string):
         .map(
           (s) =>
             `<tr><td>Signed in ${escapeHtml(when(s.signedInAt))}${s.current ? ' (this browser)' : ''}</td><td>${
-              s.clientIds.map((id) => `<span class="client">${escapeHtml(id)}</span>`).join(', ') ||
-              'no application yet'
+              s.clientIds
+                .map((id) => `<span class="client" title="${escapeHtml(id)}">${escapeHtml(id)}</span>`)
+                .join(', ') || 'no application yet'
             }</td></tr>`,
         )
         .join('')}</table>`
@@ -68,7 +69,7 @@ ${consentsSection(view)}`,
 /** The remembered consents, each withdrawable: the application asks again at its next sign-in. */
 function consentsSection(view: AccountView): string {
   if (view.consents.length === 0) return '';
-  const item = (c: RememberedConsent) => `<tr><td><span class="client">${escapeHtml(c.clientName ?? c.clientId)}</span>
+  const item = (c: RememberedConsent) => `<tr><td><strong>${escapeHtml(c.clientName ?? c.clientId)}</strong>
 <br><span>${escapeHtml(c.scopes.join(', '))}</span></td><td><form method="post" action="/account/consents/withdraw">
 ${formTokenField(view.formToken)}<input type="hidden" name="client" value="${escapeHtml(c.clientId)}">
 <button class="link" type="submit">Withdraw</button></form></td></tr>`;

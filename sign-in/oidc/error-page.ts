@@ -8,9 +8,13 @@ import { renderErrorPage } from './sign-in-pages';
  * What a person is shown instead of a developer's detail: a short reference, written to the log line that holds the
  * detail, so support finds the one from the other. Answers the reference.
  */
-export function errorReference(req: Partial<Pick<Request, 'log'>> | undefined, detail: string, context = {}): string {
+export function errorReference(
+  req: Partial<Pick<Request, 'requestId'>> | undefined,
+  detail: string,
+  context = {},
+): string {
   const reference = randomBytes(4).toString('hex').toUpperCase();
-  (req?.log ?? logger).warn({ reference, ...context }, `sign-in page error ${reference}: ${detail}`);
+  logger.warn({ reference, reqId: req?.requestId, ...context }, `sign-in page error ${reference}: ${detail}`);
   return reference;
 }
 

@@ -12,6 +12,7 @@ import type { SignedInUser } from '../account-session';
 import { accountPage, signedOutEverywherePage } from '../account-pages';
 import { formField } from '../forms';
 import { listRememberedConsents, forgetConsent } from '../../store/consents';
+import { findScopeTexts } from '../../store/sign-in-users';
 import { finishAccountSignIn, startAccountSignIn } from './account-sign-in';
 import { renderErrorPage } from '../sign-in-pages';
 import { errorReference } from '../error-page';
@@ -22,6 +23,15 @@ const changeForm = z.object({
   password: formField(FIELD_BOUNDS.password),
   confirm: formField(FIELD_BOUNDS.password),
 });
+
+/** The user's remembered consents, each scope by its display name as the consent page showed it. */
+async function consentsInWords(db: AccountContext['db'], userId: string) {
+  const consents = await listRememberedConsents(db, userId);
+  const texts = new Map(
+    (await findScopeTexts(db, [...new Set(consents.flatMap((c) => c.scopes))])).map((t) => [t.name, t]),
+  );
+  return consents.map((c) => ({ ...c, scopes: c.scopes.map((s) => texts.get(s)?.display_name || s) }));
+}
 
 /** The account page: the password, two-step verification, where the user is signed in. */
 async function overview(
@@ -38,7 +48,7 @@ async function overview(
     hasPassword: user.hasPassword,
     mfaOn: (await findTotpCredential(db, user.id)) !== undefined,
     sessions: sessions.map((s) => ({ ...s, current: s.id === user.sessionId })),
-    consents: await listRememberedConsents(db, user.id),
+    consents: await consentsInWords(db, user.id),
     passwordRules: policyInWords(config.Auth.PasswordPolicy),
     formToken: user.token,
   };

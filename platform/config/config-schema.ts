@@ -168,6 +168,15 @@ export const clientConfigSchema = z.object({
   RequirePkce: flag.default(true),
   AllowOfflineAccess: flag.default(false),
   RequireConsent: flag.default(false),
+  /** Whether the consent page offers "Remember my decision" (IdentityServer's default: true). */
+  AllowRememberConsent: flag.optional(),
+  /** How long a remembered consent lasts, in seconds; none: until withdrawn. */
+  ConsentLifetime: lifetimeSeconds(1).nullable().optional(),
+  /** The client's home page: pages that end a path lead back to it. */
+  ClientUri: z
+    .url({ protocol: /^https?$/ })
+    .max(2000)
+    .optional(),
   AllowedCorsOrigins: listOf(corsOrigin, 100).default([]),
   AccessTokenLifetime: lifetimeSeconds(1).default(3600),
   IdentityTokenLifetime: lifetimeSeconds(1).default(300),

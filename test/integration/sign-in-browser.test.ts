@@ -93,11 +93,11 @@ test('sign-in, authenticator enrolment and a two-step verification in a real bro
   expect(again.claims()).toMatchObject({ email, amr: ['pwd', 'mfa'] });
 }, 90_000);
 
-test('the account page without a session says to sign in first', async () => {
+test('the account page without a session starts a sign-in of its own', async () => {
   const page = await phone();
-  const response = await page.goto(`${h.api.url}/account/mfa`);
-  expect(response!.status()).toBe(401);
-  await expect(page.locator('h1').textContent()).resolves.toBe('Sign in first');
+  await page.goto(`${h.api.url}/account/mfa`);
+  await expect(page.locator('h1').textContent()).resolves.toBe('Sign in');
+  await expect(page.locator('body').textContent()).resolves.toContain('to continue to Identity account');
   await seen(page, '07-account-signed-out');
 });
 

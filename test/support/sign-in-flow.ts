@@ -118,10 +118,13 @@ export function browser(stopAt: string, jar = new CookieJar()): Browser {
     },
     async submit(step, fields) {
       const last = pages[pages.length - 1];
-      const form = [...last.html.matchAll(/<form method="post" action="([^"]+)">([\s\S]*?)<\/form>/g)].find((m) =>
-        m[1].endsWith(step),
-      );
+      // A form posts to its action, or, through a button's formaction, to another address with the same fields.
+      const forms = [...last.html.matchAll(/<form method="post" action="([^"]+)">([\s\S]*?)<\/form>/g)];
+      const formAction = (m: RegExpMatchArray) =>
+        [...m[2].matchAll(/formaction="([^"]+)"/g)].map((a) => a[1]).find((a) => a.endsWith(step));
+      const form = forms.find((m) => m[1].endsWith(step)) ?? forms.find((m) => formAction(m));
       if (!form) throw new Error(`no form for ${step} on ${last.url}:\n${last.html}`);
+      const action = form[1].endsWith(step) ? form[1] : formAction(form)!;
       const hidden = Object.fromEntries(
         [...form[2].matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m) => [
           m[1],
@@ -134,7 +137,7 @@ export function browser(stopAt: string, jar = new CookieJar()): Browser {
         ]),
       );
       // As a browser does: the action is relative to the page that holds the form.
-      const url = new URL(form[1].replace(/&amp;/g, '&'), last.url).href;
+      const url = new URL(action.replace(/&amp;/g, '&'), last.url).href;
       return post(url, { ...hidden, ...fields });
     },
   };

@@ -512,7 +512,7 @@ describe('clients through the admin API', () => {
         code_challenge_method: 'plain',
       });
     const old = await browser('https://spa.example.com/').open(authorize('https://spa.example.com/one').href);
-    expect(textOf(old)).toMatch(/redirect_uri did not match/);
+    expect(textOf(old)).toMatch(/asked to return to an address it is not set up for/);
     const two = await authorizationRequest(rp, {
       redirect_uri: 'https://spa.example.com/two',
       scope: 'openid profile',

@@ -24,6 +24,7 @@ beforeAll(async () => {
   for (const [id, name, extra] of [
     ['consent-app', 'Demo Web App', { ClientUri: 'https://demo.example.test/' }],
     ['always-ask-app', 'Always-ask app', { AllowRememberConsent: false }],
+    ['offline-app', 'Offline app', { AllowOfflineAccess: true }],
   ] as const) {
     const put = await h.admin('PUT', `/api/v1/clients/${id}`, {
       ClientName: name,
@@ -127,6 +128,20 @@ describe('consent', () => {
     await signIn(fourth, user.email);
     await expect(h1(fourth)).resolves.toBe('Allow access?');
   }, 120_000);
+
+  test('a signed-in browser asked again (offline_access: prompt=consent) sees every scope, not an empty list', async () => {
+    const user = await createUserWith(h, 'offline', PASSWORD);
+    const page = await newBrowser();
+    await authorize(page, 'offline-app', 'openid profile offline_access');
+    await signIn(page, user.email);
+    await expect(page.locator('ul.scopes li').count()).resolves.toBe(3);
+    await Promise.all([backInTheApp(page), page.click('button:text-is("Allow")')]);
+    // Signed in, the grant holding every scope already: Duende asks again for offline_access, and shows all of it.
+    await authorize(page, 'offline-app', 'openid profile offline_access');
+    await expect(h1(page)).resolves.toBe('Allow access?');
+    await expect(page.locator('ul.scopes li').count()).resolves.toBe(3);
+    await seen(page, '02b-consent-signed-in-offline');
+  }, 60_000);
 
   test('a client without AllowRememberConsent asks every time and offers no "remember"', async () => {
     const user = await createUserWith(h, 'always-ask', PASSWORD);

@@ -4,6 +4,7 @@ import { sql } from 'kysely';
 import { Client as PgClient } from 'pg';
 import type { MigrationOptions } from '../../migration/activities/types';
 import { importSigningKey } from '../../platform/store/signing-keys';
+import { logger } from '../../platform/observability/logger';
 import { FIXTURE_PASSWORD } from '../fixtures/source/generate';
 import { freePort } from '../../dev/ports';
 import { startApi } from '../../api/server';
@@ -447,6 +448,24 @@ describe('first authorization through a client with provisioningApps', () => {
       .set({ provisioning_apps: JSON.stringify([]) })
       .where('client_id', '=', 'web')
       .execute();
+  });
+
+  test('a failed Try sends the client plain words and a reference, the detail only to the log under it (issue 41, item 6)', async () => {
+    const warn = jest.spyOn(logger, 'warn');
+    try {
+      const rp = await relyingParty('web', 'web-secret');
+      h.apps.crm.state.behaviour = { tryStatus: 404 };
+      const started = await startAuthorization(rp);
+      const denied = (await enterPassword(started, emailOf(16), FIXTURE_PASSWORD)) as URL;
+      expect(denied.searchParams.get('error')).toBe('access_denied');
+      const description = denied.searchParams.get('error_description')!;
+      expect(description).not.toMatch(/Try to app|HTTP 404/);
+      const reference = /reference ([0-9A-F]{8})/.exec(description)![1];
+      const line = JSON.stringify(warn.mock.calls.find((call) => JSON.stringify(call).includes(reference)));
+      expect(line).toContain('Try to app crm answered HTTP 404');
+    } finally {
+      warn.mockRestore();
+    }
   });
 
   test('a refusal by the app sends access_denied with its reason to the client; the next authorization provisions and signs in', async () => {

@@ -18,7 +18,6 @@ import {
 import { adminPagesRouter, type AdminPage } from './admin-pages';
 import { parseAllowList } from '../../platform/security/callback-address';
 import { accountRouter } from './account/account-router';
-import { accountClient } from './account/account-sign-in';
 import { interactionRouter } from './interactions/interaction-router';
 import { createOidcProvider, withOfflineConsent } from './provider';
 import { providerSettingsVersion } from '../store/sign-in-users';
@@ -72,13 +71,8 @@ function setSignInHeaders(res: Response, path: string): void {
   if (!path.startsWith('/.well-known/')) res.set('Cache-Control', 'no-store');
 }
 
-/**
- * Configured clients are written to the store at start; they win over migrated clients of the same id. So is the
- * account pages' built-in client (account-sign-in.ts), with the redirect of this Api:PublicUrl.
- */
-async function applyConfiguredClients(db: Db, config: AppConfig, issuer: string): Promise<void> {
-  const builtIn = accountClient(issuer, config.SignIn.ProductName);
-  await putClient(db, clientRow(builtIn, 'configuration'), [], { keepProvisioningApps: true });
+/** Configured clients are written to the store at start; they win over migrated clients of the same id. */
+async function applyConfiguredClients(db: Db, config: AppConfig): Promise<void> {
   for (const client of config.Clients) {
     await putClient(db, clientRow(client, 'configuration'), configuredSecrets(client), { keepProvisioningApps: true });
   }
@@ -133,7 +127,7 @@ async function buildSignIn(
  */
 export async function createSignIn(deps: SignInDependencies): Promise<Router> {
   const { config, db, log = (line: string) => logger.info(line) } = deps;
-  await applyConfiguredClients(db, config, deps.issuer);
+  await applyConfiguredClients(db, config);
   const cookieKeyList = await cookieKeys(db, config.Oidc.CookieKeys, (line) => logger.warn(line));
   let version = await providerSettingsVersion(db);
   const federation = await createFederation({

@@ -1,7 +1,10 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { clientConfigSchema, type ClientConfig } from '../../../platform/config/config-schema';
+import { findClient, putClient } from '../../../platform/store/clients';
+import type { Db } from '../../../platform/store/database';
 import { OIDC_ROUTES } from '../../sign-in-paths';
+import { clientRow } from '../provider-clients';
 
 /**
  * The account pages' own way in, as Keycloak's account console has one: an authorization request through a built-in
@@ -26,6 +29,21 @@ export function accountClient(issuer: string, productName: string): ClientConfig
     AllowedScopes: ['openid'],
     RequirePkce: true,
   });
+}
+
+/**
+ * The built-in client in the clients store, written the first time the account pages sign someone in (not at start:
+ * a service whose users never open /account, or a store a migration fills, holds only its own clients), and again
+ * when Api:PublicUrl or the product name changed.
+ */
+export async function ensureAccountClient(db: Db, issuer: string, productName: string): Promise<void> {
+  const wanted = accountClient(issuer, productName);
+  const stored = await findClient(db, ACCOUNT_CLIENT_ID);
+  const current =
+    stored?.enabled &&
+    stored.client_name === wanted.ClientName &&
+    stored.redirect_uris.includes(wanted.RedirectUris[0]);
+  if (!current) await putClient(db, clientRow(wanted, 'configuration'), [], { keepProvisioningApps: true });
 }
 
 const stateOf = (req: Request) => {

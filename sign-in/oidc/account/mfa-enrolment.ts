@@ -11,7 +11,7 @@ import type { SignedInUser } from '../account-session';
 import { recoveryCodesPage } from '../account-pages';
 import { mfaEnrolPage, reauthPage, signInAgainPage } from '../sign-in-pages';
 import { notSignedInPage } from '../account-pages';
-import { startAccountSignIn } from './account-sign-in';
+import { ensureAccountClient, startAccountSignIn } from './account-sign-in';
 import { MFA_PAGE, passwordForm, type AccountContext } from './account-context';
 import { newRecoveryCodes } from './recovery-codes';
 
@@ -58,7 +58,10 @@ function openPending({ ring }: AccountContext, sealed: string, userId: string): 
 /** The user who may enrol now; undefined when the page has answered (not signed in, no token, enrolled already). */
 async function enrolling(ctx: AccountContext, req: Request, res: Response, posted: boolean) {
   const user = posted ? await ctx.poster(req, res) : await ctx.signedInUser(req, res);
-  if (!user && !posted && !res.headersSent) return void startAccountSignIn(res, ctx.issuer, { returnTo: MFA_PAGE });
+  if (!user && !posted && !res.headersSent) {
+    await ensureAccountClient(ctx.db, ctx.issuer, ctx.config.SignIn.ProductName);
+    return void startAccountSignIn(res, ctx.issuer, { returnTo: MFA_PAGE });
+  }
   if (!user) return void (res.headersSent || ctx.html(res, 401, notSignedInPage()));
   if (await findTotpCredential(ctx.db, user.id)) return void ctx.html(res, 200, await ctx.settings(user));
   return user;

@@ -13,7 +13,7 @@ import { accountPage, signedOutEverywherePage } from '../account-pages';
 import { formField } from '../forms';
 import { listRememberedConsents, forgetConsent } from '../../store/consents';
 import { findScopeTexts } from '../../store/sign-in-users';
-import { finishAccountSignIn, startAccountSignIn } from './account-sign-in';
+import { ensureAccountClient, finishAccountSignIn, startAccountSignIn } from './account-sign-in';
 import { renderErrorPage } from '../sign-in-pages';
 import { errorReference } from '../error-page';
 import type { AccountContext } from './account-context';
@@ -57,7 +57,10 @@ async function overview(
 
 export const showAccount = (ctx: AccountContext) => async (req: Request, res: Response) => {
   const user = await ctx.signedInUser(req, res);
-  if (!user) return startAccountSignIn(res, ctx.issuer);
+  if (!user) {
+    await ensureAccountClient(ctx.db, ctx.issuer, ctx.config.SignIn.ProductName);
+    return startAccountSignIn(res, ctx.issuer);
+  }
   await overview(ctx, res, user);
 };
 
@@ -81,6 +84,7 @@ export const postSwitchAccount = (ctx: AccountContext) => async (req: Request, r
   const user = await ctx.poster(req, res);
   if (!user) return;
   await user.session.destroy();
+  await ensureAccountClient(ctx.db, ctx.issuer, ctx.config.SignIn.ProductName);
   startAccountSignIn(res, ctx.issuer, { login: true });
 };
 

@@ -151,3 +151,14 @@ export const textOf = (visit: Visit | URL) =>
         .replace(/<style>[\s\S]*?<\/style>/, '')
         .replace(/<[^>]+>/g, ' ')
         .replace(/\s+/g, ' ');
+
+/**
+ * What an end-user error page's reference stands for: the warn lines the service logged under it (the detail a person
+ * is not shown). `warn` spies on the service logger's warn.
+ */
+export function loggedUnder(page: Visit | URL | string, warn: { mock: { calls: unknown[][] } }): string {
+  const html = typeof page === 'string' ? page : page instanceof URL ? page.href : page.html;
+  const reference = /class="key">([0-9A-F]{8})</.exec(html)?.[1];
+  if (!reference) throw new Error(`no reference on the page:\n${html}`);
+  return JSON.stringify(warn.mock.calls.filter((call) => JSON.stringify(call).includes(reference)));
+}

@@ -4,6 +4,7 @@ import type { Response } from 'express';
 import type { StoredAnswer } from '../platform/store/schema';
 import { sendProblem, userNotFound, type Problem } from '../platform/http/problem';
 import { provisioningWorkflowId } from './workflows/ids';
+import { reasons } from './tcc';
 
 export type UserView = UserProfile & { provisionedApps: string[] };
 
@@ -91,4 +92,21 @@ export function toAnswer(outcome: HttpOutcome): StoredAnswer {
 export function answer(res: Response, outcome: HttpOutcome): void {
   if ('problem' in outcome) sendProblem(res, outcome.problem);
   else res.status(outcome.status).json(outcome.user);
+}
+
+/**
+ * An app's refusal in the app's own words, which a person may read (at authorization, the reason the client is
+ * sent); undefined for any other outcome: a call that failed or timed out, a Confirm that did not go through, an
+ * approval the store could not hold, whose words are for operators (the log, the admin API's problem details).
+ */
+export function refusalInAppsWords(outcome: Exclude<CreationOutcome, { status: 'provisioned' }>): string | undefined {
+  if (outcome.status !== 'rejected') return undefined;
+  const { appId, reason } = outcome;
+  const serviceWords = [
+    reasons.tryFailed(appId, ''),
+    reasons.confirmFailed(appId, ''),
+    reasons.unstorableApproval(appId, ''),
+    reasons.rejectedWithoutReason(appId),
+  ];
+  return serviceWords.some((words) => reason.startsWith(words)) ? undefined : reason;
 }

@@ -232,7 +232,7 @@ export const ROUTES: RouteSpec[] = [
         'removeUserMfa',
         'delete',
         'mfa',
-        'Remove the authenticator and recovery codes; two-step sign-in off',
+        'Remove the authenticator and recovery codes; two-step verification off',
         204,
         'Removed',
       ],

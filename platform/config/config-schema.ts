@@ -190,6 +190,15 @@ export const clientConfigSchema = z.object({
   RequirePkce: flag.default(true),
   AllowOfflineAccess: flag.default(false),
   RequireConsent: flag.default(false),
+  /** Whether the consent page offers "Remember my decision" (IdentityServer's default: true). */
+  AllowRememberConsent: flag.optional(),
+  /** How long a remembered consent lasts, in seconds; none: until withdrawn. */
+  ConsentLifetime: lifetimeSeconds(1).nullable().optional(),
+  /** The client's home page: pages that end a path lead back to it. */
+  ClientUri: z
+    .url({ protocol: /^https?$/ })
+    .max(2000)
+    .optional(),
   AllowedCorsOrigins: listOf(corsOrigin, 100).default([]),
   AccessTokenLifetime: lifetimeSeconds(1).default(3600),
   IdentityTokenLifetime: lifetimeSeconds(1).default(300),
@@ -270,7 +279,7 @@ export const configSchema = z
           .prefault({}),
         /**
          * How recent a sign-in must be (minutes) to change how the user signs in without the password again: enrolling
-         * an authenticator app, and, for a user without a password, new recovery codes or turning two-step sign-in off.
+         * an authenticator app, and, for a user without a password, new recovery codes or turning two-step verification off.
          */
         RecentSignInMinutes: z.coerce.number().int().positive().max(1440).default(5),
         /**

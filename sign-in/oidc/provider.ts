@@ -5,6 +5,7 @@ import { OIDC_ROUTES } from '../sign-in-paths';
 import { tokenClaimsOf } from './claims';
 import { EXTRA_CLIENT_METADATA, verifyClientSecret } from './provider-clients';
 import { renderErrorPage } from './sign-in-pages';
+import { errorReference } from './error-page';
 import { userCodeBudget } from './device-flow';
 import { accessTokenShape } from './token-shape';
 import { registerPasswordGrant } from './password-grant';
@@ -149,9 +150,12 @@ function configurationOf(deps: ProviderDependencies): Configuration {
     clientBasedCORS: (_ctx, origin, client) =>
       origin !== 'null' &&
       ((client.metadata()['urn:identity-service:cors-origins'] as string[] | undefined) ?? []).includes(origin),
+    // A person reads plain words and a reference; the integrator's detail goes to the log line under that reference.
     renderError: (ctx, out) => {
+      const text = errorPageText(out, ctx.oidc?.params?.client_id, ctx.oidc?.client);
+      const reference = errorReference(ctx.req as Partial<Request>, text.detail, { error: out.error });
       ctx.type = 'html';
-      ctx.body = renderErrorPage(errorPageText(out, ctx.oidc?.params?.client_id));
+      ctx.body = renderErrorPage(text.message, { title: 'Sign-in is not possible', reference, onward: text.onward });
     },
   };
 }

@@ -3,7 +3,7 @@ import { normalize } from '../../platform/store/users';
 
 /**
  * What account recovery and the account pages read and change of a user: the credential, the e-mail confirmation,
- * the lockout and two-step sign-in. Every write here is idempotent.
+ * the lockout and two-step verification. Every write here is idempotent.
  */
 
 /** An active user, as recovery needs it, by address or by id (undefined for an unknown or deactivated one). */
@@ -54,7 +54,7 @@ export async function markEmailConfirmed(db: Db, userId: string): Promise<void> 
   await db.updateTable('users').set({ email_confirmed: true }).where('id', '=', userId).execute();
 }
 
-/** Removes the authenticator and the recovery codes and turns two-step sign-in off; whether the user had any. */
+/** Removes the authenticator and the recovery codes and turns two-step verification off; whether the user had any. */
 export async function removeMfa(db: Db, userId: string): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
     const removed = await trx.deleteFrom('mfa_credentials').where('user_id', '=', userId).returning('id').execute();

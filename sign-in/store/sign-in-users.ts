@@ -91,7 +91,7 @@ export async function settleSignInSuccess(db: Db, userId: string, reservation: S
 
 /**
  * The reserved attempt was a right password that still needs its second factor: it is not a failure, and the count is
- * not cleared either (ASP.NET Identity resets it only once two-step sign-in is done), so one failure less.
+ * not cleared either (ASP.NET Identity resets it only once two-step verification is done), so one failure less.
  */
 export async function releaseSignInAttempt(
   db: Db,

@@ -188,7 +188,7 @@ test('a user who registered at the source after the sweep signs in: migrated on 
   expect(await counterValue('read_through_total', { kind: 'user', outcome: 'migrated' })).toBe(1);
 });
 
-test("a late user with two-step sign-in at the source is asked for the code of the source's authenticator key", async () => {
+test("a late user with two-step verification at the source is asked for the code of the source's authenticator key", async () => {
   const { rp, started, answer } = await signIn('late10@example.com');
   expect(textOf(answer)).toMatch(/code/i);
   const tokens = await flow.tokens(rp, started, await started.page.submit('/code', { code: fixtureTotp() }));

@@ -4,11 +4,19 @@ import { signInErrorPage } from '../error-page';
 import { ACCOUNT_PAGE, MFA_PAGE, createAccountContext } from './account-context';
 import { postMfaOff, postNewRecoveryCodes } from './mfa-changes';
 import { postEnrolment, showEnrolment } from './mfa-enrolment';
-import { postPasswordChange, postSignOutEverywhere, showAccount } from './overview';
+import { ACCOUNT_CALLBACK } from './account-sign-in';
+import {
+  accountSignedIn,
+  postPasswordChange,
+  postSignOutEverywhere,
+  postSwitchAccount,
+  postWithdrawConsent,
+  showAccount,
+} from './overview';
 
 /**
  * `/account` and `/account/mfa`: a signed-in user (the provider's session cookie) changes the password, ends every
- * sign-in, and turns two-step sign-in on or off. Every form carries the session's anti-forgery token
+ * sign-in, and turns two-step verification on or off. Every form carries the session's anti-forgery token
  * (platform/security/form-token.ts): the session cookie is SameSite=Lax, which a form posted from another site's page
  * in the same site (a sibling subdomain) or an older browser does not stop.
  */
@@ -23,6 +31,9 @@ export function accountRouter(deps: AccountDependencies): Router {
   router.get(ACCOUNT_PAGE, showAccount(ctx));
   router.post(`${ACCOUNT_PAGE}/password`, form, postPasswordChange(ctx));
   router.post(`${ACCOUNT_PAGE}/sessions/end`, form, postSignOutEverywhere(ctx));
+  router.post(`${ACCOUNT_PAGE}/switch`, form, postSwitchAccount(ctx));
+  router.post(`${ACCOUNT_PAGE}/consents/withdraw`, form, postWithdrawConsent(ctx));
+  router.get(ACCOUNT_CALLBACK, accountSignedIn(ctx));
   router.use(signInErrorPage);
   return router;
 }

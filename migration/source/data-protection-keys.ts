@@ -1,7 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Kysely } from 'kysely';
-import { parseKeyRing, type DataProtectionKeyRing } from './aspnet-data-protection';
+import { parseKeyRing, type DataProtectionKeyRing } from '../../platform/security/aspnet-data-protection';
 import { hasColumn } from './configuration-reads';
 import type { SourceDatabase } from './source-schema';
 

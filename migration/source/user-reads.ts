@@ -55,7 +55,13 @@ export function parseUserCursor(cursor: string | null): string | null {
 }
 
 /** ASP.NET Identity's sign-in state, which the users pass carries over. */
-export const SIGN_IN_STATE_COLUMNS = ['EmailConfirmed', 'TwoFactorEnabled', 'LockoutEnd', 'AccessFailedCount'] as const;
+export const SIGN_IN_STATE_COLUMNS = [
+  'EmailConfirmed',
+  'TwoFactorEnabled',
+  'LockoutEnd',
+  'AccessFailedCount',
+  'SecurityStamp',
+] as const;
 
 const userRows = (source: Kysely<SourceDatabase>) =>
   source.selectFrom('AspNetUsers').select(['Id', 'UserName', 'Email', 'PasswordHash', ...SIGN_IN_STATE_COLUMNS]);

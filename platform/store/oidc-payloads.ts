@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { sql, type Transaction } from 'kysely';
 import type { Db } from './database';
 import { unexpired } from './expiry';
@@ -171,7 +172,8 @@ async function signOutNoticesOf(trx: Transaction<Database>, sessions: unknown[])
 /**
  * Ends every sign-in of the user, inside a transaction the caller holds (a removal ends them with the user): sessions,
  * sign-ins finished but not yet resumed, grants, refresh tokens, codes and opaque access tokens of the provider, refresh tokens carried over by the
- * migration, and (by `users.sessions_revoked_at`) the service's own admin-API tokens issued until now.
+ * migration, and (by `users.sessions_revoked_at`) the service's own admin-API tokens issued until now; the user's
+ * security stamp changes, so no source session cookie of the user carries over any more.
  */
 export async function endSignInsIn(trx: Transaction<Database>, userId: string): Promise<EndedSignIns> {
   const ended = await trx
@@ -189,9 +191,11 @@ export async function endSignInsIn(trx: Transaction<Database>, userId: string): 
     .where(sql<string>`payload->'result'->'login'->>'accountId'`, '=', userId)
     .execute();
   await trx.deleteFrom('grants').where('subject_id', '=', userId).execute();
+  // A new security stamp (ASP.NET Identity's UserManager.UpdateSecurityStampAsync, a GUID in upper case): a cookie the
+  // source issued under the old one no longer opens a session here (Migration:SourceSessions).
   await trx
     .updateTable('users')
-    .set({ sessions_revoked_at: sql<Date>`now()` })
+    .set({ sessions_revoked_at: sql<Date>`now()`, security_stamp: randomUUID().toUpperCase() })
     .where('id', '=', userId)
     .execute();
   const sessions = ended.filter((row) => row.model === 'Session').map((row) => row.payload);

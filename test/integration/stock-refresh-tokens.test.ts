@@ -11,7 +11,7 @@ import { connectSource } from '../../migration/source/connection';
 import { loadSourceKeyRing } from '../../migration/source/data-protection-keys';
 import { NOT_CARRIED as NOT_CARRIED_REASONS, openStockRefreshToken } from '../../migration/source/stock-refresh-tokens';
 import { refreshTokensPass } from '../../migration/activities/passes/refresh-tokens';
-import { keyXml } from '../../migration/source/aspnet-data-protection';
+import { keyXml } from '../../platform/security/aspnet-data-protection';
 import { persistedGrantKeys } from '../../platform/security/persisted-grant-keys';
 import { useHarness } from '../support/harness';
 import { relyingParty } from '../support/relying-party';

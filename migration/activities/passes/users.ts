@@ -95,6 +95,8 @@ export const usersPass: Pass = async ({ source, target, options }, cursor, until
       email_confirmed: Boolean(user.EmailConfirmed),
       lockout_end: user.LockoutEnd ? new Date(user.LockoutEnd) : null,
       access_failed_count: user.AccessFailedCount ?? 0,
+      // A source session cookie carries over only while its stamp is the user's (Migration:SourceSessions).
+      security_stamp: user.SecurityStamp ?? null,
     });
   }
   if (rows.length === 0) return page;

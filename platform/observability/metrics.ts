@@ -93,6 +93,12 @@ export const logoutDeliveries = new Counter({
   labelNames: ['client', 'outcome'] as const,
 });
 
+export const sourceSessions = new Counter({
+  name: 'source_sessions_total',
+  help: "Browsers that came with the source's authentication cookie while Migration:SourceSessions:Until was ahead, by outcome (carried-over, or why not: expired, unreadable, unknown-key, not-a-ticket, no-subject, unknown-user, tombstoned, inactive, stamp-changed, signed-out)",
+  labelNames: ['outcome'] as const,
+});
+
 export const readThroughs = new Counter({
   name: 'read_through_total',
   help: 'Look-ups in the source during the read-through window, by kind (refresh-token, user) and outcome (adopted, migrated, not-found, or why a token was not carried over)',

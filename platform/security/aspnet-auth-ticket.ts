@@ -124,6 +124,10 @@ class Writer {
     }
     this.parts.push(Buffer.from(length), utf8);
   }
+  pair(key: string, value: string) {
+    this.string(key);
+    this.string(value);
+  }
   withDefault(value: string | undefined, defaultValue: string) {
     this.string(value === undefined || value === defaultValue ? PLACEHOLDER : value);
   }
@@ -185,7 +189,7 @@ function writeIdentity(w: Writer, identity: TicketIdentity): void {
     w.withDefault(claim.originalIssuer, issuer);
     const properties = Object.entries(claim.properties ?? {});
     w.int32(properties.length);
-    for (const [k, v] of properties) (w.string(k), w.string(v));
+    for (const [k, v] of properties) w.pair(k, v);
   }
   w.boolean(!!identity.bootstrapContext);
   if (identity.bootstrapContext) w.string(identity.bootstrapContext);
@@ -203,7 +207,7 @@ export function writeTicket(ticket: AuthenticationTicket): Buffer {
   w.int32(PROPERTIES_FORMAT);
   const items = Object.entries(ticket.properties);
   w.int32(items.length);
-  for (const [k, v] of items) (w.string(k), w.string(v));
+  for (const [k, v] of items) w.pair(k, v);
   return w.bytes();
 }
 

@@ -14,6 +14,7 @@ import {
   INTERACTION_PREFIX,
   isFederationPath,
   isProviderPath,
+  OIDC_ROUTES,
 } from '../sign-in-paths';
 import { adminPagesRouter, type AdminPage } from './admin-pages';
 import { parseAllowList } from '../../platform/security/callback-address';
@@ -26,6 +27,8 @@ import { logger } from '../../platform/observability/logger';
 import type { Mailer } from '../../platform/email/mailer';
 import { recoveryRouter, type RecoveryMails } from '../recovery/recovery-router';
 import { createSignOut, type SignOut } from '../sign-out-notices';
+import { sourceSessionCarrier, type SourceSessionCarrier } from './source-sessions';
+import type Provider from 'oidc-provider';
 
 /**
  * Federation's dependencies (the issuer is Api:PublicUrl), with the configuration in place of the allow-list, and
@@ -69,6 +72,31 @@ function setSignInHeaders(res: Response, path: string): void {
     'X-Content-Type-Options': 'nosniff',
   });
   if (!path.startsWith('/.well-known/')) res.set('Cache-Control', 'no-store');
+}
+
+/** The client_id of an authorization request's query, when it has one. */
+const clientIdOf = (req: Request) => (typeof req.query.client_id === 'string' ? req.query.client_id : undefined);
+
+/**
+ * A sign-in page opened by a browser with the source's cookie (Migration:SourceSessions): when the cookie opens a
+ * session, the browser goes back to the authorization request the page was for, which the session now answers.
+ */
+async function resumedWithSourceSession(
+  provider: Provider,
+  req: Request,
+  res: Response,
+  carryOver: SourceSessionCarrier,
+): Promise<boolean> {
+  const details = await provider.interactionDetails(req, res).catch(() => undefined);
+  if (!details || details.prompt.name !== 'login') return false;
+  const clientId = typeof details.params.client_id === 'string' ? details.params.client_id : undefined;
+  if (!(await carryOver(provider, req, res, clientId))) return false;
+  const query = new URLSearchParams(
+    Object.entries(details.params).flatMap(([k, v]) => (typeof v === 'string' ? [[k, v]] : [])),
+  );
+  // Relative, so the mount path under Api:PublicUrl stays: /interaction/{uid} → /connect/authorize.
+  res.redirect(303, `..${OIDC_ROUTES.authorization}?${query.toString()}`);
+  return true;
 }
 
 /** Configured clients are written to the store at start; they win over migrated clients of the same id. */
@@ -194,6 +222,7 @@ export async function createSignIn(deps: SignInDependencies): Promise<Router> {
     readThrough: deps.readThrough,
   });
   const signOut = createSignOut({ db, run: deps.run, issuer: deps.issuer });
+  const carryOver = sourceSessionCarrier({ db, ring: deps.ring, config, readThrough: deps.readThrough });
   const { fresh, latest } = await keptFresh(
     db,
     config,
@@ -235,10 +264,13 @@ export async function createSignIn(deps: SignInDependencies): Promise<Router> {
       req.url = inCanonicalForm(req.url);
       if (req.method === 'GET') req.url = withOfflineConsent(req.url);
       forwardedAsExpressSees(req, deps.issuer);
+      if (req.method === 'GET' && req.path === OIDC_ROUTES.authorization)
+        await carryOver(current.provider, req, res, clientIdOf(req));
       return current.callback(req, res);
     }
     if (forAccount)
       return recovery(req, res, (error?: unknown) => (error ? next(error) : current.account(req, res, next)));
+    if (req.method === 'GET' && (await resumedWithSourceSession(current.provider, req, res, carryOver))) return;
     current.interactions(req, res, next);
   });
   return router;

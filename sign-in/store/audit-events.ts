@@ -26,6 +26,8 @@ export const AUDIT_EVENT_TYPES = {
   'profile-updated': 'an admin changed the user (detail.fields: which fields, never their values)',
   'consent-remembered': 'the user allowed a client and asked that the decision be remembered (detail.scopes)',
   'consent-withdrawn': 'the user withdrew a remembered consent on the account page',
+  'source-session-carried-over':
+    "the source's authentication cookie opened a session here (detail.sessionId: the source's session id, detail.idp)",
 } as const;
 
 export type AuditEventType = keyof typeof AUDIT_EVENT_TYPES;

@@ -74,8 +74,11 @@ function setSignInHeaders(res: Response, path: string): void {
   if (!path.startsWith('/.well-known/')) res.set('Cache-Control', 'no-store');
 }
 
-/** The client_id of an authorization request's query, when it has one. */
-const clientIdOf = (req: Request) => (typeof req.query.client_id === 'string' ? req.query.client_id : undefined);
+/** The client and scope of an authorization request's query. */
+const requestOf = (params: Record<string, unknown>) => ({
+  clientId: typeof params.client_id === 'string' ? params.client_id : undefined,
+  scope: typeof params.scope === 'string' ? params.scope : undefined,
+});
 
 /**
  * A sign-in page opened by a browser with the source's cookie (Migration:SourceSessions): when the cookie opens a
@@ -89,8 +92,7 @@ async function resumedWithSourceSession(
 ): Promise<boolean> {
   const details = await provider.interactionDetails(req, res).catch(() => undefined);
   if (!details || details.prompt.name !== 'login') return false;
-  const clientId = typeof details.params.client_id === 'string' ? details.params.client_id : undefined;
-  if (!(await carryOver(provider, req, res, clientId))) return false;
+  if (!(await carryOver(provider, req, res, requestOf(details.params)))) return false;
   const query = new URLSearchParams(
     Object.entries(details.params).flatMap(([k, v]) => (typeof v === 'string' ? [[k, v]] : [])),
   );
@@ -265,7 +267,7 @@ export async function createSignIn(deps: SignInDependencies): Promise<Router> {
       if (req.method === 'GET') req.url = withOfflineConsent(req.url);
       forwardedAsExpressSees(req, deps.issuer);
       if (req.method === 'GET' && req.path === OIDC_ROUTES.authorization)
-        await carryOver(current.provider, req, res, clientIdOf(req));
+        await carryOver(current.provider, req, res, requestOf(req.query));
       return current.callback(req, res);
     }
     if (forAccount)

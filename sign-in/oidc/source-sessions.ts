@@ -10,6 +10,10 @@ import { recordAuditEvent } from '../store/audit-events';
 import { findSourceSessionUser } from '../store/source-session-users';
 import type { SourceReadThrough } from '../source-read-through';
 import { TTL } from './provider-configuration/ttl';
+import { findClient } from '../../platform/store/clients';
+import { listProvisionedApps } from '../../platform/store/provisions';
+import { settingsOf } from './provider-clients';
+import { RESOURCE_PREFIX, resourceOfScopes, storedApiResources } from './resources';
 import { openSourceTicket, sourceCookieOf, sourceKeyRingReader, type SourceSignIn } from './source-session-tickets';
 
 export interface SourceSessionDependencies {
@@ -42,6 +46,32 @@ async function refusal(deps: SourceSessionDependencies, signIn: SourceSignIn): P
   return undefined;
 }
 
+/**
+ * The grant a carried-over session needs for the client to answer `prompt=none` as the source did: what the request
+ * asks for, as the consent step grants it at once for a client without RequireConsent. Not when the client requires
+ * consent or has provisioning apps the user is not in yet: those go through the consent step (a page, or
+ * consent_required for prompt=none), which provisions.
+ */
+async function grantWithoutPage(
+  provider: Provider,
+  db: Db,
+  session: Session,
+  clientId: string,
+  scope: string | undefined,
+): Promise<void> {
+  if (session.grantIdFor(clientId)) return;
+  const client = await findClient(db, clientId);
+  if (!client || settingsOf(client).RequireConsent) return;
+  const held = new Set(await listProvisionedApps(db, session.accountId!));
+  if ((client.provisioning_apps ?? []).some((app) => !held.has(app))) return;
+  const requested = (scope ?? '').split(' ').filter(Boolean);
+  const grant = new provider.Grant({ accountId: session.accountId!, clientId });
+  grant.addOIDCScope(requested.join(' '));
+  const resource = await resourceOfScopes(storedApiResources(db), requested);
+  if (resource) grant.addResourceScope(`${RESOURCE_PREFIX}${resource}`, requested.join(' '));
+  session.grantIdFor(clientId, await grant.save());
+}
+
 const SESSION_COOKIE_OPTIONS = { httpOnly: true, sameSite: 'lax' } as const;
 
 /**
@@ -58,6 +88,8 @@ async function openSession(
   res: ServerResponse,
   signIn: SourceSignIn,
   clientId: string | undefined,
+  scope: string | undefined,
+  db: Db,
 ): Promise<boolean> {
   const ctx = provider.createContext(req, res);
   ctx.cookies.secure = ctx.secure;
@@ -68,14 +100,16 @@ async function openSession(
   if (existing?.accountId && existing.accountId !== signIn.subject) return false;
   const needsSid = (s: Session) => !!clientId && !!signIn.sessionId && !s.sidFor(clientId);
   if (existing?.accountId === signIn.subject) {
-    if (!needsSid(existing)) return false;
-    existing.sidFor(clientId!, signIn.sessionId!);
+    if (!clientId || (!needsSid(existing) && existing.grantIdFor(clientId))) return false;
+    if (needsSid(existing)) existing.sidFor(clientId, signIn.sessionId!);
+    await grantWithoutPage(provider, db, existing, clientId, scope);
     await existing.persist();
     return true;
   }
   const SessionModel = provider.Session as unknown as new (payload: object) => Session;
   const session = new SessionModel({ accountId: signIn.subject, loginTs: signIn.authTime, amr: signIn.amr });
   if (needsSid(session)) session.sidFor(clientId!, signIn.sessionId!);
+  if (clientId) await grantWithoutPage(provider, db, session, clientId, scope);
   if (!signIn.persistent) session.transient = true;
   await session.save(TTL!.Session as number);
   ctx.cookies.set(name, session.jti, {
@@ -111,8 +145,9 @@ export function sourceSessionCarrier(deps: SourceSessionDependencies) {
     provider: Provider,
     req: IncomingMessage & { ip?: string },
     res: ServerResponse,
-    clientId: string | undefined,
+    request: { clientId?: string; scope?: string },
   ): Promise<boolean> {
+    const { clientId, scope } = request;
     if (!open() || !applicationName) return false;
     const value = sourceCookieOf(req.headers.cookie, settings.CookieName);
     if (!value) return false;
@@ -124,7 +159,7 @@ export function sourceSessionCarrier(deps: SourceSessionDependencies) {
         logger.info(`source-sessions: a source cookie was not carried over: ${refused}`);
         return false;
       }
-      if (!(await openSession(provider, req, res, signIn, clientId))) return false;
+      if (!(await openSession(provider, req, res, signIn, clientId, scope, deps.db))) return false;
       sourceSessions.inc({ outcome: 'carried-over' });
       const detail = { idp: signIn.idp, ...(signIn.sessionId ? { sessionId: signIn.sessionId } : {}) };
       await recordAuditEvent(deps.db, {

@@ -1,4 +1,5 @@
 import type { Db } from '../../platform/store/database';
+import { newSecurityStamp } from '../../platform/store/oidc-payloads';
 import { normalize } from '../../platform/store/users';
 
 /**
@@ -58,7 +59,12 @@ export async function markEmailConfirmed(db: Db, userId: string): Promise<void> 
 export async function removeMfa(db: Db, userId: string): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
     const removed = await trx.deleteFrom('mfa_credentials').where('user_id', '=', userId).returning('id').execute();
-    await trx.updateTable('users').set({ two_factor_enabled: false }).where('id', '=', userId).execute();
+    // ASP.NET Identity's SetTwoFactorEnabledAsync and ResetAuthenticatorKeyAsync change the stamp too.
+    await trx
+      .updateTable('users')
+      .set({ two_factor_enabled: false, security_stamp: newSecurityStamp() })
+      .where('id', '=', userId)
+      .execute();
     return removed.length > 0;
   });
 }

@@ -33,6 +33,10 @@ export class CookieJar {
     if (!cookies) this.hosts.set(host, (cookies = new Map()));
     return cookies;
   }
+  /** A cookie the browser holds for the host of `url` (set there by another application, such as the source). */
+  set(url: string, name: string, value: string): void {
+    this.of(url).set(name, value);
+  }
   header(url: string): string {
     return [...this.of(url)].map(([k, v]) => `${k}=${v}`).join('; ');
   }

@@ -19,6 +19,8 @@ import { keepSourceKeyRing } from '../../platform/store/source-key-ring';
 import { deactivateUserReturningApps } from '../../platform/store/user-removals';
 import { logger } from '../../platform/observability/logger';
 import { sourceSessionCarrier } from '../../sign-in/oidc/source-sessions';
+import { mkdirSync } from 'node:fs';
+import { useBrowserClient } from '../support/chromium';
 
 // Issue 40 part 3: a browser signed in at the source (its ASP.NET Core Identity cookie, protected with the source's
 // Data Protection key ring) is signed in here with no page while Migration:SourceSessions:Until is ahead. The cookies
@@ -48,6 +50,8 @@ const CALLBACK = 'https://apps.example.com/source-sessions/cb';
 const CLIENT = 'source-sessions-app';
 const flow = codeFlow(CALLBACK);
 let rp: oidc.Configuration;
+const webApp = useBrowserClient(h, { id: 'source-sessions-web', name: 'Web app', scopes: ['openid', 'profile'] });
+const SHOTS = '/tmp/shots-h3';
 
 beforeAll(async () => {
   const answer = await h.admin('PUT', `/api/v1/clients/${CLIENT}`, publicClient(CALLBACK, ['openid', 'profile']));
@@ -165,7 +169,7 @@ describe('a source sign-in that holds', () => {
   test('the cookie never reaches the log', async () => {
     const lines: string[] = [];
     const spies = (['info', 'warn', 'error'] as const).map((level) =>
-      jest.spyOn(logger, level).mockImplementation(((...args: unknown[]) => lines.push(JSON.stringify(args)))),
+      jest.spyOn(logger, level).mockImplementation((...args: unknown[]) => lines.push(JSON.stringify(args))),
     );
     try {
       const user = await migratedUser('logged');
@@ -291,4 +295,39 @@ test('after Until the cookie is not even read', async () => {
   const user = await migratedUser('late');
   const req = { headers: { cookie: `${SOURCE_COOKIE}=${sourceCookies(user, KEY)[SOURCE_COOKIE]}` } };
   expect(await carry(undefined as never, req as never, undefined as never, { clientId: CLIENT })).toBe(false);
+});
+
+test('a real browser with the source cookie on the host: the app gets its code, no page shown', async () => {
+  const user = await migratedUser('browser');
+  const context = await webApp.browser.newContext();
+  const host = new URL(h.api.publicUrl).hostname;
+  await context.addCookies(
+    Object.entries(sourceCookies(user, KEY)).map(([name, value]) => ({
+      name,
+      value,
+      domain: host,
+      path: '/',
+      httpOnly: true,
+    })),
+  );
+  const page = await context.newPage();
+  const visited: string[] = [];
+  page.on('framenavigated', (frame) => visited.push(frame.url()));
+  const web = await relyingParty(h.api.publicUrl, 'source-sessions-web');
+  const verifier = oidc.randomPKCECodeVerifier();
+  const url = oidc.buildAuthorizationUrl(web, {
+    redirect_uri: webApp.callback,
+    scope: 'openid profile',
+    code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+  });
+  await page.goto(url.href);
+  await page.waitForURL(`${webApp.callback}?**`);
+  mkdirSync(SHOTS, { recursive: true });
+  await page.screenshot({ path: `${SHOTS}/source-session-carried-over.png` });
+  await expect(page.locator('h1').textContent()).resolves.toBe('Back in the app');
+  expect(visited.filter((v) => v.includes('/interaction/'))).toEqual([]);
+  const tokens = await oidc.authorizationCodeGrant(web, new URL(page.url()), { pkceCodeVerifier: verifier });
+  expect(tokens.claims()).toMatchObject({ sub: user.userId, sid: user.sessionId });
+  await context.close();
 });

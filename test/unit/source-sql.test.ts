@@ -65,7 +65,7 @@ describe('source queries compile to valid SQL Server SQL', () => {
     );
     expect(queries[0].parameters).toEqual(['user-00000042', 'user-00000500', 0, 500]);
     expect(queries[1].sql).toBe(
-      'select "Id", "UserName", "Email", "PasswordHash", "EmailConfirmed", "TwoFactorEnabled", "LockoutEnd", "AccessFailedCount" from "AspNetUsers" where "Id" > @1 and "Id" <= @2 order by "Id" offset @3 rows fetch next @4 rows only',
+      'select "Id", "UserName", "Email", "PasswordHash", "EmailConfirmed", "TwoFactorEnabled", "LockoutEnd", "AccessFailedCount", "SecurityStamp" from "AspNetUsers" where "Id" > @1 and "Id" <= @2 order by "Id" offset @3 rows fetch next @4 rows only',
     );
     expect(queries[1].parameters).toEqual(['user-00000042', 'user-00000050', 0, 500]);
     // The claim types the fold drops stay in the source.
@@ -161,7 +161,7 @@ describe('source queries compile to valid SQL Server SQL', () => {
       'select "Id" from "AspNetUsers" where "NormalizedEmail" = @1 order by "Id" offset @2 rows fetch next @3 rows only',
       'select max("Id") as "id" from "AspNetUsers" where "Id" < @1',
       'select count(*) as n from INFORMATION_SCHEMA.COLUMNS where TABLE_NAME = @1 and COLUMN_NAME = @2',
-      'select "Xml" from "DataProtectionKeys"',
+      'select "Id", "Xml" from "DataProtectionKeys"',
     ]);
     // ASP.NET Identity's normalizer upper-cases the address.
     expect(queries[1].parameters[0]).toBe('LATE@EXAMPLE.COM');

@@ -75,10 +75,10 @@ function browserWith(cookies: Record<string, string>) {
 }
 
 /** An authorization of the app in the browser with this jar: what it came to, and what the code exchange needs. */
-async function authorize(jar: CookieJar, extra: Record<string, string> = {}) {
+async function authorize(jar: CookieJar, extra: Record<string, string> = {}, app = rp) {
   const state = oidc.randomState();
   const verifier = oidc.randomPKCECodeVerifier();
-  const url = oidc.buildAuthorizationUrl(rp, {
+  const url = oidc.buildAuthorizationUrl(app, {
     redirect_uri: CALLBACK,
     scope: 'openid profile',
     state,
@@ -131,7 +131,6 @@ describe('a source sign-in that holds', () => {
     expect(sessions[0].payload).toMatchObject({ authorizations: { [CLIENT]: { sid: user.sessionId } } });
 
     // The service's own session now stands without the source cookie.
-    jar.set(h.api.publicUrl, SOURCE_COOKIE, '');
     const withoutSource = new CookieJar();
     for (const pair of jar.header(h.api.publicUrl).split('; ')) {
       const [name, ...rest] = pair.split('=');
@@ -143,6 +142,19 @@ describe('a source sign-in that holds', () => {
     expect(code.get('error')).toBeNull();
     const second = await flow.tokens(rp, again.started, again.answer);
     expect(second.claims()!.sid).toBe(user.sessionId);
+  });
+
+  test("another app of the same browser later gets the same sid: every client holds the source's", async () => {
+    const other = 'source-sessions-other';
+    const put = await h.admin('PUT', `/api/v1/clients/${other}`, publicClient(CALLBACK, ['openid', 'profile']));
+    expect(put.status).toBe(201);
+    const otherRp = await relyingParty(h.api.publicUrl, other);
+    const user = await migratedUser('two-apps');
+    const { jar } = await silently(sourceCookies(user, KEY));
+    // The browser still holds the source cookie: the service's session gains the source's sid for this client too.
+    const { started, answer } = await authorize(jar, { prompt: 'none' }, otherRp);
+    const tokens = await flow.tokens(otherRp, started, answer);
+    expect(tokens.claims()).toMatchObject({ sub: user.userId, aud: other, sid: user.sessionId });
   });
 
   test('a chunked cookie (chunks-N with C1..CN) carries over too', async () => {

@@ -306,7 +306,10 @@ test('after Until the cookie is not even read', async () => {
   });
   const user = await migratedUser('late');
   const req = { headers: { cookie: `${SOURCE_COOKIE}=${sourceCookies(user, KEY)[SOURCE_COOKIE]}` } };
+  const seen = await counterValue('source_sessions_total', {});
   expect(await carry(undefined as never, req as never, undefined as never, { clientId: CLIENT })).toBe(false);
+  // Not read, not counted: a cookie that were read would be counted whatever came of it.
+  expect(await counterValue('source_sessions_total', {})).toBe(seen);
 });
 
 test('a real browser with the source cookie on the host: the app gets its code, no page shown', async () => {

@@ -27,7 +27,7 @@ import { logger } from '../../platform/observability/logger';
 import type { Mailer } from '../../platform/email/mailer';
 import { recoveryRouter, type RecoveryMails } from '../recovery/recovery-router';
 import { createSignOut, type SignOut } from '../sign-out-notices';
-import { sourceSessionCarrier, type SourceSessionCarrier } from './source-sessions';
+import { forgetSourceCookie, sourceSessionCarrier, type SourceSessionCarrier } from './source-sessions';
 import type Provider from 'oidc-provider';
 
 /**
@@ -266,6 +266,8 @@ export async function createSignIn(deps: SignInDependencies): Promise<Router> {
       req.url = inCanonicalForm(req.url);
       if (req.method === 'GET') req.url = withOfflineConsent(req.url);
       forwardedAsExpressSees(req, deps.issuer);
+      if (req.method === 'POST' && req.path === `${OIDC_ROUTES.end_session}/confirm`)
+        forgetSourceCookie(req, res, config.Migration.SourceSessions.CookieName);
       if (req.method === 'GET' && req.path === OIDC_ROUTES.authorization)
         await carryOver(current.provider, req, res, requestOf(req.query));
       return current.callback(req, res);

@@ -14,7 +14,13 @@ import { findClient } from '../../platform/store/clients';
 import { listProvisionedApps } from '../../platform/store/provisions';
 import { settingsOf } from './provider-clients';
 import { RESOURCE_PREFIX, resourceOfScopes, storedApiResources } from './resources';
-import { openSourceTicket, sourceCookieOf, sourceKeyRingReader, type SourceSignIn } from './source-session-tickets';
+import {
+  openSourceTicket,
+  requestCookies,
+  sourceCookieOf,
+  sourceKeyRingReader,
+  type SourceSignIn,
+} from './source-session-tickets';
 
 export interface SourceSessionDependencies {
   db: Db;
@@ -177,6 +183,22 @@ export function sourceSessionCarrier(deps: SourceSessionDependencies) {
       return false;
     }
   };
+}
+
+/**
+ * At sign-out, the source's cookie (and its chunks) is deleted too, as the source's own sign-out (SignOutAsync) deletes
+ * it: otherwise the next authorization would open a session from it again while the window is open. Only a cookie the
+ * source set without a Domain attribute (ASP.NET Core's default) is deleted this way.
+ */
+export function forgetSourceCookie(req: IncomingMessage, res: ServerResponse, cookieName: string): void {
+  const names = Object.keys(requestCookies(req.headers.cookie)).filter(
+    (name) =>
+      name === cookieName || (name.startsWith(`${cookieName}C`) && /^\d+$/.test(name.slice(cookieName.length + 1))),
+  );
+  if (names.length === 0) return;
+  const set = ([] as string[]).concat((res.getHeader('set-cookie') as string[] | string | undefined) ?? []);
+  const gone = names.map((name) => `${name}=; path=/; expires=Thu, 01 Jan 1970 00:00:00 GMT; samesite=lax; httponly`);
+  res.setHeader('set-cookie', [...set, ...gone]);
 }
 
 export type SourceSessionCarrier = ReturnType<typeof sourceSessionCarrier>;

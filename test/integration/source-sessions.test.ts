@@ -157,6 +157,24 @@ describe('a source sign-in that holds', () => {
     expect(tokens.claims()).toMatchObject({ sub: user.userId, aud: other, sid: user.sessionId });
   });
 
+  test("signing out here deletes the source's cookie too: the next authorization does not sign the browser in again", async () => {
+    const user = await migratedUser('signed-out');
+    const cookies = sourceCookies(user, KEY, 200);
+    const { tokens, jar } = await silently(cookies);
+    const page = browser(CALLBACK, jar);
+    // A valid hint: the page's script presses "Continue" (logout=yes) at once, as a browser runs it.
+    const hint = new URLSearchParams({ id_token_hint: tokens!.id_token! });
+    const confirm = (await page.open(`${h.api.url}/connect/endsession?${hint.toString()}`)) as Visit;
+    const action = /<form id="op.logoutForm" method="post" action="([^"]+)">/.exec(confirm.html)![1];
+    const xsrf = /name="xsrf" value="([^"]+)"/.exec(confirm.html)![1];
+    expect(jar.header(h.api.url)).toContain(`${SOURCE_COOKIE}=`);
+    const signedOut = await page.post(action, { xsrf, logout: 'yes' });
+    expect(textOf(signedOut)).toMatch(/signed out/i);
+    for (const name of Object.keys(cookies)) expect(jar.header(h.api.url)).not.toContain(`${name}=`);
+    const again = await authorize(jar, { prompt: 'none' });
+    expect((again.answer as URL).searchParams.get('error')).toBe('login_required');
+  });
+
   test('a chunked cookie (chunks-N with C1..CN) carries over too', async () => {
     const user = await migratedUser('chunked');
     const cookies = sourceCookies(user, KEY, 200);

@@ -111,6 +111,14 @@ export const readUsersWithSignInFlags = (source: Kysely<SourceDatabase>, bounds:
     pageSize,
   ).execute();
 
+/** The security stamps of a page's users (the range read `bounds`), for users migrated before stamps were carried. */
+export const readSecurityStamps = (source: Kysely<SourceDatabase>, bounds: UserPageBounds, pageSize: number) =>
+  withinUserPage(
+    source.selectFrom('AspNetUsers').select(['Id', 'SecurityStamp']).where('SecurityStamp', 'is not', null),
+    bounds,
+    pageSize,
+  ).execute();
+
 /** The role assignments of a page's users. */
 export const readUserRoles = (source: Kysely<SourceDatabase>, after: string | null, last: string) =>
   ofUserPage(source.selectFrom('AspNetUserRoles').select(['UserId', 'RoleId']), after, last).execute();

@@ -181,3 +181,24 @@ export async function raiseSignInFlags(
     from (${jsonRows('users', ['id', 'two_factor_enabled', 'email_confirmed'], rows)}) as source
     where users.id = source.id`.execute(db);
 }
+
+/**
+ * Of these ids, the migrated users with no security stamp whose sessions nothing here has ended: users migrated
+ * before the stamp was carried over, whose source cookies would otherwise never be carried over.
+ */
+export async function usersWithoutSecurityStamp(db: Db, ids: string[]): Promise<Set<string>> {
+  const stale = await sql<{ id: string }>`
+    select page.id from unnest(${ids}::text[]) as page(id)
+    where exists (
+      select from users where users.id = page.id and users.migration_version is not null
+        and users.security_stamp is null and users.sessions_revoked_at is null offset 0)`.execute(db);
+  return new Set(stale.rows.map((u) => u.id));
+}
+
+/** Sets the source's stamp where the user still has none and nothing here has ended its sessions; else nothing. */
+export async function fillSecurityStamps(db: Db, rows: Array<{ id: string; security_stamp: string }>): Promise<void> {
+  await sql`
+    update users set security_stamp = source.security_stamp
+    from (${jsonRows('users', ['id', 'security_stamp'], rows)}) as source
+    where users.id = source.id and users.security_stamp is null and users.sessions_revoked_at is null`.execute(db);
+}

@@ -701,6 +701,33 @@ describe('sign-in state of users migrated before it was carried over', () => {
     expect(await flags(15)).toEqual({ two_factor_enabled: true, email_confirmed: true });
     expect(await flags(16)).toEqual({ two_factor_enabled: false, email_confirmed: true });
   });
+
+  test("a later run carries the source's security stamp to users migrated without one, unless their sessions ended here", async () => {
+    const stamp = async (n: number) =>
+      (
+        await h.context.db
+          .selectFrom('users')
+          .select('security_stamp')
+          .where('id', '=', userId(n))
+          .executeTakeFirstOrThrow()
+      ).security_stamp;
+    const sourceStamp = stamp(17);
+    expect(await sourceStamp).toEqual(expect.any(String));
+    await h.context.db
+      .updateTable('users')
+      .set({ security_stamp: null })
+      .where('id', 'in', [userId(17), userId(18)])
+      .execute();
+    // Ended here since: the source's stamp must not bring the old cookies back.
+    await h.context.db
+      .updateTable('users')
+      .set({ sessions_revoked_at: new Date() })
+      .where('id', '=', userId(18))
+      .execute();
+    await migrate({ version: 'sign-in-stamp-backfill' });
+    expect(await stamp(17)).toBe(await sourceStamp);
+    expect(await stamp(18)).toBeNull();
+  });
 });
 
 describe('grant types the service does not offer', () => {

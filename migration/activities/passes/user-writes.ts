@@ -1,14 +1,16 @@
 import type { Kysely } from 'kysely';
 import type { SourceDatabase } from '../../source/source-schema';
-import { inKeyOrder, readUsersWithSignInFlags, type UserPageBounds } from '../../source/user-reads';
+import { inKeyOrder, readSecurityStamps, readUsersWithSignInFlags, type UserPageBounds } from '../../source/user-reads';
 import type { Db } from '../../../platform/store/database';
 import {
   copyNewUsers,
+  fillSecurityStamps,
   insertUsersSkippingHeld,
   keyHoldersOf,
   raiseSignInFlags,
   removeUsersCreatedBy,
   upsertUsers as writeUpserts,
+  usersWithoutSecurityStamp,
   usersWithoutSignInFlags,
   type MigratedUser,
 } from '../../store/migrated-users';
@@ -169,6 +171,26 @@ export async function backfillSignInFlags(
     }));
   if (rows.length === 0) return;
   await raiseSignInFlags(ctx.target, rows);
+}
+
+/**
+ * Users migrated before the source's security stamp was carried over gain it, so that their source cookies can be
+ * carried over at cutover (a cookie is honoured only under the stamp it was issued with). Only where the user has no
+ * stamp and nothing here has ended its sessions since: a re-run changes nothing, and the service's own changes stay.
+ */
+export async function backfillSecurityStamps(
+  ctx: WriteContext,
+  existingIds: string[],
+  bounds: UserPageBounds,
+  pageSize: number,
+): Promise<void> {
+  if (existingIds.length === 0) return;
+  const staleIds = await usersWithoutSecurityStamp(ctx.target, existingIds);
+  if (staleIds.size === 0) return;
+  const rows = (await readSecurityStamps(ctx.source, bounds, pageSize))
+    .filter((u) => staleIds.has(u.Id))
+    .map((u) => ({ id: u.Id, security_stamp: u.SecurityStamp! }));
+  if (rows.length > 0) await fillSecurityStamps(ctx.target, rows);
 }
 
 /** Upsert: every duplicate is found first, because `on conflict (id) do update` cannot skip a clash on another key. */

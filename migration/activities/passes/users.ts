@@ -6,7 +6,7 @@ import { identifierProblem } from '../identifiers';
 import { emptyPage, IN_LIST_LIMIT, nextCursor, type PageResult, type Pass } from '../types';
 import type { Db } from '../../../platform/store/database';
 import { tombstonedUserIds } from '../../../platform/store/read-through-guards';
-import { backfillSignInFlags, createUsers, upsertUsers } from './user-writes';
+import { backfillSecurityStamps, backfillSignInFlags, createUsers, upsertUsers } from './user-writes';
 import { simulateUserWrites } from './dry-run-users';
 import { parseUserCursor, readClaims, readUserIds, readUsersById, readUsersOfPage } from '../../source/user-reads';
 
@@ -40,13 +40,12 @@ export const usersPass: Pass = async ({ source, target, options }, cursor, until
   if (options.usersMode === 'CreateOnly') {
     wanted = new Set(await missingUserIds(target, ids));
     page.skipped += ids.length - wanted.size;
-    if (!options.dryRun)
-      await backfillSignInFlags(
-        { source, target, version: options.version },
-        ids.filter((id) => !wanted.has(id)),
-        { after, until: last },
-        options.pageSize,
-      );
+    if (!options.dryRun) {
+      const existing = ids.filter((id) => !wanted.has(id));
+      const ctx = { source, target, version: options.version };
+      await backfillSignInFlags(ctx, existing, { after, until: last }, options.pageSize);
+      await backfillSecurityStamps(ctx, existing, { after, until: last }, options.pageSize);
+    }
     if (wanted.size === 0) return page;
   }
   // A few users of the page (a delta sweep's new users, or the duplicates every sweep meets again) are read by id;

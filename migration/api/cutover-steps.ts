@@ -78,9 +78,10 @@ function refreshTokenStep({ migration, markers }: CutoverFacts): CutoverStep {
   return { title, state: 'done', why: `version ${reported.version}: ${tally.carriedOver} carried over` };
 }
 
-/** Step 5: a final sweep under a new version, the source's signing key, the window configured. */
+/** Step 5: a final sweep under a new version, the source's signing keys, both windows configured. */
 function finalSweepStep({ migration, markers, signingKeys }: CutoverFacts): CutoverStep {
-  const title = 'Final sweep under a new Version, import the signing key, open the read-through window';
+  const title =
+    'Final sweep under a new Version, signing keys carried over, the read-through and source-session windows open';
   const realVersions = markers.filter((m) => !m.dry_run && m.state === 'Completed').length;
   const imported = (signingKeys.static ?? 0) + (signingKeys.migrated ?? 0);
   const parts = [
@@ -92,6 +93,11 @@ function finalSweepStep({ migration, markers, signingKeys }: CutoverFacts): Cuto
     [
       migration.ReadThrough.Until !== undefined,
       `ReadThrough:Until ${migration.ReadThrough.Until ? at(migration.ReadThrough.Until) : 'not set'}`,
+    ],
+    // Browsers signed in at the source are signed in here only while this window is open (docs/migration.md, step 5).
+    [
+      migration.SourceSessions.Until !== undefined,
+      `SourceSessions:Until ${migration.SourceSessions.Until ? at(migration.SourceSessions.Until) : 'not set: browsers signed in at the source sign in again'}`,
     ],
   ] as const;
   const met = parts.filter(([ok]) => ok).length;

@@ -177,6 +177,7 @@ describe('what the dashboard shows', () => {
     expect(text).toMatch(/done Dry run .*? version rehearsal completed/);
     expect(text).toMatch(/done Real run .*? version first completed .*?; version sweep-2 is running/);
     expect(text).toMatch(/in progress Final sweep under a new Version/);
+    expect(text).toMatch(/✗ SourceSessions:Until not set: browsers signed in at the source sign in again/);
     // Tokens left behind for a reason other than expiry are a thing to look at before cutover.
     expect(text).toMatch(/check Copy the source.*? version first: \d+ unknown payload version/);
     expect(text).toMatch(/to do Close the window .*? no window configured/);

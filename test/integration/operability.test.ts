@@ -12,10 +12,15 @@ const ports = { api: 0, worker: 0, temporal: 0 };
 
 const service = useStandaloneService(async (env) => {
   [ports.api, ports.worker, ports.temporal] = [await freePort(), await freePort(), await freePort()];
-  // With the heap limit, as `npm run worker` starts it.
+  // With the heap limit, as `npm run worker` starts it; at debug, where the SDK's own lines (its worker states) show.
   const worker = spawnService(
     'workers/worker.ts',
-    { ...env, Metrics__Port: String(ports.worker), Metrics__TemporalPort: String(ports.temporal) },
+    {
+      ...env,
+      LOG_LEVEL: 'debug',
+      Metrics__Port: String(ports.worker),
+      Metrics__TemporalPort: String(ports.temporal),
+    },
     [`--max-old-space-size=${WORKER_HEAP_LIMIT_MB}`],
   );
   const api = spawnService('api/server.ts', { ...env, PORT: '0', Metrics__Port: String(ports.api) });

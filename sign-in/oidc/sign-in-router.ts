@@ -26,6 +26,7 @@ import { logger } from '../../platform/observability/logger';
 import type { Mailer } from '../../platform/email/mailer';
 import { recoveryRouter, type RecoveryMails } from '../recovery/recovery-router';
 import { createSignOut, type SignOut } from '../sign-out-notices';
+import type { Registration } from '../registration';
 
 /**
  * Federation's dependencies (the issuer is Api:PublicUrl), with the configuration in place of the allow-list, and
@@ -37,6 +38,8 @@ export type SignInDependencies = Omit<FederationDependencies, 'allow'> & {
   mails: RecoveryMails;
   /** The operators' pages by path (under /admin/), each behind a sign-in with the IdentityAdmin role. */
   adminPages?: Record<string, AdminPage>;
+  /** Self-service registration, the one the API's register route uses (sign-in/registration.ts). */
+  registration: Registration;
 };
 
 /**
@@ -114,6 +117,7 @@ async function buildSignIn(
       federation,
       mails: deps.mails,
       readThrough: deps.readThrough,
+      registration: deps.registration,
     }),
     account: accountRouter({ provider, db, ring, issuer, config: deps.config, signOut, mailer: deps.mailer }),
   };

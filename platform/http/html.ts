@@ -58,6 +58,18 @@ const STYLE = `
     main.wide .card { padding: 20px 14px; }
     table.grid th, table.grid td { padding: 6px 5px; }
   }
+  .notice { background: #ecfdf5; color: #065f46; border: 1px solid #a7f3d0; padding: 10px 12px; border-radius: 8px; margin: 0 0 12px; font-weight: 600; }
+  .hint { font-size: 14px; margin: 8px 0 0; }
+  .session-list { list-style: none; padding: 0; margin: 0 0 8px; }
+  .session { padding: 12px 0; border-bottom: 1px solid #e5e7eb; overflow-wrap: break-word; }
+  .session p { margin: 0 0 4px; font-size: 15px; }
+  .session .device { color: #111827; }
+  .session .this-one { color: #065f46; font-weight: 600; }
+  .session button { width: auto; padding: 8px 14px; margin-top: 6px; font-size: 15px; }
+  .keep { display: flex; flex-wrap: wrap; gap: 8px; margin: 0 0 12px; }
+  .keep button, .keep .button { flex: 1 1 160px; margin: 0; }
+  a.button { display: inline-block; text-align: center; padding: 12px; font-size: 16px; font-weight: 600; border-radius: 8px; text-decoration: none; }
+  .copied { color: #065f46; font-weight: 600; }
 `;
 
 /** What every page is branded with (SignIn:ProductName, SignIn:LogoUrl); set once at start-up. */

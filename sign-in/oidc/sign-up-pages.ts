@@ -1,6 +1,6 @@
 /** The sign-up pages of a sign-in, in the layout every page shares (platform/http/html.ts). */
 import { escapeHtml, page } from '../../platform/http/html';
-import { formTokenField } from './account-pages';
+import { formTokenField } from './account/form-token';
 
 const errorLine = (error?: string) => (error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : '');
 

@@ -5,7 +5,11 @@ import { hashPassword } from '../../../platform/security/password-hashing';
 import { passwordPolicyViolations } from '../../../platform/security/password-policy';
 import { listSessionsOf } from '../../../platform/store/oidc-payloads';
 import { policyInWords } from '../../recovery/recovery-router';
-import { setPasswordHash } from '../../store/accounts';
+import { findNames, setPasswordHash } from '../../store/accounts';
+import { findClientNames, findSessionDevices } from '../../store/session-devices';
+import type { Db } from '../../../platform/store/database';
+import type { SessionView } from '../account-profile-pages';
+import { deviceDescription } from './device-description';
 import { recordAuditEvent } from '../../store/audit-events';
 import { findTotpCredential } from '../../store/mfa';
 import type { SignedInUser } from '../account-session';
@@ -20,8 +24,27 @@ const changeForm = z.object({
   confirm: formField(FIELD_BOUNDS.password),
 });
 
-/** The account page: the password, two-step sign-in, where the user is signed in. */
-async function overview(
+/** The user's sessions, newest first: when, from where (address and device), for which applications by name. */
+async function sessionsOf(db: Db, user: SignedInUser): Promise<SessionView[]> {
+  const sessions = await listSessionsOf(db, user.id);
+  const devices = await findSessionDevices(
+    db,
+    user.id,
+    sessions.map((s) => s.id),
+  );
+  const names = await findClientNames(db, [...new Set(sessions.flatMap((s) => s.clientIds))]);
+  return sessions.map((s) => ({
+    id: s.id,
+    signedInAt: s.signedInAt,
+    device: deviceDescription(devices.get(s.id)?.userAgent),
+    clientAddress: devices.get(s.id)?.clientAddress ?? null,
+    apps: s.clientIds.map((id) => names.get(id) ?? id),
+    current: s.id === user.sessionId,
+  }));
+}
+
+/** The account page: name and e-mail, the password, two-step sign-in, where the user is signed in. */
+export async function overview(
   { db, config, html }: AccountContext,
   res: Response,
   user: SignedInUser,
@@ -29,12 +52,12 @@ async function overview(
   error?: string,
   status = 200,
 ) {
-  const sessions = await listSessionsOf(db, user.id);
   const account = {
     email: user.email,
+    ...(await findNames(db, user.id)),
     hasPassword: user.hasPassword,
     mfaOn: (await findTotpCredential(db, user.id)) !== undefined,
-    sessions: sessions.map((s) => ({ ...s, current: s.id === user.sessionId })),
+    sessions: await sessionsOf(db, user),
     passwordRules: policyInWords(config.Auth.PasswordPolicy),
     formToken: user.token,
   };

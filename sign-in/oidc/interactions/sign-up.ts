@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { FIELD_BOUNDS } from '../../../platform/security/field-bounds';
-import type { CreationOutcome } from '../../../provisioning/workflows/outcomes';
+import type { CreationOutcome } from '../../../provisioning/workflows/provisioning';
 import { AttemptInProgressError } from '../../../platform/temporal/run-errors';
 import { policyInWords } from '../../recovery/recovery-router';
 import { FORM_TOKEN_FIELD, formToken, isFormToken } from '../account/form-token';

@@ -60,6 +60,7 @@ const STYLE = `
   }
   .notice { background: #ecfdf5; color: #065f46; border: 1px solid #a7f3d0; padding: 10px 12px; border-radius: 8px; margin: 0 0 12px; font-weight: 600; }
   .hint { font-size: 14px; margin: 8px 0 0; }
+  .current { margin: 28px 0 0; }
   .session-list { list-style: none; padding: 0; margin: 0 0 8px; }
   .session { padding: 12px 0; border-bottom: 1px solid #e5e7eb; overflow-wrap: break-word; }
   .session p { margin: 0 0 4px; font-size: 15px; }

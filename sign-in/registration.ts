@@ -110,8 +110,6 @@ export function createRegistration({ config, db, run, mails, readThrough }: Regi
     register,
     /** Auth:RegistrationRateLimit: PermitLimit registrations per WindowSeconds from one client address. */
     budget: { PermitLimit, WindowSeconds },
-    /** Whether the mail confirms a new address before it signs in (Auth:RequireConfirmedEmail, with mail). */
-    confirmsByMail: config.Auth.RequireConfirmedEmail && mails !== undefined,
     /**
      * Auth:RegistrationRateLimit, counted in the store (as the sign-in budget is): every API process, the API and the
      * page spend the same one. `refuse` answers past it, after Retry-After is set.

@@ -7,6 +7,7 @@ import { payloadCodecOf } from '../platform/temporal/data-converter';
 import { codecRouter } from '../platform/http/codec';
 import { errorHandler } from '../platform/http/error-handler';
 import { sendProblem, speaksErrorDialect } from '../platform/http/problem';
+import { homePage, sendPage } from '../platform/http/html';
 import { requestObservability } from '../platform/observability/http';
 import { logger } from '../platform/observability/logger';
 import type { ApiDependencies } from '../composition/api-dependencies';
@@ -87,6 +88,11 @@ export function createApiApp(deps: ApiDependencies): express.Express {
   app.use(apiReferencePage());
   app.get('/docs/scim', (_req, res) => res.type('html').send(scimDocumentationPage(`${publicUrl}/scim/v2`)));
   app.use('/scim/v2', scimFallback(db));
+  // The root URL: a page for a person who typed the service's address; an API client asking for JSON gets the 404
+  // problem as for any other path it has no route for.
+  app.get('/', (req, res, next) =>
+    req.accepts(['html', 'json']) === 'html' ? sendPage(res, 200, homePage()) : next(),
+  );
 
   app.use((req, res) =>
     sendProblem(res, { status: 404, title: 'Not found', detail: `no route for ${req.method} ${req.path}` }),

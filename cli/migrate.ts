@@ -17,7 +17,19 @@ import { temporalClient, withEphemeralPayloadKey } from '../platform/temporal/da
 import { importSigningKey } from '../platform/store/signing-keys';
 import { PfxError } from '../platform/security/pkcs12';
 import { SigningKeyError } from '../platform/security/signing-key-material';
-import { requireKeyRing, requirePayloadKeyRing } from '../platform/config/key-ring';
+import {
+  KEY_FILE,
+  keyRingFromConfig,
+  PAYLOAD_KEY_FILE,
+  payloadKeyRingFromConfig,
+  requireKeyRing,
+  requirePayloadKeyRing,
+  withEmbeddedKey,
+  withEmbeddedPayloadKey,
+} from '../platform/config/key-ring';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { assertPortFree } from '../platform/net/listen';
 import { freePort } from '../dev/ports';
 import { startDevServer } from '../dev/temporal-dev-server';
 import { parseSourceConnectionString } from '../migration/source/connection';
@@ -111,26 +123,78 @@ async function connectClient(config: AppConfig): Promise<{ client: Client; close
   return { client: temporalClient(connection, config), close: () => connection.close() };
 }
 
+/**
+ * In the checkout of an `npm start` (its generated key beside its data), what is not configured is start's: its
+ * embedded PostgreSQL as the target, with its data-protection key; and, while start runs, its Temporal server with its
+ * payload key, where the run shows in start's UI (on a task queue of this CLI's own worker, since start's worker
+ * has no source connection string). `ownWorker`: this process runs the migration worker.
+ */
+async function withStartDefaults(config: AppConfig): Promise<{ config: AppConfig; ownWorker: boolean }> {
+  const dataDir = resolve(config.Embedded.DataDir);
+  const quiet = () => undefined;
+  if (!existsSync(resolve(dataDir, KEY_FILE))) return { config, ownWorker: !config.Temporal.Address };
+  if (!config.Migration.Target.ConnectionString && !config.Database.Url) {
+    const pgPort = config.Embedded.PostgresPort;
+    if (!(await portHeld(pgPort)))
+      throw new ConfigError(
+        `the target is this checkout's embedded PostgreSQL (127.0.0.1:${pgPort}), which runs only while \`npm start\` does: start it first, or give --Target:ConnectionString`,
+      );
+    const url = `postgres://postgres:postgres@127.0.0.1:${pgPort}/identity`;
+    config = { ...config, Database: { ...config.Database, Url: url } };
+    if (!keyRingFromConfig(config)) config = withEmbeddedKey(config, dataDir, quiet);
+  }
+  const port = config.Embedded.TemporalPort;
+  const startRuns = (await portHeld(port)) && existsSync(resolve(dataDir, PAYLOAD_KEY_FILE));
+  if (config.Temporal.Address || !startRuns) return { config, ownWorker: !config.Temporal.Address };
+  if (!payloadKeyRingFromConfig(config)) config = withEmbeddedPayloadKey(config, dataDir, quiet);
+  const Temporal = {
+    ...config.Temporal,
+    Address: `127.0.0.1:${port}`,
+    MigrationTaskQueue: `migration-cli-${process.pid}`,
+  };
+  console.log(`temporal: the running \`npm start\`'s server at ${Temporal.Address} (its UI shows the run)`);
+  return { config: { ...config, Temporal }, ownWorker: true };
+}
+
+/** Whether a process listens on this loopback port (start's embedded servers, while start runs). */
+const portHeld = (port: number) =>
+  assertPortFree(port, '127.0.0.1', 'probe', 'probe').then(
+    () => false,
+    () => true,
+  );
+
+/** Where the run writes, without the password. */
+function describeTarget(url: string): string {
+  const parsed = new URL(url);
+  return `${parsed.hostname}:${parsed.port || 5432}${parsed.pathname}`;
+}
+
 async function run(config: AppConfig): Promise<number> {
   if (!config.Migration.Source.ConnectionString && !config.Temporal.Address)
     throw new ConfigError('set --Source:ConnectionString <SOURCE_CONNECTION_STRING>');
+  let ownWorker: boolean;
+  ({ config, ownWorker } = await withStartDefaults(config));
   // A cluster's histories outlive the run and need the service's payload keys; the CLI's own server dies with it.
   if (!config.Temporal.Address) config = withEphemeralPayloadKey(config);
   else requirePayloadKeyRing(config);
   const stops: Array<() => Promise<void>> = [];
   try {
     // The target store (migrated to the current schema) and, when given, the source: one context for the whole run.
-    const context = await createServiceContext(config, targetUrl(config));
+    const target = targetUrl(config);
+    console.log(`target: ${describeTarget(target)}`);
+    const context = await createServiceContext(config, target);
     stops.push(context.close);
     let client: Client;
-    if (config.Temporal.Address) {
+    if (!ownWorker) {
       ({ client } = await connectClient(config));
       stops.push(() => client.connection.close());
     } else {
       // The report is the output; the worker's routine chatter would bury it.
       Runtime.install({ logger: new DefaultLogger('ERROR') });
-      const server = await startDevServer({ port: await freePort(), readyTimeoutMs: 120_000 });
-      stops.push(server.stop);
+      const server = config.Temporal.Address
+        ? { address: config.Temporal.Address }
+        : await startDevServer({ port: await freePort(), readyTimeoutMs: 120_000 });
+      if ('stop' in server) stops.push(server.stop);
       const connection = await NativeConnection.connect({ address: server.address });
       stops.push(() => connection.close());
       const worker: Worker = await createMigrationWorker(

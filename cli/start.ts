@@ -70,14 +70,15 @@ async function nextSteps(config: AppConfig, db: Db, publicUrl: string): Promise<
   return lines;
 }
 
-type Stops = Array<() => Promise<void>>;
+/** What runs, in start order, each with the words the line at stop names it by. */
+type Stops = Array<{ what: string; stop: () => Promise<void> }>;
 const log = (line: string) => logger.info(line);
 
 /** The embedded PostgreSQL, and the data-protection key beside its data unless one is configured. */
 async function embeddedDatabase(config: AppConfig, dataDir: string, stops: Stops) {
   const keyConfigured = keyRingFromConfig(config) !== undefined;
   const pg = await startEmbeddedPostgres(resolve(dataDir, 'postgres'), config.Embedded.PostgresPort, log);
-  stops.push(pg.stop);
+  stops.push({ what: 'the embedded PostgreSQL', stop: pg.stop });
   log(`postgres: embedded server on 127.0.0.1:${config.Embedded.PostgresPort} (data in ${pg.dataDir})`);
   return { databaseUrl: pg.url, config: keyConfigured ? config : withEmbeddedKey(config, dataDir, log) };
 }
@@ -98,7 +99,7 @@ async function embeddedTemporal(config: AppConfig, dataDir: string, stops: Stops
     namespace: config.Temporal.Namespace,
     uiCodecEndpoint: codec.endpoint,
   });
-  stops.push(server.stop);
+  stops.push({ what: 'the Temporal dev server', stop: () => server.stop() });
   log(`temporal: dev server on ${server.address}, UI on ${server.uiUrl}`);
   return { temporalAddress: server.address, config };
 }
@@ -114,9 +115,14 @@ runMain('start', async () => {
   if (config.Temporal.Address) requirePayloadKeyRing(config);
   installTemporalRuntime(config);
   const stops: Stops = [];
+  // The last started stops first; what stopped is said in one line (composition/process.ts).
   const stopAll = async () => {
-    for (const stop of stops.reverse())
-      await stop().catch((error) => logger.error({ err: error }, 'start: shutdown step failed'));
+    for (const { what, stop } of stops.reverse()) {
+      const began = Date.now();
+      await stop().catch((error) => logger.error({ err: error }, `start: stopping ${what} failed`));
+      logger.debug(`start: ${what} stopped in ${Date.now() - began} ms`);
+    }
+    return stops.map(({ what }) => what).filter((what) => what !== '');
   };
   try {
     const dataDir = resolve(config.Embedded.DataDir);
@@ -125,13 +131,13 @@ runMain('start', async () => {
     let temporalAddress = config.Temporal.Address;
     if (!temporalAddress) ({ temporalAddress, config } = await embeddedTemporal(config, dataDir, stops));
     const worker = await startWorker(config, temporalAddress, databaseUrl);
-    stops.push(worker.stop);
+    stops.push({ what: 'the worker', stop: worker.stop });
     const api = await startApi(config, worker.context, worker.client);
-    stops.push(api.close);
+    stops.push({ what: 'the API', stop: api.close });
     const metrics = await startMetricsServer(config, 'start');
-    if (metrics) stops.push(metrics.close);
+    if (metrics) stops.push({ what: '', stop: metrics.close });
     const runner = startHostedMigrationRunner(config, worker.client, worker.context.db, log);
-    stops.push(() => Promise.resolve(runner.stop()));
+    stops.push({ what: '', stop: () => Promise.resolve(runner.stop()) });
     log('start: ready; Ctrl-C stops everything');
     for (const line of await nextSteps(config, worker.context.db, api.publicUrl)) log(`start: next: ${line}`);
   } catch (error) {

@@ -12,6 +12,7 @@ import type { TccClient } from '../provisioning/apps/tcc-client';
 import { createWorkflowRunner, type WorkflowRunner } from '../provisioning/workflow-runner';
 import { createSignIn } from '../sign-in/oidc/sign-in-router';
 import { CUTOVER_DASHBOARD_PATH, cutoverDashboard } from '../migration/api/cutover-dashboard';
+import { startSigningKeyRotation } from '../sign-in/signing-key-rotation';
 import type { SourceReadThrough } from '../sign-in/source-read-through';
 import { recoveryMails, type RecoveryMails } from '../sign-in/recovery/recovery-router';
 import { createRegistration, type Registration } from '../sign-in/registration';
@@ -48,6 +49,19 @@ export interface ApiDependencies {
 /** The runner every API route starts workflows with: the provisioning task queue, the API's result deadline. */
 export const apiWorkflowRunner = (temporal: Client, config: AppConfig) =>
   createWorkflowRunner(temporal, config.Temporal.TaskQueue, config.Api.ResultTimeoutSeconds);
+
+/**
+ * Every instance starts the cluster's signing-key rotation (one workflow, whoever starts it first). Temporal out of
+ * reach at start is logged, not fatal: sign-in serves the stored keys, and the next start of any instance tries again.
+ */
+async function startRotation(temporal: Client, config: AppConfig): Promise<void> {
+  try {
+    const outcome = await startSigningKeyRotation(temporal, config.Temporal.TaskQueue);
+    logger.debug(`api: signing-key rotation ${outcome === 'started' ? 'started' : 'already runs'} for this cluster`);
+  } catch (error) {
+    logger.warn(`api: signing-key rotation could not be started: ${(error as Error).message}`);
+  }
+}
 
 /** The API's dependencies with what owns resources beyond the service context: the mailer and the window's pool. */
 export interface AssembledApi {
@@ -94,6 +108,7 @@ export async function assembleApi(
       })
     : undefined;
   if (!signIn) logger.warn(`api: sign-in is off: ${MISSING_KEY_MESSAGE}`);
+  if (signIn && config.KeyManagement.Enabled) await startRotation(temporal, config);
   if (config.Api.PublicUrl?.startsWith('https:') && config.Api.TrustedProxies.length === 0)
     logger.warn(
       'api: Api:PublicUrl is https but Api:TrustedProxies is empty: X-Forwarded-For is not believed, so behind a proxy every caller counts as the proxy toward the sign-in and registration limits; list the proxy addresses',

@@ -4,8 +4,14 @@ import { requireKeyRing, requirePayloadKeyRing } from '../platform/config/key-ri
 import { logger } from '../platform/observability/logger';
 import { markShuttingDown } from '../platform/observability/shutdown';
 
-/** Runs an entry point: configuration errors print as one clear message, signals shut down cleanly. */
-export function runMain(name: string, main: () => Promise<() => Promise<void>>): void {
+/** Names a list as a sentence does: "a", "a and b", "a, b and c". */
+const listed = (parts: string[]) => parts.slice(0, -1).join(', ') + (parts.length > 1 ? ' and ' : '') + parts.at(-1);
+
+/**
+ * Runs an entry point: configuration errors print as one clear message, signals shut down cleanly. Its shutdown may
+ * return what it stopped, in the order it stopped them; a stop ends with one line naming them.
+ */
+export function runMain(name: string, main: () => Promise<() => Promise<string[] | void>>): void {
   main()
     .then((shutdown) => {
       let stopping = false;
@@ -13,9 +19,12 @@ export function runMain(name: string, main: () => Promise<() => Promise<void>>):
         if (stopping) return;
         stopping = true;
         markShuttingDown();
-        logger.info(`${name}: ${signal} received, shutting down`);
+        logger.debug(`${name}: ${signal} received, shutting down`);
         shutdown()
-          .then(() => process.exit(0))
+          .then((stopped) => {
+            logger.info(`${name}: stopped${stopped?.length ? ` ${listed(stopped)}` : ''} (${signal})`);
+            process.exit(0);
+          })
           .catch((error) => {
             logger.error({ err: error }, `${name}: shutdown failed`);
             process.exit(1);

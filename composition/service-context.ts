@@ -28,6 +28,8 @@ export interface ServiceContext {
   sourceSigningKeys: AppConfig['Migration']['SourceSigningKeys'];
   /** Requests to addresses clients registered (back-channel logout), under the same rule as app callbacks. */
   outbound: GuardedFetch;
+  /** KeyManagement: which key signs (logout tokens) and how rotation runs. */
+  keyManagement: AppConfig['KeyManagement'];
   close: () => Promise<void>;
 }
 
@@ -84,6 +86,7 @@ export async function createServiceContext(
     sourceDataProtection: config.Migration.SourceDataProtection,
     sourceSigningKeys: config.Migration.SourceSigningKeys,
     outbound,
+    keyManagement: config.KeyManagement,
     async close() {
       http.close();
       outbound.close();

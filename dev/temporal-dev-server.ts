@@ -6,6 +6,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { findTemporalCli } from './temporal-cli';
 import { SEARCH_ATTRIBUTES } from '../platform/temporal/search-attributes';
 import { logger } from '../platform/observability/logger';
+import { shuttingDown } from '../platform/observability/shutdown';
 
 export interface DevServer {
   address: string;
@@ -108,7 +109,13 @@ async function launch(cli: string, args: string[], options: DevServerOptions): P
   const address = `127.0.0.1:${options.port}`;
   // A process group of its own: Ctrl-C in the terminal reaches this process, which stops the workers first and then
   // this server (a server gone first would leave the draining workers logging lost connections).
-  const child = spawn(cli, args, { stdio: ['ignore', 'ignore', 'inherit'], detached: true });
+  const child = spawn(cli, args, { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
+  // Its errors pass through while it runs; once the process is stopping (the workers' polls cut short first, then
+  // the server itself), its complaints about calls cancelled are no news.
+  let stopping = false;
+  child.stderr.on('data', (chunk: Buffer) => {
+    if (!stopping && !shuttingDown()) process.stderr.write(chunk);
+  });
   // Never leave an orphaned server holding the port when this process dies without a clean shutdown.
   const killOnExit = () => child.kill('SIGKILL');
   process.once('exit', killOnExit);
@@ -125,6 +132,7 @@ async function launch(cli: string, args: string[], options: DevServerOptions): P
     stop: ({ abruptly = false } = {}) =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        stopping = true;
         const killer = setTimeout(() => child.kill('SIGKILL'), 10_000);
         child.once('exit', () => {
           clearTimeout(killer);

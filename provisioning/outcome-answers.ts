@@ -3,6 +3,8 @@ import type { CreationOutcome } from './workflows/provisioning';
 import type { Response } from 'express';
 import type { StoredAnswer } from '../platform/store/schema';
 import { sendProblem, userNotFound, type Problem } from '../platform/http/problem';
+import { provisioningWorkflowId } from './workflows/ids';
+import { reasons } from './tcc';
 
 export type UserView = UserProfile & { provisionedApps: string[] };
 
@@ -19,7 +21,8 @@ export function toHttpOutcome(outcome: CreationOutcome, successStatus: number, {
 /**
  * The one table from a provisioning outcome that is not a success to its answer, rendered as problem+json by the
  * admin API and registration and as a SCIM error by /scim/v2: 409 duplicate, 404 no such user, 422 rejection or
- * failure (with the app and its reason), 502 partially confirmed (the user is kept).
+ * failure (with the app and its reason), 502 partially confirmed (the user is kept). An attempt that ran names its
+ * `attemptId`, the id of its workflow: what an operator opens in the Temporal UI (docs/operations.md).
  */
 export function outcomeProblem(
   outcome: Exclude<CreationOutcome, { status: 'provisioned' }>,
@@ -45,6 +48,7 @@ export function outcomeProblem(
           title: 'Unknown provisioning apps',
           detail: `provisioning apps not configured: ${outcome.appIds.join(', ')}`,
           appIds: outcome.appIds,
+          attemptId: provisioningWorkflowId(outcome.user.userId),
         },
       };
     case 'rejected':
@@ -56,6 +60,7 @@ export function outcomeProblem(
           appId: outcome.appId,
           reason: outcome.reason,
           userDeleted: outcome.userDeleted ?? false,
+          attemptId: provisioningWorkflowId(outcome.user.userId),
         },
       };
     case 'partially-confirmed':
@@ -68,6 +73,7 @@ export function outcomeProblem(
           confirmedApps: outcome.confirmedApps,
           unconfirmedApps: outcome.unconfirmedApps,
           reason: outcome.reason,
+          attemptId: provisioningWorkflowId(outcome.user.userId),
         },
       };
   }
@@ -86,4 +92,21 @@ export function toAnswer(outcome: HttpOutcome): StoredAnswer {
 export function answer(res: Response, outcome: HttpOutcome): void {
   if ('problem' in outcome) sendProblem(res, outcome.problem);
   else res.status(outcome.status).json(outcome.user);
+}
+
+/**
+ * An app's refusal in the app's own words, which a person may read (at authorization, the reason the client is
+ * sent); undefined for any other outcome: a call that failed or timed out, a Confirm that did not go through, an
+ * approval the store could not hold, whose words are for operators (the log, the admin API's problem details).
+ */
+export function refusalInAppsWords(outcome: Exclude<CreationOutcome, { status: 'provisioned' }>): string | undefined {
+  if (outcome.status !== 'rejected') return undefined;
+  const { appId, reason } = outcome;
+  const serviceWords = [
+    reasons.tryFailed(appId, ''),
+    reasons.confirmFailed(appId, ''),
+    reasons.unstorableApproval(appId, ''),
+    reasons.rejectedWithoutReason(appId),
+  ];
+  return serviceWords.some((words) => reason.startsWith(words)) ? undefined : reason;
 }

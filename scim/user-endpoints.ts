@@ -73,9 +73,11 @@ const userAttributes: AttributeMap<Database, 'users'> = {
 function outcomeError(outcome: Exclude<CreationOutcome, { status: 'provisioned' }>): ScimError {
   const { problem } = outcomeProblem(outcome);
   const holder = outcome.status === 'duplicate' && typeof problem.userId === 'string' ? ` (id ${problem.userId})` : '';
+  // SCIM's error schema has no member of its own for it: the attempt (its workflow id) goes into the detail.
+  const attempt = typeof problem.attemptId === 'string' ? ` (attempt ${problem.attemptId})` : '';
   return new ScimError(
     problem.status,
-    `${problem.detail}${holder}`,
+    `${problem.detail}${holder}${attempt}`,
     outcome.status === 'duplicate' ? 'uniqueness' : undefined,
   );
 }

@@ -30,27 +30,27 @@ function install({ name, version, binary }) {
     return false;
   }
   console.log(`setup: installing ${name}==${version} into ${target}`);
-  try {
-    execFileSync(
-      python,
-      [
-        '-m',
-        'pip',
-        'install',
-        '--quiet',
-        '--disable-pip-version-check',
-        '--no-deps',
-        '--target',
-        target,
-        `${name}==${version}`,
-      ],
-      { stdio: 'inherit' },
-    );
-    return true;
-  } catch {
-    console.warn(`setup: pip could not install ${name}`);
-    return false;
-  }
+  // pip's own warnings (running as root, a newer pip, scripts off PATH) would scroll start-up's lines away: its
+  // output shows only when the install fails.
+  const pip = spawnSync(
+    python,
+    [
+      '-m',
+      'pip',
+      'install',
+      '--quiet',
+      '--disable-pip-version-check',
+      '--no-deps',
+      '--target',
+      target,
+      `${name}==${version}`,
+    ],
+    { encoding: 'utf8', env: { ...process.env, PIP_ROOT_USER_ACTION: 'ignore', PIP_NO_WARN_SCRIPT_LOCATION: '1' } },
+  );
+  if (pip.status === 0) return true;
+  console.warn(`${pip.stdout ?? ''}${pip.stderr ?? ''}`.trim());
+  console.warn(`setup: pip could not install ${name}`);
+  return false;
 }
 
 if (process.env.TEMPORAL_CLI_PATH) {

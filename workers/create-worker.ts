@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   bundleWorkflowCode,
+  Runtime,
   type NativeConnection,
   Worker,
   type WorkerOptions,
@@ -19,6 +20,10 @@ import {
   type ProvisioningDependencies,
 } from '../provisioning/activities/provisioning-activities';
 import { createSignOutActivities, type SignOutDependencies } from '../sign-in/activities/logout-delivery';
+import {
+  createSigningKeyRotationActivities,
+  type SigningKeyRotationDependencies,
+} from '../sign-in/activities/signing-key-rotation';
 
 export const WORKFLOWS_PATH = require.resolve('./workflows');
 /** What every workflow bundle is built from: the workflow code and the failure converter the sandbox encodes with. */
@@ -54,7 +59,12 @@ const prebuiltBundle = (): WorkflowBundleOption | undefined =>
 
 /** The prebuilt bundle when there is one; otherwise the workflow code bundled now, once, for all workers of this process. */
 export async function loadWorkflowBundle(): Promise<WorkflowBundleOption> {
-  return prebuiltBundle() ?? { code: (await bundleWorkflowCode(WORKFLOW_CODE)).code };
+  // The bundler reports through the SDK's runtime logger (platform/observability/temporal-runtime.ts), not stdout.
+  return (
+    prebuiltBundle() ?? {
+      code: (await bundleWorkflowCode({ ...WORKFLOW_CODE, logger: Runtime.instance().logger })).code,
+    }
+  );
 }
 
 /** The home's bundle, else the prebuilt one; without either the worker bundles the workflow code itself. */
@@ -93,18 +103,23 @@ export const PROVISIONING_WORKER_LIMITS = {
 } satisfies Partial<WorkerOptions>;
 
 /**
- * The service's task queue: provisioning and the notices of a user's end to apps and clients (back-channel logout).
- * `activities` replaces the provisioning ones built from `dependencies` (a test wraps them to fail at a chosen step).
+ * The service's task queue: provisioning, the notices of a user's end to apps and clients (back-channel logout) and
+ * signing-key rotation. `activities` replaces the provisioning ones built from `dependencies` (a test wraps them to
+ * fail at a chosen step).
  */
 export function createProvisioningWorker(
   home: WorkerHome,
-  dependencies: ProvisioningDependencies & SignOutDependencies,
+  dependencies: ProvisioningDependencies & SignOutDependencies & SigningKeyRotationDependencies,
   activities?: ProvisioningActivities,
 ): Promise<Worker> {
   return createWorker(
     home,
     home.temporal.TaskQueue,
-    { ...createSignOutActivities(dependencies), ...(activities ?? createProvisioningActivities(dependencies)) },
+    {
+      ...createSignOutActivities(dependencies),
+      ...createSigningKeyRotationActivities(dependencies),
+      ...(activities ?? createProvisioningActivities(dependencies)),
+    },
     PROVISIONING_WORKER_LIMITS,
   );
 }

@@ -26,15 +26,16 @@ import {
   userViewSchema,
 } from './schemas';
 
-const APPS_ABSENT = 'The management routes exist only with Provisioning:AppProvider = Store; otherwise 404';
+const APPS_ABSENT =
+  'Provisioning apps are managed through the API only with Provisioning:AppProvider: "Store"; with the default, "Configuration", they are read from the ProvisioningApps section (docs/provisioning.md)';
 const RESET_REFUSALS: Record<number, Answer> = {
   409: 'The user is deactivated',
   429: 'The user was sent the most reset mails Auth:PasswordReset allows in its window',
 };
 const SIGN_IN_ABSENT =
-  'The route exists only where sign-in does (a data-protection key): the mail links to the sign-in pages; otherwise 404';
+  'The route exists only where sign-in does (a data-protection key): the mail links to the sign-in pages';
 const OIDC_PROVIDERS_ABSENT =
-  "The routes exist only where the service has a data-protection key (an upstream provider's client secret is sealed at rest); otherwise 404";
+  "The routes exist only where the service has a data-protection key (an upstream provider's client secret is sealed at rest)";
 const list = <T extends z.ZodType>(item: T) => z.array(item);
 const USER_ANSWERS = {
   409: 'A user with this e-mail exists, or an attempt for it is still running',
@@ -231,7 +232,7 @@ export const ROUTES: RouteSpec[] = [
         'removeUserMfa',
         'delete',
         'mfa',
-        'Remove the authenticator and recovery codes; two-step sign-in off',
+        'Remove the authenticator and recovery codes; two-step verification off',
         204,
         'Removed',
       ],

@@ -13,6 +13,9 @@ export const problemSchema = z
     title: text,
     status: z.number().int(),
     detail: text,
+    attemptId: text
+      .optional()
+      .meta({ description: 'The provisioning attempt behind the answer: its Temporal workflow id, to open in the UI' }),
   })
   .meta({ id: 'Problem', description: 'RFC 9457 problem details; `detail` names the field or app at fault and why' });
 

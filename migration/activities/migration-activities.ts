@@ -8,7 +8,7 @@ import { writeFinishedMarker } from '../store/migration-markers';
 import type { MigrationOptions, PageResult, UserPartition } from './types';
 import { runPassPage, type PassPageInput } from './pass-page';
 import { preflight, type Preflight } from './preflight';
-import { beginRun, planUserPartitions } from './run-steps';
+import { beginRun, keepSourceKeyRingOf, planUserPartitions } from './run-steps';
 import { validateSource, type SourceValidation } from './validation';
 
 export interface MigrationDependencies {
@@ -34,7 +34,10 @@ export function createMigrationActivities({
 
   return {
     async beginRun(options: MigrationOptions): Promise<{ proceed: boolean; reason?: string }> {
-      return beginRun(target, options);
+      const begun = await beginRun(target, options);
+      if (begun.proceed && !options.dryRun && source && dataProtection)
+        await keepSourceKeyRingOf(source, target, dataProtection, sourceDataProtection ?? {});
+      return begun;
     },
 
     async validateSource(): Promise<SourceValidation> {

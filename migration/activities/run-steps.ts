@@ -4,6 +4,10 @@ import { countUsers, userIdAt } from '../source/user-reads';
 import type { Db } from '../../platform/store/database';
 import { findMarker, writeStartedMarker } from '../store/migration-markers';
 import type { MigrationOptions, UserPartition } from './types';
+import type { KeyRing } from '../../platform/security/data-protection';
+import { logger } from '../../platform/observability/logger';
+import { keepSourceKeyRing } from '../../platform/store/source-key-ring';
+import { readSourceKeyRingDocuments, type SourceDataProtectionSettings } from '../source/data-protection-keys';
 
 /** Only a Completed marker of a real run blocks a run of the same version. */
 export async function beginRun(target: Db, options: MigrationOptions): Promise<{ proceed: boolean; reason?: string }> {
@@ -34,4 +38,25 @@ export async function planUserPartitions(
     if (id !== undefined) bounds.push(id);
   }
   return bounds.map((after, i) => ({ after, until: bounds[i + 1] ?? null }));
+}
+
+/**
+ * The source's Data Protection key ring, kept sealed in the store at the start of every real run (a delta sweep adds
+ * the keys the source made since): sign-in opens the source's session cookies with it after the source is gone
+ * (Migration:SourceSessions). A ring that cannot be read is logged; the run goes on (its passes say what that costs).
+ */
+export async function keepSourceKeyRingOf(
+  source: Kysely<SourceDatabase>,
+  target: Db,
+  ring: KeyRing,
+  settings: SourceDataProtectionSettings,
+): Promise<void> {
+  try {
+    const read = await readSourceKeyRingDocuments(source, settings);
+    if (!read) return;
+    await keepSourceKeyRing(target, ring, read.documents);
+    logger.info(`migration: kept the source's Data Protection key ring (${read.from}), sealed`);
+  } catch (error) {
+    logger.warn(`migration: the source's Data Protection key ring was not kept: ${(error as Error).message}`);
+  }
 }

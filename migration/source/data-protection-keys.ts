@@ -1,7 +1,10 @@
-import { readdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { Kysely } from 'kysely';
-import { parseKeyRing, type DataProtectionKeyRing } from './aspnet-data-protection';
+import {
+  parseKeyRing,
+  readKeyRingFolder,
+  type DataProtectionKeyRing,
+  type KeyRingDocument,
+} from '../../platform/security/aspnet-data-protection';
 import { hasColumn } from './configuration-reads';
 import type { SourceDatabase } from './source-schema';
 
@@ -20,22 +23,31 @@ export interface SourceKeyRing {
 }
 
 /**
- * The source's key ring: the XML files at KeyRingPath, or else the `Xml` of the source's DataProtectionKeys table (EF
- * Core's store) when the source has one; undefined when neither is there. Read only: the source is never written.
+ * The source's key ring documents: the XML files at KeyRingPath, or else the `Xml` of the source's DataProtectionKeys
+ * table (EF Core's store) when the source has one; undefined when neither is there. Read only: the source is never
+ * written.
  */
+export async function readSourceKeyRingDocuments(
+  source: Kysely<SourceDatabase> | undefined,
+  settings: SourceDataProtectionSettings,
+): Promise<{ documents: KeyRingDocument[]; from: string } | undefined> {
+  if (settings.KeyRingPath) {
+    const documents = await readKeyRingFolder(settings.KeyRingPath);
+    return { documents, from: `${documents.length} files at ${settings.KeyRingPath}` };
+  }
+  if (!source || !(await hasColumn(source, 'DataProtectionKeys', 'Xml'))) return undefined;
+  const rows = await source.selectFrom('DataProtectionKeys').select(['Id', 'Xml']).execute();
+  return {
+    documents: rows.flatMap((r) => (r.Xml ? [{ name: `DataProtectionKeys-${r.Id}`, xml: r.Xml }] : [])),
+    from: `${rows.length} rows of the source's DataProtectionKeys table`,
+  };
+}
+
+/** The source's key ring (readSourceKeyRingDocuments, parsed). */
 export async function loadSourceKeyRing(
   source: Kysely<SourceDatabase> | undefined,
   settings: SourceDataProtectionSettings,
 ): Promise<SourceKeyRing | undefined> {
-  if (settings.KeyRingPath) {
-    const files = (await readdir(settings.KeyRingPath)).filter((f) => f.toLowerCase().endsWith('.xml')).sort();
-    const documents = await Promise.all(files.map((f) => readFile(join(settings.KeyRingPath!, f), 'utf8')));
-    return { ring: parseKeyRing(documents), from: `${files.length} files at ${settings.KeyRingPath}` };
-  }
-  if (!source || !(await hasColumn(source, 'DataProtectionKeys', 'Xml'))) return undefined;
-  const rows = await source.selectFrom('DataProtectionKeys').select('Xml').execute();
-  return {
-    ring: parseKeyRing(rows.flatMap((r) => (r.Xml ? [r.Xml] : []))),
-    from: `${rows.length} rows of the source's DataProtectionKeys table`,
-  };
+  const read = await readSourceKeyRingDocuments(source, settings);
+  return read && { ring: parseKeyRing(read.documents.map((d) => d.xml)), from: read.from };
 }

@@ -7,7 +7,7 @@ import {
   unprotect,
   type DataProtectionKeyRing,
   type UnprotectFailure,
-} from './aspnet-data-protection';
+} from '../../platform/security/aspnet-data-protection';
 import { hasColumn } from './configuration-reads';
 import type { SourceDatabase } from './source-schema';
 import { isRetired, type KeyManagementTimes } from '../../platform/security/signing-key-timeline';

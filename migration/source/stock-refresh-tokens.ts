@@ -6,7 +6,7 @@ import {
   unprotect,
   type DataProtectionKeyRing,
   type UnprotectFailure,
-} from './aspnet-data-protection';
+} from '../../platform/security/aspnet-data-protection';
 import type { MigratedRefreshTokenData } from '../../platform/store/grants';
 
 /** The purpose IdentityServer's PersistentGrantSerializer protects grant data for (after the application's name). */

@@ -55,7 +55,13 @@ export function parseUserCursor(cursor: string | null): string | null {
 }
 
 /** ASP.NET Identity's sign-in state, which the users pass carries over. */
-export const SIGN_IN_STATE_COLUMNS = ['EmailConfirmed', 'TwoFactorEnabled', 'LockoutEnd', 'AccessFailedCount'] as const;
+export const SIGN_IN_STATE_COLUMNS = [
+  'EmailConfirmed',
+  'TwoFactorEnabled',
+  'LockoutEnd',
+  'AccessFailedCount',
+  'SecurityStamp',
+] as const;
 
 const userRows = (source: Kysely<SourceDatabase>) =>
   source.selectFrom('AspNetUsers').select(['Id', 'UserName', 'Email', 'PasswordHash', ...SIGN_IN_STATE_COLUMNS]);
@@ -191,3 +197,31 @@ export async function findUserBoundsByEmail(
     .executeTakeFirst();
   return { id, before: (before?.id as string | null | undefined) ?? null };
 }
+
+/**
+ * The source users that could hold one of these keys (e-mail addresses and user names, upper-cased) once migrated,
+ * found by the columns the source normalized them into; the caller normalizes as the target does. What a dry run,
+ * which writes nothing, reads to find the duplicates the real run would meet in the rows it wrote before. Asked in
+ * slices: SQL Server takes at most 2,100 parameters a query.
+ */
+export async function usersSharingKeys(
+  source: Kysely<SourceDatabase>,
+  keys: string[],
+): Promise<Array<{ Id: string; Email: string | null; UserName: string | null }>> {
+  const unique = [...new Set(keys)];
+  const found = [];
+  for (let i = 0; i < unique.length; i += SHARING_SLICE) {
+    const slice = unique.slice(i, i + SHARING_SLICE);
+    found.push(
+      ...(await source
+        .selectFrom('AspNetUsers')
+        .select(['Id', 'Email', 'UserName'])
+        .where((eb) => eb.or([eb('NormalizedEmail', 'in', slice), eb('NormalizedUserName', 'in', slice)]))
+        .execute()),
+    );
+  }
+  return found;
+}
+
+/** Keys a slice of usersSharingKeys asks about: each is a parameter twice. */
+const SHARING_SLICE = 1000;

@@ -89,6 +89,11 @@ export async function insertSsoDomains(db: Db, rows: Array<Insertable<SsoDomains
   return others.length === 0 ? [] : db.selectFrom('sso_domains').selectAll().where('domain', 'in', others).execute();
 }
 
+/** Who holds these SSO domains in the target now (what a dry run reads in place of insertSsoDomains' refusals). */
+export async function ssoDomainHolders(db: Db, domains: string[]) {
+  return domains.length === 0 ? [] : db.selectFrom('sso_domains').selectAll().where('domain', 'in', domains).execute();
+}
+
 /** Inserts the refresh-token grants whose keys are new; returns how many. */
 export async function insertGrants(db: Db, rows: Array<Insertable<GrantsTable>>): Promise<number> {
   if (rows.length === 0) return 0;

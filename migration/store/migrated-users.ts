@@ -29,6 +29,7 @@ export const USER_COLUMNS = [
   'email_confirmed',
   'lockout_end',
   'access_failed_count',
+  'security_stamp',
 ] as const satisfies ReadonlyArray<keyof NewUserRow>;
 
 export type MigratedUser = Required<Pick<NewUserRow, Exclude<(typeof USER_COLUMNS)[number], 'custom_attributes'>>> & {
@@ -142,6 +143,8 @@ export async function upsertUsers(db: Db, rows: MigratedUser[]): Promise<{ creat
         email_confirmed: eb.ref('excluded.email_confirmed'),
         lockout_end: eb.ref('excluded.lockout_end'),
         access_failed_count: eb.ref('excluded.access_failed_count'),
+        // Once the user's sessions ended here the stamp is the service's: the source's would revive its old cookies.
+        security_stamp: sql<string>`case when users.sessions_revoked_at is null then excluded.security_stamp else users.security_stamp end`,
         two_factor_enabled: sql<boolean>`users.two_factor_enabled or excluded.two_factor_enabled`,
         updated_at: new Date(),
       })),

@@ -115,11 +115,6 @@ const UNSUPPORTED: Array<{ setting: string; applies: (value: unknown) => boolean
     effect: 'the single sign-on session lasts 14 days whatever the client asks',
   },
   {
-    setting: 'ConsentLifetime',
-    applies: present,
-    effect: 'a consent is remembered for a year whatever the client asks',
-  },
-  {
     setting: 'CoordinateLifetimeWithUserSession',
     applies: (v) => v === true,
     effect: "refresh tokens do not end with the user's session",

@@ -49,6 +49,28 @@ export const timeSpan = z.string().transform((text, ctx) => {
   return minus ? -ms : ms;
 });
 
+/**
+ * Automatic signing-key management as Duende IdentityServer names it: a key is announced (in the JWKS) for
+ * PropagationTime before it signs, signs until it is RotationInterval old, and stays in the JWKS for
+ * RetentionDuration after that; then it is deleted. Keys are looked for again every KeyCacheDuration, and a key
+ * new to the store never signs before every instance has had two such looks at it.
+ */
+export const keyManagementSchema = z
+  .object({
+    Enabled: flag.default(true),
+    RotationInterval: timeSpan.prefault('90.00:00:00'),
+    PropagationTime: timeSpan.prefault('14.00:00:00'),
+    RetentionDuration: timeSpan.prefault('14.00:00:00'),
+    KeyCacheDuration: timeSpan.prefault('00:00:05'),
+  })
+  .prefault({})
+  .refine((k) => k.RotationInterval > k.PropagationTime, {
+    message: 'RotationInterval must be longer than PropagationTime (a key must sign for some time)',
+  })
+  .refine((k) => k.PropagationTime >= 0 && k.RetentionDuration >= 0 && k.KeyCacheDuration > 0, {
+    message: 'PropagationTime and RetentionDuration may not be negative, KeyCacheDuration must be positive',
+  });
+
 const dataProtectionKey = z
   .string()
   .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be base64 of exactly 32 bytes');
@@ -168,6 +190,15 @@ export const clientConfigSchema = z.object({
   RequirePkce: flag.default(true),
   AllowOfflineAccess: flag.default(false),
   RequireConsent: flag.default(false),
+  /** Whether the consent page offers "Remember my decision" (IdentityServer's default: true). */
+  AllowRememberConsent: flag.optional(),
+  /** How long a remembered consent lasts, in seconds; none: until withdrawn. */
+  ConsentLifetime: lifetimeSeconds(1).nullable().optional(),
+  /** The client's home page: pages that end a path lead back to it. */
+  ClientUri: z
+    .url({ protocol: /^https?$/ })
+    .max(2000)
+    .optional(),
   AllowedCorsOrigins: listOf(corsOrigin, 100).default([]),
   AccessTokenLifetime: lifetimeSeconds(1).default(3600),
   IdentityTokenLifetime: lifetimeSeconds(1).default(300),
@@ -206,27 +237,7 @@ export const configSchema = z
         EmitScopesAsSpaceDelimitedStringInJwt: flag.default(false),
       })
       .prefault({}),
-    /**
-     * Automatic signing-key management as Duende IdentityServer names it: a key is announced (in the JWKS) for
-     * PropagationTime before it signs, signs until it is RotationInterval old, and stays in the JWKS for
-     * RetentionDuration after that; then it is deleted. Keys are looked for again every KeyCacheDuration, and a key
-     * new to the store never signs before every instance has had two such looks at it.
-     */
-    KeyManagement: z
-      .object({
-        Enabled: flag.default(true),
-        RotationInterval: timeSpan.prefault('90.00:00:00'),
-        PropagationTime: timeSpan.prefault('14.00:00:00'),
-        RetentionDuration: timeSpan.prefault('14.00:00:00'),
-        KeyCacheDuration: timeSpan.prefault('00:00:05'),
-      })
-      .prefault({})
-      .refine((k) => k.RotationInterval > k.PropagationTime, {
-        message: 'RotationInterval must be longer than PropagationTime (a key must sign for some time)',
-      })
-      .refine((k) => k.PropagationTime >= 0 && k.RetentionDuration >= 0 && k.KeyCacheDuration > 0, {
-        message: 'PropagationTime and RetentionDuration may not be negative, KeyCacheDuration must be positive',
-      }),
+    KeyManagement: keyManagementSchema,
     Auth: z
       .object({
         AllowedInternalTargets: stringList.default([]),
@@ -268,7 +279,7 @@ export const configSchema = z
           .prefault({}),
         /**
          * How recent a sign-in must be (minutes) to change how the user signs in without the password again: enrolling
-         * an authenticator app, and, for a user without a password, new recovery codes or turning two-step sign-in off.
+         * an authenticator app, and, for a user without a password, new recovery codes or turning two-step verification off.
          */
         RecentSignInMinutes: z.coerce.number().int().positive().max(1440).default(5),
         /**

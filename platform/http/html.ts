@@ -31,9 +31,21 @@ const STYLE = `
   .links { margin: 16px 0 0; font-size: 15px; }
   .links a { display: inline-block; margin: 4px 12px 4px 0; }
   table.sessions { width: 100%; border-collapse: collapse; font-size: 15px; margin: 0 0 8px; }
-  table.sessions td { padding: 6px 0; border-bottom: 1px solid #e5e7eb; vertical-align: top; overflow-wrap: anywhere; }
+  table.sessions td { padding: 6px 0; border-bottom: 1px solid #e5e7eb; vertical-align: top; overflow-wrap: break-word; }
+  /* A client id or name stays whole (ids hold hyphens, which the browser would break at); one too long for the column
+     ends in an ellipsis, its full text in the title. */
+  table.sessions .client, .session .client { display: inline-block; max-width: 100%; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; vertical-align: bottom; }
   table.sessions td + td { padding-left: 12px; text-align: right; color: #4b5563; }
   .key { font-family: ui-monospace, monospace; word-break: break-all; background: #f3f4f6; padding: 8px; border-radius: 6px; }
+  .whoami { display: flex; flex-wrap: wrap; align-items: baseline; gap: 4px 8px; margin: 0 0 16px; color: #4b5563; }
+  button.link { width: auto; margin: 0; padding: 0; background: none; color: #2563eb; font-weight: 400; text-decoration: underline; }
+  label.check { display: flex; align-items: center; gap: 8px; font-weight: 400; margin: 16px 0 0; }
+  label.check input { width: auto; }
+  details.alt { margin: 16px 0 0; font-size: 16px; }
+  summary { color: #2563eb; cursor: pointer; }
+  ul.scopes li { margin: 0 0 8px; }
+  .reference { font-size: 15px; }
+  .reference .key { padding: 1px 6px; }
   img.qr { display: block; margin: 12px auto; width: 200px; height: 200px; }
   main.wide { max-width: 1040px; }
   .scroll { overflow-x: auto; margin: 0 0 12px; }
@@ -85,6 +97,14 @@ export const productName = () => brand.productName;
 /** A page for a person: HTML, never from a cache (a shared computer's Back button). */
 export const sendPage = (res: Response, status: number, body: string) =>
   res.status(status).set('cache-control', 'no-store').type('html').send(body);
+
+/** The root URL's page for a person: the product, and the way to their account. */
+export function homePage(): string {
+  return page(
+    'Welcome',
+    '<p>This is the sign-in service of your applications.</p><p class="links"><a class="onward" href="/account">Manage your account</a></p>',
+  );
+}
 
 /** `wide`: a page of tables for operators (the cutover dashboard), still one column on a phone. */
 export function page(title: string, body: string, { wide = false } = {}): string {

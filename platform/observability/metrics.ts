@@ -44,6 +44,23 @@ export const tccCallDuration = new Histogram({
   buckets: LATENCY_BUCKETS,
 });
 
+/**
+ * An operator's probe of an app (`POST /api/v1/provisioning/apps/{appId}/test`): its Try and the Cancel of an approved
+ * probe, apart from tcc_calls_total so that the probes never count as provisioning traffic.
+ */
+export const tccProbeCalls = new Counter({
+  name: 'tcc_probe_calls_total',
+  help: "Calls of operators' probes to provisioning apps, by app, phase (try, cancel) and outcome",
+  labelNames: ['app', 'phase', 'outcome'] as const,
+});
+
+export const tccProbeCallDuration = new Histogram({
+  name: 'tcc_probe_call_duration_seconds',
+  help: "Duration of operators' probe calls to provisioning apps, by app, phase and outcome",
+  labelNames: ['app', 'phase', 'outcome'] as const,
+  buckets: LATENCY_BUCKETS,
+});
+
 export const deprovisioningRetries = new Counter({
   name: 'deprovisioning_retries_total',
   help: 'Deprovisioning DELETE calls made again after an earlier attempt failed, by app',
@@ -74,6 +91,12 @@ export const logoutDeliveries = new Counter({
   name: 'backchannel_logout_deliveries_total',
   help: 'Back-channel logout tokens sent to clients, by client and outcome (delivered, retried, gave-up, skipped)',
   labelNames: ['client', 'outcome'] as const,
+});
+
+export const sourceSessions = new Counter({
+  name: 'source_sessions_total',
+  help: "Browsers that came with the source's authentication cookie while Migration:SourceSessions:Until was ahead, by outcome (carried-over, or why not: expired, unreadable, unknown-key, not-a-ticket, no-subject, unknown-user, tombstoned, inactive, stamp-changed, signed-out)",
+  labelNames: ['outcome'] as const,
 });
 
 export const readThroughs = new Counter({

@@ -2,7 +2,11 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import type { AppConfig } from '../config/config-schema';
 import { logger } from './logger';
 
-const PINO_LEVEL = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' } as const;
+/**
+ * The SDK's INFO lines are routine (each worker's state changes, the workflow bundle's multi-line webpack report): at
+ * the service's info level they would scroll start-up's own lines away, so they show with LOG_LEVEL=debug.
+ */
+const PINO_LEVEL = { TRACE: 'trace', DEBUG: 'debug', INFO: 'debug', WARN: 'warn', ERROR: 'error' } as const;
 
 /**
  * Installs the Temporal SDK's runtime once per process, before any worker or native connection exists: the SDK's

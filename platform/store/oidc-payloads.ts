@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { sql, type Transaction } from 'kysely';
 import type { Db } from './database';
 import { unexpired } from './expiry';
@@ -169,9 +170,17 @@ async function signOutNoticesOf(trx: Transaction<Database>, sessions: unknown[])
 }
 
 /**
+ * A new security stamp, as ASP.NET Identity's UserManager.UpdateSecurityStampAsync makes one (a GUID in upper case): a
+ * source cookie issued under the old one no longer opens a session here (Migration:SourceSessions). Set wherever the
+ * user's sessions end (endSignInsIn) and where the second factor changes without that (an admin's removal).
+ */
+export const newSecurityStamp = () => randomUUID().toUpperCase();
+
+/**
  * Ends every sign-in of the user, inside a transaction the caller holds (a removal ends them with the user): sessions,
  * sign-ins finished but not yet resumed, grants, refresh tokens, codes and opaque access tokens of the provider, refresh tokens carried over by the
- * migration, and (by `users.sessions_revoked_at`) the service's own admin-API tokens issued until now.
+ * migration, and (by `users.sessions_revoked_at`) the service's own admin-API tokens issued until now; the user's
+ * security stamp changes, so no source session cookie of the user carries over any more.
  */
 export async function endSignInsIn(trx: Transaction<Database>, userId: string): Promise<EndedSignIns> {
   const ended = await trx
@@ -191,7 +200,7 @@ export async function endSignInsIn(trx: Transaction<Database>, userId: string): 
   await trx.deleteFrom('grants').where('subject_id', '=', userId).execute();
   await trx
     .updateTable('users')
-    .set({ sessions_revoked_at: sql<Date>`now()` })
+    .set({ sessions_revoked_at: sql<Date>`now()`, security_stamp: newSecurityStamp() })
     .where('id', '=', userId)
     .execute();
   const sessions = ended.filter((row) => row.model === 'Session').map((row) => row.payload);

@@ -58,6 +58,8 @@ export interface UsersTable {
   scim_deleted_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
   /** When the user was last signed out everywhere: the service's own tokens issued before it no longer count. */
   sessions_revoked_at: Date | null;
+  /** ASP.NET Identity's SecurityStamp: carried from the source, new whenever the user's sessions end here. */
+  security_stamp: string | null;
   created_at: Generated<Date>;
   updated_at: Generated<Date>;
 }
@@ -408,6 +410,13 @@ export interface MigrationMarkersTable {
   report: Json<Record<string, unknown>> | null;
 }
 
+/** The source's Data Protection key ring, one XML document a row, sealed with the service's ring. */
+export interface SourceKeyRingTable {
+  name: string;
+  sealed_xml: string;
+  copied_at: Date;
+}
+
 export interface Database {
   account_tokens: AccountTokensTable;
   session_devices: SessionDevicesTable;
@@ -442,6 +451,7 @@ export interface Database {
   source_user_tombstones: SourceUserTombstonesTable;
   read_through_budget: ReadThroughBudgetTable;
   read_through_tallies: ReadThroughTalliesTable;
+  source_key_ring: SourceKeyRingTable;
 }
 
 export type UserRow = Selectable<UsersTable>;

@@ -2,7 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { TccClient } from '../apps/tcc-client';
 import type { ProvisioningApp } from '../store/provisioning-apps';
 
-/** Probes Try with a clearly marked transaction and a synthetic user, then cancels it: the answer an operator sees. */
+/**
+ * Probes Try with a clearly marked transaction and a synthetic user, then cancels it (counted as a probe, not as
+ * provisioning): the answer an operator sees.
+ */
 export async function probeApp(http: TccClient, app: ProvisioningApp) {
   const id = randomUUID();
   const transactionId = `probe:${id}`;
@@ -13,12 +16,6 @@ export async function probeApp(http: TccClient, app: ProvisioningApp) {
     firstName: 'Provisioning',
     lastName: 'Probe',
   });
-  let cancelled = false;
-  if (probe.verdict.approved)
-    cancelled = await http.cancel(app, transactionId).then(
-      () => true,
-      () => false,
-    );
   return {
     appId: app.appId,
     transactionId,
@@ -27,6 +24,6 @@ export async function probeApp(http: TccClient, app: ProvisioningApp) {
     latencyMs: probe.latencyMs,
     approved: probe.verdict.approved,
     reason: probe.verdict.approved ? null : probe.verdict.reason,
-    cancelled,
+    cancelled: probe.cancelled,
   };
 }

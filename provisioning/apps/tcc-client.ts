@@ -3,7 +3,14 @@ import type { LookupFunction } from 'node:net';
 import { CONFIRM_CANCEL_TIMEOUT_SECONDS, reasons, type TryVerdict } from '../tcc';
 import type { ProvisioningApp } from './app-providers';
 import { logger } from '../../platform/observability/logger';
-import { tccCallDuration, tccCalls, type TccOutcome, type TccPhase } from '../../platform/observability/metrics';
+import {
+  tccCallDuration,
+  tccCalls,
+  tccProbeCallDuration,
+  tccProbeCalls,
+  type TccOutcome,
+  type TccPhase,
+} from '../../platform/observability/metrics';
 import { AppCallError, send, type TccTransport } from './tcc-transport';
 import { interpretTry } from './tcc-try-answer';
 
@@ -30,10 +37,13 @@ export interface TryProbe {
   /** Absent when no HTTP answer came back (refused, unreachable, timed out). */
   status?: number;
   latencyMs: number;
+  /** Whether the Cancel of an approved probe went through (false when Try did not approve). */
+  cancelled: boolean;
 }
 
 export interface TccClient {
   try(app: ProvisioningApp, body: TryRequestBody): Promise<TryVerdict>;
+  /** Try, then Cancel when approved; counted apart from provisioning's calls (tcc_probe_calls_total). */
   probe(app: ProvisioningApp, body: TryRequestBody): Promise<TryProbe>;
   confirm(app: ProvisioningApp, transactionId: string): Promise<void>;
   cancel(app: ProvisioningApp, transactionId: string): Promise<void>;
@@ -41,11 +51,18 @@ export interface TccClient {
   close(): void;
 }
 
+/** Where a call is counted: provisioning's own calls, or an operator's probe. */
+type Meter = 'provisioning' | 'probe';
+const METERS = {
+  provisioning: { calls: tccCalls, duration: tccCallDuration },
+  probe: { calls: tccProbeCalls, duration: tccProbeCallDuration },
+};
+
 /** Counts a finished call to an app and its duration (the app id is configuration, never user data). */
-function observeCall(app: ProvisioningApp, phase: TccPhase, outcome: TccOutcome, started: number): void {
+function observeCall(meter: Meter, app: ProvisioningApp, phase: TccPhase, outcome: TccOutcome, started: number) {
   const labels = { app: app.appId, phase, outcome };
-  tccCalls.inc(labels);
-  tccCallDuration.observe(labels, (performance.now() - started) / 1000);
+  METERS[meter].calls.inc(labels);
+  METERS[meter].duration.observe(labels, (performance.now() - started) / 1000);
 }
 
 const failureOutcome = (error: unknown): TccOutcome =>
@@ -64,6 +81,7 @@ async function call(
   app: ProvisioningApp,
   phase: TccPhase,
   request: { method: 'POST' | 'DELETE'; path: string; json: unknown },
+  meter: Meter = 'provisioning',
 ): Promise<void> {
   const started = performance.now();
   const timeoutMs = phase === 'delete' ? DEPROVISION_TIMEOUT_MS : CONFIRM_CANCEL_TIMEOUT_MS;
@@ -71,20 +89,21 @@ async function call(
     const response = await send(transport, app, { ...request, timeoutMs });
     if (response.statusCode < 200 || response.statusCode >= 300)
       throw new AppCallError(`answered HTTP ${response.statusCode}`);
-    observeCall(app, phase, 'ok', started);
+    observeCall(meter, app, phase, 'ok', started);
   } catch (error) {
-    observeCall(app, phase, failureOutcome(error), started);
+    observeCall(meter, app, phase, failureOutcome(error), started);
     throw error;
   }
 }
 
 /** Try, with what an operator's probe also wants: the status and the latency. A failure is a refusal. */
-async function probe(
+async function tryCall(
   transport: TccTransport,
   warn: (message: string) => void,
   app: ProvisioningApp,
   body: TryRequestBody,
-): Promise<TryProbe> {
+  meter: Meter,
+): Promise<Omit<TryProbe, 'cancelled'>> {
   const started = performance.now();
   const latency = () => Math.round((performance.now() - started) * 10) / 10;
   try {
@@ -96,10 +115,10 @@ async function probe(
     });
     const verdict = interpretTry(app, response, warn);
     const answered = response.statusCode >= 200 && response.statusCode < 300;
-    observeCall(app, 'try', verdict.approved ? 'approved' : answered ? 'rejected' : 'error', started);
+    observeCall(meter, app, 'try', verdict.approved ? 'approved' : answered ? 'rejected' : 'error', started);
     return { verdict, status: response.statusCode, latencyMs: latency() };
   } catch (error) {
-    observeCall(app, 'try', failureOutcome(error), started);
+    observeCall(meter, app, 'try', failureOutcome(error), started);
     return {
       verdict: { approved: false, reason: reasons.tryFailed(app.appId, (error as Error).message) },
       latencyMs: latency(),
@@ -117,8 +136,17 @@ export function createTccClient(allow: AllowList, options: TccClientOptions = {}
   const transport: TccTransport = { allow, agents: createGuardedAgents(allow), dnsLookup: options.dnsLookup };
   const warn = options.warn ?? ((message: string) => logger.warn(`provisioning: ${message}`));
   return {
-    try: async (app, body) => (await probe(transport, warn, app, body)).verdict,
-    probe: (app, body) => probe(transport, warn, app, body),
+    try: async (app, body) => (await tryCall(transport, warn, app, body, 'provisioning')).verdict,
+    probe: async (app, body) => {
+      const tried = await tryCall(transport, warn, app, body, 'probe');
+      if (!tried.verdict.approved) return { ...tried, cancelled: false };
+      const cancel = { method: 'POST' as const, path: '/cancel', json: { transactionId: body.transactionId } };
+      const cancelled = await call(transport, app, 'cancel', cancel, 'probe').then(
+        () => true,
+        () => false,
+      );
+      return { ...tried, cancelled };
+    },
     confirm: (app, transactionId) =>
       call(transport, app, 'confirm', { method: 'POST', path: '/confirm', json: { transactionId } }),
     cancel: (app, transactionId) =>

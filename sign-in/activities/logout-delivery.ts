@@ -5,7 +5,7 @@ import type { KeyRing } from '../../platform/security/data-protection';
 import type { GuardedFetch } from '../../platform/security/guarded-fetch';
 import { findClient } from '../../platform/store/clients';
 import type { Db } from '../../platform/store/database';
-import { loadSigningKeys } from '../../platform/store/signing-keys';
+import { loadSigningKeys, type KeyManagementSettings } from '../../platform/store/signing-keys';
 import { signLogoutToken } from './logout-token';
 
 export interface SignOutDependencies {
@@ -14,6 +14,8 @@ export interface SignOutDependencies {
   dataProtection?: KeyRing;
   /** Requests to addresses a client registered, under the callback-address rule (Auth:AllowedInternalTargets). */
   outbound: GuardedFetch;
+  /** KeyManagement: which of the keys signs now (the ID tokens' signing key). */
+  keyManagement?: KeyManagementSettings;
 }
 
 /** One client to tell that a user's session with it ended; `jti` stays the same across the delivery's attempts. */
@@ -32,7 +34,7 @@ const isAccepted = (status: number) => status === 200 || status === 204;
 /** A refusal the same token would meet again: a 4xx other than a timeout or a rate limit. */
 const isRefusal = (status: number) => status >= 400 && status < 500 && status !== 408 && status !== 429;
 
-export function createSignOutActivities({ db, dataProtection, outbound }: SignOutDependencies) {
+export function createSignOutActivities({ db, dataProtection, outbound, keyManagement }: SignOutDependencies) {
   return {
     /**
      * Sends the client a logout token (OpenID Connect Back-Channel Logout 1.0) at the BackChannelLogoutUri it has now:
@@ -58,7 +60,7 @@ export function createSignOutActivities({ db, dataProtection, outbound }: SignOu
           'this worker has no DataProtection:Keys, so it cannot unseal the signing keys a logout token is signed with',
           'NoKeyRing',
         );
-      const [key] = await loadSigningKeys(db, dataProtection);
+      const [key] = await loadSigningKeys(db, dataProtection, keyManagement);
       // Duende IdentityServer's default (BackChannelLogoutSessionRequired true): the session id is sent.
       const sid = settings.BackChannelLogoutSessionRequired === false ? undefined : input.sid;
       const token = await signLogoutToken(key, { ...input, sid });

@@ -27,7 +27,7 @@ export const auditQuerySchema = z
   .strict();
 
 /**
- * What an operator does for a user who is stuck (IdentityAdmin): unlock, remove two-step sign-in, end every sign-in,
+ * What an operator does for a user who is stuck (IdentityAdmin): unlock, remove two-step verification, end every sign-in,
  * send the reset mail; and the audit trail. Each action is recorded with who did it.
  */
 export function accountAdminOperations({

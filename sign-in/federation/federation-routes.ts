@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import express, { Router, type Response } from 'express';
 import { FEDERATION_CALLBACK_PATH } from '../sign-in-paths';
 import { accountReadyPage, renderErrorPage } from '../oidc/sign-in-pages';
+import { errorReference } from '../oidc/error-page';
 import type { OidcAdapter } from '../oidc/adapter';
 import { federatedUser, type FederatedIdentity } from './federated-accounts';
 import { FederationCheckError } from './federation-errors';
@@ -44,12 +45,33 @@ async function finish(
   res.redirect(303, `/interaction/${encodeURIComponent(completed.interactionUid)}/federated?ticket=${ticket}`);
 }
 
-/** A failed check: a 400 page that says which, a log line with the provider, nothing created. */
-function checkFailed({ log }: RouteContext, res: Response, kind: 'OIDC' | 'SAML', error: unknown, providerId?: string) {
+/**
+ * A failed check: a 400 page in plain words with a reference, the check that failed in the log line under it (with
+ * the provider), nothing created.
+ */
+function checkFailed(
+  _context: RouteContext,
+  res: Response,
+  kind: 'OIDC' | 'SAML',
+  error: unknown,
+  providerId?: string,
+) {
   if (!(error instanceof FederationCheckError)) throw error;
   const provider = error.providerId ?? providerId ?? '(unknown)';
-  log(`federation: a sign-in through ${kind} provider ${provider} was refused: ${error.message}`);
-  refuse(res, `Sign-in through your organization failed: ${error.message}.`);
+  const reference = errorReference(
+    undefined,
+    `federation: a sign-in through ${kind} provider ${provider} was refused: ${error.message}`,
+    { provider },
+  );
+  res.status(400);
+  res
+    .type('html')
+    .send(
+      renderErrorPage(
+        'Sign-in through your organization did not work. Start again from the application; if it keeps failing, give your support the reference below.',
+        { title: 'Sign-in did not work', reference },
+      ),
+    );
 }
 
 /**

@@ -1,14 +1,18 @@
 import { escapeHtml, page, productName } from '../../platform/http/html';
-import { FORM_TOKEN_FIELD, formTokenField } from './account/form-token';
+import type { RememberedConsent } from '../store/consents';
+import { formTokenField } from './account/form-token';
 import { detailsSection, sessionsSection, type DetailsView, type SessionView } from './account-profile-pages';
+import { onwardLink, signedInAs, TO_ACCOUNT } from './sign-in-pages';
 
-/** The pages of a signed-in user's account: overview, password, two-step sign-in, recovery codes, sessions. */
+/** The pages of a signed-in user's account: overview, password, two-step verification, recovery codes, sessions. */
 const errorLine = (error?: string) => (error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : '');
 const statusLine = (text?: string) => (text ? `<p class="notice" role="status">${escapeHtml(text)}</p>` : '');
 
 export interface AccountView extends DetailsView {
   mfaOn: boolean;
   sessions: SessionView[];
+  /** The applications the user told to remember their consent ("Remember my decision"). */
+  consents: RememberedConsent[];
   passwordRules: string;
 }
 
@@ -29,15 +33,28 @@ ${formTokenField(view.formToken)}
     : "<h2>Password</h2><p>You sign in through your organization's identity provider; there is no password here.</p>";
   return page(
     'Your account',
-    `<p>Signed in as <span class="who">${escapeHtml(view.email)}</span></p>
+    `${signedInAs(view.email, '/account/switch', formTokenField(view.formToken))}
 ${statusLine(notice)}${errorLine(error)}
 ${detailsSection(view)}
 ${password}
-<h2>Two-step sign-in</h2>
+<h2>Two-step verification</h2>
 <p>${view.mfaOn ? 'On: after your password you enter a code from your authenticator app.' : 'Off.'}</p>
-<p class="links"><a href="/account/mfa">${view.mfaOn ? 'Manage two-step sign-in and recovery codes' : 'Turn two-step sign-in on'}</a></p>
-${sessionsSection(view.sessions, view.formToken)}`,
+<p class="links"><a href="/account/mfa">${view.mfaOn ? 'Manage two-step verification and recovery codes' : 'Turn two-step verification on'}</a></p>
+${sessionsSection(view.sessions, view.formToken)}
+${consentsSection(view)}`,
   );
+}
+
+/** The remembered consents, each withdrawable: the application asks again at its next sign-in. */
+function consentsSection(view: AccountView): string {
+  if (view.consents.length === 0) return '';
+  const item = (c: RememberedConsent) => `<tr><td><strong>${escapeHtml(c.clientName ?? c.clientId)}</strong>
+<br><span>${escapeHtml(c.scopes.join(', '))}</span></td><td><form method="post" action="/account/consents/withdraw">
+${formTokenField(view.formToken)}<input type="hidden" name="client" value="${escapeHtml(c.clientId)}">
+<button class="link" type="submit">Withdraw</button></form></td></tr>`;
+  return `<h2>Applications you allowed</h2>
+<p>These applications do not ask for your consent again. Withdraw it and the application asks at its next sign-in.</p>
+<table class="sessions">${view.consents.map(item).join('')}</table>`;
 }
 
 /**
@@ -66,7 +83,7 @@ document.getElementById('copy-codes').addEventListener('click', function () {
 /** The new recovery codes, shown this once. */
 export function recoveryCodesPage(codes: string[], first: boolean): string {
   return page(
-    first ? 'Two-step sign-in is on' : 'Your new recovery codes',
+    first ? 'Two-step verification is on' : 'Your new recovery codes',
     `${first ? '<p>From your next sign-in on, you enter a code from your authenticator app after your password.</p>' : '<p>Your earlier recovery codes no longer work.</p>'}
 <p><strong>Keep these recovery codes somewhere safe.</strong> Each one signs you in once if you lose your phone. They are shown only now.</p>
 <ul class="codes" aria-label="Recovery codes">${codes.map((c) => `<li>${escapeHtml(c)}</li>`).join('')}</ul>
@@ -76,25 +93,24 @@ ${keepCodes(codes)}
   );
 }
 
-/** Two-step sign-in is on: new recovery codes or off, each after the password. */
+/**
+ * Two-step verification is on: new recovery codes, or off. One form with one password field (when the user has a
+ * password) and a button for each change, each posting to its own address (`formaction`).
+ */
 export function mfaSettingsPage(codesLeft: number, hasPassword: boolean, token: string, error?: string): string {
-  const passwordField = (id: string) =>
-    hasPassword
-      ? `<label for="${id}">Password</label><input id="${id}" name="password" type="password" autocomplete="current-password" required maxlength="1024">`
-      : '';
+  const passwordField = hasPassword
+    ? `<label for="password">Your password, to confirm either change</label>
+<input id="password" name="password" type="password" autocomplete="current-password" required maxlength="1024">`
+    : '';
   return page(
-    'Two-step sign-in',
-    `<p>Two-step sign-in is on. You have ${codesLeft} unused recovery code${codesLeft === 1 ? '' : 's'}.</p>
+    'Two-step verification',
+    `<p>Two-step verification is on. You have ${codesLeft} unused recovery code${codesLeft === 1 ? '' : 's'}.</p>
 ${errorLine(error)}
 <form method="post" action="/account/mfa/recovery-codes">
 ${formTokenField(token)}
-${passwordField('password-codes')}
+${passwordField}
 <button type="submit">Make new recovery codes</button>
-</form>
-<form method="post" action="/account/mfa/off">
-${formTokenField(token)}
-${passwordField('password-off')}
-<button class="secondary" type="submit">Turn two-step sign-in off</button>
+<button class="secondary" type="submit" formaction="/account/mfa/off">Turn two-step verification off</button>
 </form>
 <p class="links"><a href="/account">Back to your account</a></p>`,
   );
@@ -102,7 +118,7 @@ ${passwordField('password-off')}
 
 export function mfaOffPage(): string {
   return page(
-    'Two-step sign-in is off',
+    'Two-step verification is off',
     '<p>You sign in with your password only. Your authenticator and recovery codes were removed.</p><p class="links"><a href="/account">Back to your account</a></p>',
   );
 }
@@ -110,7 +126,8 @@ export function mfaOffPage(): string {
 export function signedOutEverywherePage(sessions: number): string {
   return page(
     'Signed out everywhere',
-    `<p>${sessions} sign-in${sessions === 1 ? '' : 's'} ended, this one too. Every application asks you to sign in again.</p>`,
+    `<p>${sessions} sign-in${sessions === 1 ? '' : 's'} ended, this one too. Every application asks you to sign in again.</p>
+${onwardLink({ href: '/account', label: 'Sign in again' })}`,
   );
 }
 
@@ -118,6 +135,15 @@ export function signedOutEverywherePage(sessions: number): string {
 export function formExpiredPage(): string {
   return page(
     'This form has expired',
-    `<p>The form did not carry this sign-in's ${FORM_TOKEN_FIELD}, so nothing was changed. Open <a href="/account">your account</a> again and send the form from there.</p>`,
+    `<p>Nothing was changed: the form was older than this sign-in, or came from another site. Open your account again and send the form from there.</p>
+${onwardLink(TO_ACCOUNT)}`,
+  );
+}
+
+/** A form posted without a session (signed out meanwhile): the way in is the account page itself. */
+export function notSignedInPage(): string {
+  return page(
+    'Sign in first',
+    `<p>You are not signed in (any more), so nothing was changed.</p>${onwardLink({ href: '/account', label: 'Sign in' })}`,
   );
 }

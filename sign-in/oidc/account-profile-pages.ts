@@ -52,7 +52,8 @@ ${password}
 
 function sessionRow(s: SessionView, token: string): string {
   const where = [s.device, s.clientAddress].filter(Boolean).map((part) => escapeHtml(part!));
-  const apps = s.apps.length ? s.apps.map(escapeHtml).join(', ') : 'no application yet';
+  const app = (name: string) => `<span class="client" title="${escapeHtml(name)}">${escapeHtml(name)}</span>`;
+  const apps = s.apps.length ? s.apps.map(app).join(', ') : 'no application yet';
   const end = s.current
     ? '<p class="this-one">This browser</p>'
     : `<form method="post" action="/account/sessions/end-one">${formTokenField(token)}<input type="hidden" name="session" value="${escapeHtml(s.id)}"><button class="secondary small" type="submit">End this session</button></form>`;

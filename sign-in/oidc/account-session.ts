@@ -10,9 +10,8 @@ import type { Db } from '../../platform/store/database';
 import { findAccountUser } from '../../platform/store/users';
 import type { SignOut } from '../sign-out-notices';
 import { accountChangedMail, type AccountChange } from '../recovery/mails';
-import { formExpiredPage } from './account-pages';
+import { formExpiredPage, notSignedInPage } from './account-pages';
 import { checkPassword } from './credentials';
-import { notSignedInPage } from './sign-in-pages';
 
 export interface AccountDependencies {
   provider: Provider;

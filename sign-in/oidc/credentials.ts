@@ -78,7 +78,7 @@ export function checkPassword(
     const { MaxFailedAttempts, Minutes } = config.Auth.Lockout;
     let user = await findSignInUser(db, email);
     // During the cutover's read-through window a user the last sweep missed is migrated now, then checked as any
-    // other: its hash, lockout and two-step sign-in as the source had them. The floor above keeps the time the same;
+    // other: its hash, lockout and two-step verification as the source had them. The floor above keeps the time the same;
     // the look-up stays aside of it (it evens out its own cases), so a slow source does not slow every sign-in.
     if (!user && readThrough && (await aside(() => readThrough.user(email))) === 'migrated')
       user = await findSignInUser(db, email);

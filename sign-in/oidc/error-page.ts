@@ -1,7 +1,22 @@
-import type { ErrorRequestHandler } from 'express';
+import { randomBytes } from 'node:crypto';
+import type { ErrorRequestHandler, Request } from 'express';
 import { errors } from 'oidc-provider';
 import { logger } from '../../platform/observability/logger';
 import { renderErrorPage } from './sign-in-pages';
+
+/**
+ * What a person is shown instead of a developer's detail: a short reference, written to the log line that holds the
+ * detail, so support finds the one from the other. Answers the reference.
+ */
+export function errorReference(
+  req: Partial<Pick<Request, 'requestId'>> | undefined,
+  detail: string,
+  context = {},
+): string {
+  const reference = randomBytes(4).toString('hex').toUpperCase();
+  logger.warn({ reference, reqId: req?.requestId, ...context }, `sign-in page error ${reference}: ${detail}`);
+  return reference;
+}
 
 /** What body-parser and http-errors put on the errors they raise for a body they cannot read. */
 type FormError = Error & { status?: number; type?: string; limit?: number; charset?: string; encoding?: string };
@@ -34,20 +49,28 @@ function unreadableForm(error: unknown): { status: number; message: string } | u
  */
 export const signInErrorPage: ErrorRequestHandler = (error: unknown, req, res, _next) => {
   if (error instanceof errors.OIDCProviderError && error.statusCode < 500) {
-    const expired = error instanceof errors.SessionNotFound;
+    if (error instanceof errors.SessionNotFound)
+      return res
+        .status(400)
+        .type('html')
+        .send(
+          renderErrorPage(
+            'This sign-in has expired or was already finished (an old link, or the Back button after signing in). Go back to the application and start again.',
+            { title: 'This sign-in has expired' },
+          ),
+        );
+    const reference = errorReference(req, error.error_description ?? error.message, { error: error.error });
     return res
       .status(400)
       .type('html')
-      .send(
-        renderErrorPage(
-          expired
-            ? 'This sign-in has expired or was already finished (an old link, or the Back button after signing in). Go back to the application and start again.'
-            : (error.error_description ?? error.message),
-        ),
-      );
+      .send(renderErrorPage('This sign-in cannot go on. Go back to the application and start again.', { reference }));
   }
   const unreadable = unreadableForm(error);
   if (unreadable) return res.status(unreadable.status).type('html').send(renderErrorPage(unreadable.message));
-  (req.log ?? logger).error({ err: error }, 'sign-in: a page failed');
-  res.status(500).type('html').send(renderErrorPage('Something went wrong on our side; try again in a moment.'));
+  const reference = randomBytes(4).toString('hex').toUpperCase();
+  (req.log ?? logger).error({ err: error, reference }, `sign-in: a page failed (reference ${reference})`);
+  res
+    .status(500)
+    .type('html')
+    .send(renderErrorPage('Something went wrong on our side; try again in a moment.', { reference }));
 };

@@ -35,7 +35,7 @@ const refused = (description: string) => new errors.InvalidGrant(description);
  * The resource-owner password grant (RFC 6749 §4.3) for the clients migrated with it, so their apps keep signing
  * users in after the cutover. It holds the sign-in pages' rules: the per-address budget, the lockout (attempts are
  * reserved before the hash is checked), one answer for every failed password, the SSO-domain rule, confirmed e-mail
- * where required, and the audit trail; a user with two-step sign-in is refused, since the grant cannot ask for the
+ * where required, and the audit trail; a user with two-step verification is refused, since the grant cannot ask for the
  * code (Duende's default validator does the same only with a custom one; its UI would ask). Tokens are as the code
  * flow issues them (issueTokens).
  */
@@ -105,7 +105,7 @@ async function authenticate(
   }
   if (check.needsSecondFactor) {
     await audit('sign-in-failed', check.userId, { reason: 'second-factor-required', grant: PASSWORD_GRANT });
-    throw refused('two-step sign-in is on for this account: sign in through the browser');
+    throw refused('two-step verification is on for this account: sign in through the browser');
   }
   const account = await claimsOf(db, check.userId);
   if (!account) throw refused('invalid username or password');

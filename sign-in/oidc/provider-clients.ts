@@ -14,6 +14,12 @@ export interface ClientSettings {
   RequireClientSecret?: boolean;
   RequirePkce?: boolean;
   RequireConsent?: boolean;
+  /** Whether "Remember my decision" is offered on consent; IdentityServer's default is true. */
+  AllowRememberConsent?: boolean;
+  /** How long a remembered consent lasts, in seconds; none: until withdrawn. */
+  ConsentLifetime?: number | null;
+  /** The client's home page: where pages that end a path send the person back to. */
+  ClientUri?: string | null;
   AllowOfflineAccess?: boolean;
   AccessTokenLifetime?: number;
   IdentityTokenLifetime?: number;

@@ -5,6 +5,7 @@ import { OIDC_ROUTES } from '../sign-in-paths';
 import { tokenClaimsOf } from './claims';
 import { EXTRA_CLIENT_METADATA, verifyClientSecret } from './provider-clients';
 import { renderErrorPage } from './sign-in-pages';
+import { errorReference } from './error-page';
 import { userCodeBudget } from './device-flow';
 import { accessTokenShape } from './token-shape';
 import { registerPasswordGrant } from './password-grant';
@@ -12,7 +13,12 @@ import { findAccount } from './provider-configuration/find-account';
 import type { ProviderDependencies } from './provider-configuration/provider-dependencies';
 import { errorPageText } from './provider-configuration/error-page-text';
 import { features } from './provider-configuration/features';
-import { discoveryParity, introspectedAudiences, revokeJwtAccessTokens } from './provider-configuration/middleware';
+import {
+  discoveryParity,
+  introspectedAudiences,
+  introspectJwtAccessTokens,
+  revokeJwtAccessTokens,
+} from './provider-configuration/middleware';
 import { providerAdapter } from './provider-configuration/stored-artefacts';
 import { settingsOfClient, TTL } from './provider-configuration/ttl';
 import { recordDeviceOfSession } from './session-device-recording';
@@ -44,6 +50,7 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
   const { db, issuer, scopes, apiResources } = deps;
   const provider = new Provider(issuer, configurationOf(deps));
   provider.use(revokeJwtAccessTokens(db, issuer));
+  provider.use(introspectJwtAccessTokens(db, issuer));
   provider.use(discoveryParity(scopes));
   provider.use(introspectedAudiences());
   provider.use(userCodeBudget(provider, db, deps.config));
@@ -66,11 +73,39 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
   provider.Client.prototype.backchannelLogout = function (this: { clientId: string }, sub: string, sid: string) {
     return deps.signOut.notify(sub, [{ clientId: this.clientId, sid }]);
   };
+  acceptHintsOfEveryPublishedKey(provider);
   // Stored secrets are IdentityServer hashes: a presented secret is hashed and compared with each unexpired one.
   provider.Client.prototype.compareClientSecret = function (this: { clientId: string }, actual: string) {
     return verifyClientSecret(db, this.clientId, actual);
   };
   return provider;
+}
+
+/** The asymmetric algorithms of the service's keys: its own RSA keys and migrated RSA or EC ones. */
+const PUBLISHED_KEY_ALGORITHMS = /^(RS|PS|ES)(256|384|512)$/;
+
+/**
+ * oidc-provider checks an `id_token_hint` (endsession, authorize) only under the algorithm the client's ID tokens use
+ * now (RS256); Duende IdentityServer accepts a hint signed by any of its validation keys. A hint signed by a published
+ * key of another asymmetric algorithm (a source's ES256 key) is checked under that algorithm, against the same key
+ * set, for the same client, with the same rules (issuer, audience, its lifetime not checked).
+ */
+function acceptHintsOfEveryPublishedKey(provider: Provider): void {
+  const IdToken = provider.IdToken as unknown as {
+    validate(jwt: string, client: { clientId: string; idTokenSignedResponseAlg: string }): Promise<unknown>;
+  };
+  const validate = IdToken.validate.bind(IdToken);
+  IdToken.validate = (jwt, client) => {
+    let alg: unknown;
+    try {
+      alg = (JSON.parse(Buffer.from(jwt.split('.')[0], 'base64url').toString('utf8')) as { alg?: unknown }).alg;
+    } catch {
+      return validate(jwt, client);
+    }
+    if (typeof alg !== 'string' || alg === client.idTokenSignedResponseAlg || !PUBLISHED_KEY_ALGORITHMS.test(alg))
+      return validate(jwt, client);
+    return validate(jwt, { clientId: client.clientId, idTokenSignedResponseAlg: alg });
+  };
 }
 
 /** oidc-provider's configuration; its larger sections are modules of provider-configuration/. */
@@ -117,9 +152,12 @@ function configurationOf(deps: ProviderDependencies): Configuration {
     clientBasedCORS: (_ctx, origin, client) =>
       origin !== 'null' &&
       ((client.metadata()['urn:identity-service:cors-origins'] as string[] | undefined) ?? []).includes(origin),
+    // A person reads plain words and a reference; the integrator's detail goes to the log line under that reference.
     renderError: (ctx, out) => {
+      const text = errorPageText(out, ctx.oidc?.params?.client_id, ctx.oidc?.client);
+      const reference = errorReference(ctx.req as Partial<Request>, text.detail, { error: out.error });
       ctx.type = 'html';
-      ctx.body = renderErrorPage(errorPageText(out, ctx.oidc?.params?.client_id));
+      ctx.body = renderErrorPage(text.message, { title: 'Sign-in is not possible', reference, onward: text.onward });
     },
   };
 }

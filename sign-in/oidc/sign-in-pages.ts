@@ -38,16 +38,27 @@ ${anotherEmail(restart)}
   );
 }
 
+/**
+ * The second step: an authenticator code (digits: a number pad on a phone) or, behind "Use a recovery code", one of
+ * the recovery codes (letters and digits: a full keyboard). Both post the same field.
+ */
 export function codePage(action: string, restart: string, error?: string): string {
   return page(
     'Two-step verification',
-    `<p>Enter the 6-digit code from your authenticator app, or one of your recovery codes.</p>
+    `<p>Enter the 6-digit code from your authenticator app.</p>
 ${errorLine(error)}
 <form method="post" action="${escapeHtml(action)}">
 <label for="code">Code</label>
-<input id="code" name="code" inputmode="numeric" autocomplete="one-time-code" required autofocus maxlength="64">
+<input id="code" name="code" inputmode="numeric" pattern="[0-9 ]*" autocomplete="one-time-code" required autofocus maxlength="64">
 <button type="submit">Verify</button>
 </form>
+<details class="alt"><summary>Use a recovery code</summary>
+<form method="post" action="${escapeHtml(action)}">
+<label for="recovery-code">Recovery code</label>
+<input id="recovery-code" name="code" inputmode="text" autocomplete="off" autocapitalize="off" spellcheck="false" required maxlength="64">
+<button class="secondary" type="submit">Verify the recovery code</button>
+</form>
+</details>
 ${anotherEmail(restart)}`,
   );
 }
@@ -59,20 +70,71 @@ export interface ScopeOnConsent {
   description: string | null;
 }
 
-export function consentPage(allow: string, deny: string, clientName: string, scopes: ScopeOnConsent[]): string {
+export interface ConsentView {
+  allow: string;
+  deny: string;
+  /** Where "not you?" posts: it signs this browser out and starts the sign-in again. */
+  switchAccount: string;
+  clientName: string;
+  email: string;
+  scopes: ScopeOnConsent[];
+  /** The client's AllowRememberConsent: "Remember my decision" is offered. */
+  offerRemember: boolean;
+}
+
+/** "Signed in as … — not you?": the button posts `action` (a sign-out; never a link another site could make). */
+export const signedInAs = (email: string, action: string, extra = '') =>
+  `<form class="whoami" method="post" action="${escapeHtml(action)}">${extra}<span>Signed in as <span class="who">${escapeHtml(email)}</span></span>
+<button class="link" type="submit">Not you?</button></form>`;
+
+/**
+ * Consent, as Duende IdentityServer's consent page has it: every scope asked for, by its display name and
+ * description; "Remember my decision" when the client allows it (checked, as in Duende's quickstart UI).
+ */
+export function consentPage(view: ConsentView): string {
   const item = (s: ScopeOnConsent) =>
     `<li><strong>${escapeHtml(s.displayName || s.name)}</strong>${s.description ? `<br><span>${escapeHtml(s.description)}</span>` : ''}</li>`;
+  const remember = view.offerRemember
+    ? '<label class="check"><input type="checkbox" name="remember" value="yes" checked> Remember my decision</label>'
+    : '';
   return page(
     'Allow access?',
-    `<p>${escapeHtml(clientName)} asks for:</p>
-<ul>${scopes.map(item).join('')}</ul>
-<form method="post" action="${escapeHtml(allow)}"><button type="submit">Allow</button></form>
-<form method="post" action="${escapeHtml(deny)}"><button class="secondary" type="submit">Deny</button></form>`,
+    `${signedInAs(view.email, view.switchAccount)}
+<p><span class="who">${escapeHtml(view.clientName)}</span> asks for:</p>
+<ul class="scopes">${view.scopes.map(item).join('')}</ul>
+<form method="post" action="${escapeHtml(view.allow)}">${remember}<button type="submit">Allow</button></form>
+<form method="post" action="${escapeHtml(view.deny)}"><button class="secondary" type="submit">Deny</button></form>`,
   );
 }
 
-export function renderErrorPage(message: string): string {
-  return page('Sign-in error', `${errorLine(message)}<p>Go back to the application and try again.</p>`);
+/** Where a person goes on from a page that ends a path: back to an application, or to their account. */
+export interface Onward {
+  href: string;
+  label: string;
+}
+
+/** The way on when no application is known: the account page, which signs the user in first when needed. */
+export const TO_ACCOUNT: Onward = { href: '/account', label: 'Go to your account' };
+
+export const onwardLink = (onward: Onward) =>
+  `<p class="links"><a class="onward" href="${escapeHtml(onward.href)}">${escapeHtml(onward.label)}</a></p>`;
+
+/**
+ * The one error page for end users: a plain message, the reference that the log line with the detail carries
+ * (error-page.ts, errorReference), and the way on.
+ */
+export function renderErrorPage(
+  message: string,
+  {
+    title = 'Something went wrong',
+    reference,
+    onward = TO_ACCOUNT,
+  }: { title?: string; reference?: string; onward?: Onward } = {},
+): string {
+  const ref = reference
+    ? `<p class="reference">If you contact support, give this reference: <span class="key">${escapeHtml(reference)}</span></p>`
+    : '';
+  return page(title, `${errorLine(message)}${ref}${onwardLink(onward)}`);
 }
 
 /** Enrolment of an authenticator app: the QR code, the key as text for typing in, and one code to confirm. */
@@ -120,14 +182,7 @@ export function signInAgainPage(minutes: number): string {
   return page(
     'Sign in again first',
     `<p>To change how you sign in, your sign-in must be recent. Sign out, sign in again through one of your
-applications, and come back to this page within ${minutes} minutes.</p>`,
-  );
-}
-
-export function notSignedInPage(): string {
-  return page(
-    'Sign in first',
-    '<p>This page is for signed-in users. Sign in through one of your applications, then come back to this page.</p>',
+applications, and come back to this page within ${minutes} minute${minutes === 1 ? '' : 's'}.</p>`,
   );
 }
 
@@ -161,7 +216,7 @@ ${form}
 }
 
 export function signedOutPage(): string {
-  return page('Signed out', '<p>You are signed out. You can close this window.</p>');
+  return page('Signed out', `<p>You are signed out. You can close this window.</p>${onwardLink(TO_ACCOUNT)}`);
 }
 
 /** After an IdP-initiated sign-in, which has no application to return to. */
@@ -169,7 +224,8 @@ export function accountReadyPage(providerName: string): string {
   return page(
     'Your account is ready',
     `<p>You signed in through ${escapeHtml(providerName)}. Open the application you want to use and sign in with your
-work e-mail address: you will go through ${escapeHtml(providerName)} again, without a password here.</p>`,
+work e-mail address: you will go through ${escapeHtml(providerName)} again, without a password here.</p>
+${onwardLink(TO_ACCOUNT)}`,
   );
 }
 

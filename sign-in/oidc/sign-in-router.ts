@@ -2,7 +2,7 @@ import { Router, type Request, type Response } from 'express';
 import type { AppConfig } from '../../platform/config/config-schema';
 import { putClient } from '../../platform/store/clients';
 import type { Db } from '../../platform/store/database';
-import { loadSigningKeys, sealStoredSigningKeys } from '../../platform/store/signing-keys';
+import { currentSigningKeys, sealStoredSigningKeys, signingKeysVersion } from '../../platform/store/signing-keys';
 import { loadScopeClaims } from './claims';
 import { clientRow, configuredSecrets } from './provider-clients';
 import { cookieKeys } from './cookie-keys';
@@ -14,6 +14,7 @@ import {
   INTERACTION_PREFIX,
   isFederationPath,
   isProviderPath,
+  OIDC_ROUTES,
 } from '../sign-in-paths';
 import { adminPagesRouter, type AdminPage } from './admin-pages';
 import { parseAllowList } from '../../platform/security/callback-address';
@@ -27,6 +28,8 @@ import type { Mailer } from '../../platform/email/mailer';
 import { recoveryRouter, type RecoveryMails } from '../recovery/recovery-router';
 import { createSignOut, type SignOut } from '../sign-out-notices';
 import type { Registration } from '../registration';
+import { forgetSourceCookie, sourceSessionCarrier, type SourceSessionCarrier } from './source-sessions';
+import type Provider from 'oidc-provider';
 
 /**
  * Federation's dependencies (the issuer is Api:PublicUrl), with the configuration in place of the allow-list, and
@@ -74,6 +77,33 @@ function setSignInHeaders(res: Response, path: string): void {
   if (!path.startsWith('/.well-known/')) res.set('Cache-Control', 'no-store');
 }
 
+/** The client and scope of an authorization request's query. */
+const requestOf = (params: Record<string, unknown>) => ({
+  clientId: typeof params.client_id === 'string' ? params.client_id : undefined,
+  scope: typeof params.scope === 'string' ? params.scope : undefined,
+});
+
+/**
+ * A sign-in page opened by a browser with the source's cookie (Migration:SourceSessions): when the cookie opens a
+ * session, the browser goes back to the authorization request the page was for, which the session now answers.
+ */
+async function resumedWithSourceSession(
+  provider: Provider,
+  req: Request,
+  res: Response,
+  carryOver: SourceSessionCarrier,
+): Promise<boolean> {
+  const details = await provider.interactionDetails(req, res).catch(() => undefined);
+  if (!details || details.prompt.name !== 'login') return false;
+  if (!(await carryOver(provider, req, res, requestOf(details.params)))) return false;
+  const query = new URLSearchParams(
+    Object.entries(details.params).flatMap(([k, v]) => (typeof v === 'string' ? [[k, v]] : [])),
+  );
+  // Relative, so the mount path under Api:PublicUrl stays: /interaction/{uid} → /connect/authorize.
+  res.redirect(303, `..${OIDC_ROUTES.authorization}?${query.toString()}`);
+  return true;
+}
+
 /** Configured clients are written to the store at start; they win over migrated clients of the same id. */
 async function applyConfiguredClients(db: Db, config: AppConfig): Promise<void> {
   for (const client of config.Clients) {
@@ -92,11 +122,12 @@ async function buildSignIn(
   const { db, ring, issuer } = deps;
   const sealed = await sealStoredSigningKeys(db, ring);
   if (sealed > 0) log(`sign-in: sealed ${sealed} signing keys stored before private keys were protected at rest`);
+  const keys = await currentSigningKeys(db, ring, deps.config.KeyManagement);
   const provider = createOidcProvider({
     db,
     ring,
     issuer,
-    signingKeys: await loadSigningKeys(db, ring),
+    signingKeys: keys.published,
     cookieKeys: cookieKeyList,
     scopes: await loadScopeClaims(db),
     apiResources: storedApiResources(db),
@@ -107,6 +138,10 @@ async function buildSignIn(
   });
   return {
     provider,
+    /** When the timeline's answer changes with no change in the store: the provider is rebuilt then. */
+    changesAt: keys.changesAt,
+    /** What a client or an API sees of the keys: which sign and which are published, in order. */
+    keySet: `signs with ${keys.signing?.kid}, publishes ${keys.published.map((k) => k.kid).join(', ')}`,
     callback: provider.callback(),
     interactions: interactionRouter({
       provider,
@@ -123,17 +158,67 @@ async function buildSignIn(
   };
 }
 
+type BuiltSignIn = Awaited<ReturnType<typeof buildSignIn>>;
+
+/**
+ * oidc-provider reads scopes and keys once, when it is built; this keeps the build as the store has it: scopes are
+ * looked at every Oidc:ReloadSeconds, the key set every KeyManagement:KeyCacheDuration and whenever a key's phase
+ * changes by time alone (signing-key-timeline.ts), one look at a time, so a request never runs on keys older than
+ * that. `fresh` looks when it is time and answers the build; `latest` answers it as it stands.
+ */
+async function keptFresh(
+  db: Db,
+  config: AppConfig,
+  build: () => Promise<BuiltSignIn>,
+  log: (line: string) => void,
+): Promise<{ fresh: () => Promise<BuiltSignIn>; latest: () => BuiltSignIn }> {
+  let scopesVersion = await providerSettingsVersion(db);
+  let keysVersion = await signingKeysVersion(db);
+  let current = await build();
+  let scopesCheckedAt = Date.now();
+  let keysCheckedAt = Date.now();
+  let checking: Promise<void> | undefined;
+  const phaseChanged = () => current.changesAt !== undefined && Date.now() >= current.changesAt.getTime();
+
+  async function rebuildIfChanged(lookAtScopes: boolean, lookAtKeys: boolean): Promise<void> {
+    if (lookAtScopes) scopesCheckedAt = Date.now();
+    if (lookAtKeys) keysCheckedAt = Date.now();
+    const [scopes, keys] = await Promise.all([
+      lookAtScopes ? providerSettingsVersion(db) : scopesVersion,
+      lookAtKeys ? signingKeysVersion(db) : keysVersion,
+    ]);
+    if (scopes === scopesVersion && keys === keysVersion && !phaseChanged()) return;
+    const before = current.keySet;
+    current = await build();
+    // A phase boundary that changes nothing a client sees (a key now seen everywhere, not yet signing) says nothing.
+    if (scopes !== scopesVersion || current.keySet !== before)
+      log(`sign-in: scopes or signing keys changed; the provider now ${current.keySet}`);
+    scopesVersion = scopes;
+    keysVersion = keys;
+  }
+
+  const fresh = async () => {
+    const now = Date.now();
+    const lookAtScopes = now - scopesCheckedAt >= config.Oidc.ReloadSeconds * 1000;
+    const lookAtKeys = now - keysCheckedAt >= config.KeyManagement.KeyCacheDuration || phaseChanged();
+    if (lookAtScopes || lookAtKeys) {
+      checking ??= rebuildIfChanged(lookAtScopes, lookAtKeys).finally(() => (checking = undefined));
+      await checking;
+    }
+    return current;
+  };
+  return { fresh, latest: () => current };
+}
+
 /**
  * Sign-in: the OpenID Connect provider at IdentityServer's paths and its sign-in pages, as one Express router for the
- * composition root to mount before the JSON API's body parser (both take form posts). oidc-provider reads scopes and
- * keys once, when it is built; a new one replaces it when they change (every other artefact lives in the store, so the
- * swap signs nobody out).
+ * composition root to mount before the JSON API's body parser (both take form posts). A new provider replaces the
+ * old when scopes or keys change (keptFresh; every other artefact lives in the store, so the swap signs nobody out).
  */
 export async function createSignIn(deps: SignInDependencies): Promise<Router> {
   const { config, db, log = (line: string) => logger.info(line) } = deps;
   await applyConfiguredClients(db, config);
   const cookieKeyList = await cookieKeys(db, config.Oidc.CookieKeys, (line) => logger.warn(line));
-  let version = await providerSettingsVersion(db);
   const federation = await createFederation({
     db,
     ring: deps.ring,
@@ -143,7 +228,13 @@ export async function createSignIn(deps: SignInDependencies): Promise<Router> {
     readThrough: deps.readThrough,
   });
   const signOut = createSignOut({ db, run: deps.run, issuer: deps.issuer });
-  let current = await buildSignIn(deps, cookieKeyList, federation, signOut, log);
+  const carryOver = sourceSessionCarrier({ db, ring: deps.ring, config, readThrough: deps.readThrough });
+  const { fresh, latest } = await keptFresh(
+    db,
+    config,
+    () => buildSignIn(deps, cookieKeyList, federation, signOut, log),
+    log,
+  );
   // Recovery needs no provider: its pages stay the same when the provider is rebuilt.
   const recovery = recoveryRouter({
     db,
@@ -153,27 +244,9 @@ export async function createSignIn(deps: SignInDependencies): Promise<Router> {
     mails: deps.mails,
     signOut,
   });
-  let checkedAt = Date.now();
-  let checking: Promise<void> | undefined;
-
-  async function rebuildIfChanged(): Promise<void> {
-    const now = await providerSettingsVersion(db);
-    if (now === version) return;
-    current = await buildSignIn(deps, cookieKeyList, federation, signOut, log);
-    version = now;
-    log('sign-in: scopes or signing keys changed; the provider now uses them');
-  }
-
-  /** Looks for changed scopes and keys at most once every ReloadSeconds, one look at a time. */
-  async function fresh(): Promise<void> {
-    if (Date.now() - checkedAt < config.Oidc.ReloadSeconds * 1000) return;
-    checkedAt = Date.now();
-    checking ??= rebuildIfChanged().finally(() => (checking = undefined));
-    await checking;
-  }
 
   const adminPages = adminPagesRouter({
-    provider: () => current.provider,
+    provider: () => latest().provider,
     db,
     ring: deps.ring,
     issuer: deps.issuer,
@@ -192,15 +265,20 @@ export async function createSignIn(deps: SignInDependencies): Promise<Router> {
     if (!forProvider && !forAccount && !forFederation && !req.path.startsWith(INTERACTION_PREFIX)) return next();
     setSignInHeaders(res, req.path);
     if (forFederation) return federation.router(req, res, next);
-    await fresh();
+    const current = await fresh();
     if (forProvider) {
       req.url = inCanonicalForm(req.url);
       if (req.method === 'GET') req.url = withOfflineConsent(req.url);
       forwardedAsExpressSees(req, deps.issuer);
+      if (req.method === 'POST' && req.path === `${OIDC_ROUTES.end_session}/confirm`)
+        forgetSourceCookie(req, res, config.Migration.SourceSessions.CookieName);
+      if (req.method === 'GET' && req.path === OIDC_ROUTES.authorization)
+        await carryOver(current.provider, req, res, requestOf(req.query));
       return current.callback(req, res);
     }
     if (forAccount)
       return recovery(req, res, (error?: unknown) => (error ? next(error) : current.account(req, res, next)));
+    if (req.method === 'GET' && (await resumedWithSourceSession(current.provider, req, res, carryOver))) return;
     current.interactions(req, res, next);
   });
   return router;

@@ -102,8 +102,14 @@ export type AccountChange =
 
 const CHANGE_WORDS: Record<AccountChange, { subject: string; done: string }> = {
   'password-changed': { subject: 'Your password was changed', done: 'The password of your account was changed' },
-  'mfa-enrolled': { subject: 'Two-step sign-in is on', done: 'Two-step sign-in was turned on for your account' },
-  'mfa-removed': { subject: 'Two-step sign-in is off', done: 'Two-step sign-in was turned off for your account' },
+  'mfa-enrolled': {
+    subject: 'Two-step verification is on',
+    done: 'Two-step verification was turned on for your account',
+  },
+  'mfa-removed': {
+    subject: 'Two-step verification is off',
+    done: 'Two-step verification was turned off for your account',
+  },
   'recovery-codes-regenerated': {
     subject: 'New recovery codes were made',
     done: 'New recovery codes were made for your account; the earlier ones no longer work',

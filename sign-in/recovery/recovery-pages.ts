@@ -1,9 +1,16 @@
 import { escapeHtml, page } from '../../platform/http/html';
+import { onwardLink, TO_ACCOUNT, type Onward } from '../oidc/sign-in-pages';
 
 /** The pages of account recovery, in the layout every sign-in page shares. */
 const errorLine = (error?: string) => (error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : '');
 
-export function forgotPasswordPage(action: string, email = '', error?: string): string {
+/** A sign-in to go back to: the interaction "Forgot your password?" was opened from. */
+export const backToSignIn = (uid: string): Onward => ({
+  href: `/interaction/${encodeURIComponent(uid)}`,
+  label: 'Back to sign-in',
+});
+
+export function forgotPasswordPage(action: string, email = '', error?: string, returnUid?: string): string {
   return page(
     'Forgot your password?',
     `<p>Enter the e-mail address of your account. We will send you a link to choose a new password.</p>
@@ -11,18 +18,21 @@ ${errorLine(error)}
 <form method="post" action="${escapeHtml(action)}">
 <label for="email">E-mail</label>
 <input id="email" name="email" type="email" autocomplete="email" required autofocus maxlength="256" value="${escapeHtml(email)}">
+${returnUid ? `<input type="hidden" name="return" value="${escapeHtml(returnUid)}">` : ''}
 <button type="submit">Send the link</button>
-</form>`,
+</form>
+${onwardLink(returnUid ? backToSignIn(returnUid) : TO_ACCOUNT)}`,
   );
 }
 
 /** The one answer whether or not the account exists. */
-export function resetLinkSentPage(email: string, minutes: number): string {
+export function resetLinkSentPage(email: string, minutes: number, onward: Onward = TO_ACCOUNT): string {
   return page(
     'Check your e-mail',
     `<p>If <span class="who">${escapeHtml(email)}</span> belongs to an account, we have sent it a link to choose a new
-password. The link works once, for ${minutes} minutes.</p>
-<p>No mail after a few minutes? Look in the spam folder, or check the address and ask again.</p>`,
+password. The link works once, for ${minutes} minute${minutes === 1 ? '' : 's'}.</p>
+<p>No mail after a few minutes? Look in the spam folder, or check the address and ask again.</p>
+${onwardLink(onward)}`,
   );
 }
 
@@ -45,26 +55,30 @@ export function resetPasswordPage(action: string, token: string, rules: string, 
 export function resetDonePage(): string {
   return page(
     'Your password is changed',
-    `<p>Sign in with your new password. You were signed out everywhere: every application asks you to sign in again.</p>`,
+    `<p>Sign in with your new password. You were signed out everywhere: every application asks you to sign in again.</p>
+${onwardLink({ href: '/account', label: 'Sign in with your new password' })}`,
   );
 }
 
 export function linkExpiredPage(forgotUrl: string): string {
   return page(
     'This link no longer works',
-    `<p>It was used already, it is older than it may be, or the password was changed since it was sent.</p>
-<p class="links"><a href="${escapeHtml(forgotUrl)}">Ask for a new link</a></p>`,
+    `<p>It was used already, it has expired, or the password was changed since it was sent.</p>
+<p class="links"><a href="${escapeHtml(forgotUrl)}">Ask for a new link</a> <a href="/account">Go to your account</a></p>`,
   );
 }
 
 export function emailConfirmedPage(): string {
-  return page('Your e-mail address is confirmed', '<p>You can sign in now. Go back to the application.</p>');
+  return page(
+    'Your e-mail address is confirmed',
+    `<p>You can sign in now: go back to the application, or to your account.</p>${onwardLink({ href: '/account', label: 'Sign in to your account' })}`,
+  );
 }
 
 export function confirmationExpiredPage(): string {
   return page(
     'This link no longer works',
-    '<p>It was used already or is too old. Sign in through the application and ask for a new confirmation mail there.</p>',
+    `<p>It was used already or has expired. Sign in, and the sign-in offers to send a new confirmation mail.</p>${onwardLink({ href: '/account', label: 'Sign in' })}`,
   );
 }
 

@@ -18,6 +18,7 @@ import { confirmationMail, noPasswordMail, passwordResetMail, registrationAttemp
 import { countHit } from '../../platform/store/rate-limits';
 import { signInErrorPage } from '../oidc/error-page';
 import {
+  backToSignIn,
   confirmationExpiredPage,
   emailConfirmedPage,
   forgotPasswordPage,
@@ -26,6 +27,10 @@ import {
   resetLinkSentPage,
   resetPasswordPage,
 } from './recovery-pages';
+
+/** The uid of the sign-in "Forgot your password?" was opened from: oidc-provider's uids are URL-safe and short. */
+const returnUidOf = (value: unknown) =>
+  typeof value === 'string' && /^[A-Za-z0-9_-]{1,64}$/.test(value) ? value : undefined;
 
 /** How long the work of a reset request waits after its answer went. */
 const AFTER_THE_ANSWER_MS = 25;
@@ -140,7 +145,7 @@ export function recoveryRouter(deps: RecoveryRouterDependencies): Router {
 /** "Forgot your password?": the page, and its post, answered before anything looks at the address. */
 function forgotPassword({ db, config, mails }: RecoveryRouterDependencies) {
   const { AddressPermitLimit, WindowMinutes, TokenMinutes } = config.Auth.PasswordReset;
-  const tooMany = `Too many requests from this network; try again in ${WindowMinutes} minutes.`;
+  const tooMany = `Too many requests from this network; try again in ${WindowMinutes} minute${WindowMinutes === 1 ? '' : 's'}.`;
 
   /** What a reset request for a known address does (a token, a mail, an event): after the answer has gone. */
   async function requestReset(email: string, address: string | undefined): Promise<void> {
@@ -163,19 +168,24 @@ function forgotPassword({ db, config, mails }: RecoveryRouterDependencies) {
     show: (req: Request, res: Response) => {
       const email =
         typeof req.query.email === 'string' && req.query.email.length <= FIELD_BOUNDS.email ? req.query.email : '';
-      sendPage(res, 200, forgotPasswordPage(RECOVERY_PATHS.forgot, email));
+      sendPage(res, 200, forgotPasswordPage(RECOVERY_PATHS.forgot, email, undefined, returnUidOf(req.query.return)));
     },
     post: (req: Request, res: Response) => {
       const parsed = emailForm.safeParse(req.body);
+      const returnUid = returnUidOf((req.body as Record<string, unknown> | undefined)?.return);
       if (!parsed.success)
-        return sendPage(res, 400, forgotPasswordPage(RECOVERY_PATHS.forgot, '', 'Enter a valid e-mail address.'));
+        return sendPage(
+          res,
+          400,
+          forgotPasswordPage(RECOVERY_PATHS.forgot, '', 'Enter a valid e-mail address.', returnUid),
+        );
       const { email } = parsed.data;
       // The answer goes before anything looks at the address, so its duration is the same for a known and an unknown
       // one from the first request on, with no padding to learn. OWASP's Forgot Password Cheat Sheet: "Ensure that
       // responses return in a consistent amount of time to prevent an attacker enumerating which accounts exist. This
       // could be achieved by using asynchronous calls". The work waits a moment more, so that on a busy host it does
       // not compete for the CPU with the answer on its way out.
-      sendPage(res, 200, resetLinkSentPage(email, TokenMinutes));
+      sendPage(res, 200, resetLinkSentPage(email, TokenMinutes, returnUid ? backToSignIn(returnUid) : undefined));
       const address = req.ip;
       setTimeout(() => {
         requestReset(email, address).catch((error: Error) =>

@@ -1,10 +1,11 @@
 import type { Db } from '../../platform/store/database';
 import { isUniqueViolation } from '../../platform/store/errors';
+import { newSecurityStamp } from '../../platform/store/oidc-payloads';
 import { normalize } from '../../platform/store/users';
 
 /**
  * What account recovery and the account pages read and change of a user: the credential, the e-mail confirmation,
- * the lockout and two-step sign-in. Every write here is idempotent.
+ * the lockout and two-step verification. Every write here is idempotent.
  */
 
 /** An active user, as recovery needs it, by address or by id (undefined for an unknown or deactivated one). */
@@ -55,11 +56,16 @@ export async function markEmailConfirmed(db: Db, userId: string): Promise<void> 
   await db.updateTable('users').set({ email_confirmed: true }).where('id', '=', userId).execute();
 }
 
-/** Removes the authenticator and the recovery codes and turns two-step sign-in off; whether the user had any. */
+/** Removes the authenticator and the recovery codes and turns two-step verification off; whether the user had any. */
 export async function removeMfa(db: Db, userId: string): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
     const removed = await trx.deleteFrom('mfa_credentials').where('user_id', '=', userId).returning('id').execute();
-    await trx.updateTable('users').set({ two_factor_enabled: false }).where('id', '=', userId).execute();
+    // ASP.NET Identity's SetTwoFactorEnabledAsync and ResetAuthenticatorKeyAsync change the stamp too.
+    await trx
+      .updateTable('users')
+      .set({ two_factor_enabled: false, security_stamp: newSecurityStamp() })
+      .where('id', '=', userId)
+      .execute();
     return removed.length > 0;
   });
 }
@@ -140,6 +146,8 @@ export async function changeEmail(
           normalized_email: normalize(newEmail),
           email_confirmed: true,
           ...(userNameIsEmail && { user_name: newEmail, normalized_user_name: normalize(newEmail) }),
+          // ASP.NET Identity's ChangeEmailAsync (and SetUserNameAsync) change the stamp too.
+          security_stamp: newSecurityStamp(),
           updated_at: new Date(),
         })
         .where('id', '=', userId)

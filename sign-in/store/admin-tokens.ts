@@ -1,12 +1,18 @@
 import { sql } from 'kysely';
 import type { Db } from '../../platform/store/database';
 
-/** The public part of a stored signing key, by its key id. */
+/** The public part of a stored signing key (RSA or EC) and its algorithm, by its key id. */
 export async function findSigningPublicKey(db: Db, kid: string) {
-  const row = await db.selectFrom('signing_keys').select('jwk').where('id', '=', kid).executeTakeFirst();
+  const row = await db.selectFrom('signing_keys').select(['jwk', 'algorithm']).where('id', '=', kid).executeTakeFirst();
   if (!row) return undefined;
-  const { kty, n, e } = row.jwk as { kty?: string; n?: string; e?: string };
-  return { kty, n, e };
+  const { kty, n, e, crv, x, y } = row.jwk as Record<string, string | undefined>;
+  return { algorithm: row.algorithm, jwk: kty === 'EC' ? { kty, crv, x, y } : { kty, n, e } };
+}
+
+/** Whether a JWT access token was revoked (listed until it would have expired). */
+export async function isAccessTokenRevoked(db: Db, jti: string): Promise<boolean> {
+  const row = await db.selectFrom('revoked_access_tokens').select('jti').where('jti', '=', jti).executeTakeFirst();
+  return row !== undefined;
 }
 
 /** Marks a JWT access token revoked until it would have expired (a second revocation changes nothing). */

@@ -12,8 +12,8 @@ export const AUDIT_EVENT_TYPES = {
   'sign-in-failed':
     'a sign-in was refused (detail.reason: unknown-account, wrong-password, no-password, deactivated, locked, wrong-code, sso-required, email-unconfirmed)',
   'locked-out': 'failed attempts locked the account',
-  'mfa-enrolled': 'the user turned two-step sign-in on',
-  'mfa-removed': 'two-step sign-in was turned off (by the user, or by an admin: see actor)',
+  'mfa-enrolled': 'the user turned two-step verification on',
+  'mfa-removed': 'two-step verification was turned off (by the user, or by an admin: see actor)',
   'recovery-code-used': 'a recovery code signed the user in (detail.left: how many remain)',
   'recovery-codes-regenerated': 'the user made new recovery codes; the old ones stopped working',
   'password-reset-requested': 'a reset link was asked for (detail.sent: whether a mail went out)',
@@ -29,6 +29,10 @@ export const AUDIT_EVENT_TYPES = {
   'sessions-revoked': 'every session, refresh token and grant of the user was ended (by the user or an admin)',
   'account-unlocked': 'an admin cleared the lockout and the failure count',
   'profile-updated': 'an admin changed the user (detail.fields: which fields, never their values)',
+  'consent-remembered': 'the user allowed a client and asked that the decision be remembered (detail.scopes)',
+  'consent-withdrawn': 'the user withdrew a remembered consent on the account page',
+  'source-session-carried-over':
+    "the source's authentication cookie opened a session here (detail.sessionId: the source's session id, detail.idp)",
 } as const;
 
 export type AuditEventType = keyof typeof AUDIT_EVENT_TYPES;

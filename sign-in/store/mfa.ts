@@ -35,8 +35,8 @@ export async function consumeRecoveryCode(db: Db, userId: string, hashes: string
   return row !== undefined;
 }
 
-/** A TOTP credential enrolled at /account/mfa; the user's two-factor sign-in is switched on with it. */
-/** A confirmed enrolment: the credential (its confirming code's step counts as used) and two-step sign-in on. */
+/** A TOTP credential enrolled at /account/mfa; the user's two-step verification is switched on with it. */
+/** A confirmed enrolment: the credential (its confirming code's step counts as used) and two-step verification on. */
 export async function enrolTotp(
   db: Db,
   id: string,

@@ -91,7 +91,7 @@ export async function settleSignInSuccess(db: Db, userId: string, reservation: S
 
 /**
  * The reserved attempt was a right password that still needs its second factor: it is not a failure, and the count is
- * not cleared either (ASP.NET Identity resets it only once two-step sign-in is done), so one failure less.
+ * not cleared either (ASP.NET Identity resets it only once two-step verification is done), so one failure less.
  */
 export async function releaseSignInAttempt(
   db: Db,
@@ -154,16 +154,15 @@ export function listScopes(db: Db) {
 }
 
 /**
- * A digest of what the provider is built from and reads only at construction: the enabled scopes with their claims
- * and the signing key ids. It changes when a migration adds scopes or a key is imported.
+ * A digest of the scopes the provider is built from and reads only at construction (enabled scopes with their
+ * claims): it changes when a migration adds scopes. The signing keys have their own, looked at more often
+ * (signingKeysVersion).
  */
 export async function providerSettingsVersion(db: Db): Promise<string> {
   const { rows } = await sql<{ version: string }>`
     select md5(
       coalesce((select string_agg(name || ':' || kind || ':' || user_claims::text || ':' || show_in_discovery::text, ',' order by name)
                 from scopes where enabled), '')
-      || '|' ||
-      coalesce((select string_agg(id, ',' order by id) from signing_keys), '')
     ) as version`.execute(db);
   return rows[0].version;
 }

@@ -7,7 +7,7 @@ import { smtpTo, useMailCatcher } from '../support/smtp';
 import { totp } from '../support/totp';
 
 // A person in a real browser (Chromium) on a phone (390×844) and on a laptop (1280×800): forgetting the password and
-// setting a new one from the mailed link, then turning two-step sign-in on and keeping the recovery codes. The pages
+// setting a new one from the mailed link, then turning two-step verification on and keeping the recovery codes. The pages
 // carry the configured brand. Screenshots of each page land in test-output/screenshots (account-*.png).
 const catcher = useMailCatcher();
 const h = useHarness(() => ({
@@ -84,7 +84,7 @@ for (const screen of SCREENS) {
     await page.waitForURL(`${accountApp.callback}**`);
     await page.goto(`${h.api.publicUrl}/account`);
     await seen('6-account');
-    await page.click('text=Turn two-step sign-in on');
+    await page.click('text=Turn two-step verification on');
     await seen('7-enrol');
     const key = (await page.textContent('.key'))!.replace(/\s/g, '');
     await page.fill('#code', totp(key));

@@ -10,7 +10,7 @@ import { confidentialClient } from '../support/relying-party';
 import { browser, textOf, type Visit } from '../support/sign-in-flow';
 import { totp } from '../support/totp';
 
-// The signed-in user's own account: the account page (password, sessions, "sign out everywhere"), two-step sign-in
+// The signed-in user's own account: the account page (password, sessions, "sign out everywhere"), two-step verification
 // with recovery codes at enrolment, new codes and turning it off, each after the password. No SMTP server here: mail
 // goes to the outbox folder, as under `npm start` without Email:Smtp:Host.
 const outbox = mkdtempSync(join(tmpdir(), 'outbox-'));
@@ -43,21 +43,22 @@ const { signIn, account, enrol } = accountPages(
   PASSWORD,
 );
 
-test('the account page shows the address, two-step sign-in and where the user is signed in', async () => {
+test('the account page shows the address, two-step verification and where the user is signed in', async () => {
   const user = await createUser('acct-page');
   const first = await signIn(user.email);
   await signIn(user.email);
   const page = await account(first.page);
   expect(page.status).toBe(200);
   expect(textOf(page)).toContain(`Signed in as ${user.email}`);
-  expect(textOf(page)).toContain('Two-step sign-in Off');
+  expect(textOf(page)).toContain('Two-step verification Off');
   expect(page.html.match(/Signed in \d{4}-/g)).toHaveLength(2);
   expect(textOf(page)).toContain('This browser');
   expect(textOf(page)).toContain('acct-web');
   // The configured brand: the title, and the logo above the product name.
   expect(page.html).toContain('<title>Your account · Initech Sign-in</title>');
   expect(page.html).toContain('<img src="/static/initech.svg" alt=""><span>Initech Sign-in</span>');
-  expect((await account(browser(CALLBACK))).status).toBe(401);
+  // Without a session the account page starts its own sign-in.
+  expect(textOf(await account(browser(CALLBACK)))).toMatch(/to continue to .* account/);
 });
 
 test('changing the password needs the current one and meets the policy; the new one signs in', async () => {
@@ -97,7 +98,8 @@ test('"sign out everywhere" ends every session and refresh token, this browser t
   await expect(oidc.refreshTokenGrant(other.rp, other.tokens!.refresh_token!)).rejects.toMatchObject({
     error: 'invalid_grant',
   });
-  expect((await account(mine.page)).status).toBe(401);
+  // Without a session the account page starts its own sign-in.
+  expect(textOf(await account(mine.page))).toMatch(/to continue to .* account/);
 });
 
 test('enrolment ends with 10 recovery codes shown once; each signs in once, typed in any case', async () => {
@@ -110,7 +112,7 @@ test('enrolment ends with 10 recovery codes shown once; each signs in once, type
   // Stored as keyed hashes only.
   const stored = await rowsWhere(h.context.db, 'mfa_credentials', { user_id: user.id });
   expect(JSON.stringify(stored)).not.toContain(codes[0]);
-  // Shown once: the page now manages two-step sign-in, without the codes.
+  // Shown once: the page now manages two-step verification, without the codes.
   const settings = await account(page, '/mfa');
   expect(textOf(settings)).toContain('You have 10 unused recovery codes');
   expect(settings.html).not.toContain(codes[0]);
@@ -125,7 +127,7 @@ test('enrolment ends with 10 recovery codes shown once; each signs in once, type
   expect(events.find((e: { type: string }) => e.type === 'recovery-code-used').detail).toEqual({ left: 9 });
 });
 
-test('new recovery codes and turning two-step sign-in off each need the password again', async () => {
+test('new recovery codes and turning two-step verification off each need the password again', async () => {
   const user = await createUser('acct-mfa-off');
   const { page } = await signIn(user.email);
   const { key, codes } = await enrol(page);
@@ -147,7 +149,7 @@ test('new recovery codes and turning two-step sign-in off each need the password
   });
   await account(session, '/mfa');
   expect(textOf((await session.submit('/account/mfa/off', { password: PASSWORD })) as Visit)).toContain(
-    'Two-step sign-in is off',
+    'Two-step verification is off',
   );
   expect((await signIn(user.email)).tokens).toBeDefined();
 });

@@ -63,7 +63,7 @@ beforeAll(async () => {
 
 const relyingParty = () => relyingPartyOf(h.api.publicUrl, 'rec-web', 'rec-web-secret-sixteen');
 
-/** Two-step sign-in on for the user, with AUTHENTICATOR_KEY, as enrolment leaves it. */
+/** Two-step verification on for the user, with AUTHENTICATOR_KEY, as enrolment leaves it. */
 const enrolAuthenticator = (userId: string) =>
   enrolTotp(
     h.context.db,
@@ -208,7 +208,7 @@ describe('password reset by e-mail', () => {
     expect(catcher().to(user.email)).toHaveLength(RESETS_PER_WINDOW);
   });
 
-  test('a user with two-step sign-in still needs the code after a reset', async () => {
+  test('a user with two-step verification still needs the code after a reset', async () => {
     const user = await createUser('reset-mfa');
     await enrolAuthenticator(user.id);
     await forgot(user.email);
@@ -265,7 +265,7 @@ describe('admin actions', () => {
     );
   });
 
-  test('removing two-step sign-in lets the password alone sign in', async () => {
+  test('removing two-step verification lets the password alone sign in', async () => {
     const user = await createUser('admin-mfa');
     await enrolAuthenticator(user.id);
     expect(textOf(await signIn(await startAuthorization(await relyingParty()), user.email))).toContain(

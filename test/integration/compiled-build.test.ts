@@ -21,7 +21,14 @@ beforeAll(async () => {
 const service = useStandaloneService(async (standalone) => {
   const env = { ...standalone, NODE_ENV: 'production' };
   const plainNode = { loader: 'none' as const };
-  const worker = spawnService(join(OUT, 'workers', 'worker.js'), env, ['--disable-proto=throw'], [], plainNode);
+  // At debug level, where the SDK's bundler would report a bundle made at start.
+  const worker = spawnService(
+    join(OUT, 'workers', 'worker.js'),
+    { ...env, LOG_LEVEL: 'debug' },
+    ['--disable-proto=throw'],
+    [],
+    plainNode,
+  );
   const api = spawnService(
     join(OUT, 'api', 'server.js'),
     { ...env, PORT: '0' },

@@ -269,7 +269,10 @@ describe('NUL characters and foreign content types get a clear 4xx, and start no
   test('none of the refused requests started a workflow', async () => {
     const connection = await Connection.connect({ address: process.env.TEST_TEMPORAL_ADDRESS! });
     try {
-      const count = await new Client({ connection }).workflow.count(`TaskQueue = '${taskQueue}'`);
+      // Signing-key rotation is started by the API itself, at start.
+      const count = await new Client({ connection }).workflow.count(
+        `TaskQueue = '${taskQueue}' AND WorkflowType != 'signingKeyRotation'`,
+      );
       expect(count.count).toBe(0);
     } finally {
       await connection.close();

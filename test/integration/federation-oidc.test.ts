@@ -7,7 +7,8 @@ import { unprotectText } from '../../platform/security/data-protection';
 import { findUserIdByEmail } from '../../platform/store/users';
 import { uniqueEmail, useHarness } from '../support/harness';
 import { authorizationRequest, PORTAL_CALLBACK, registerPortal, relyingParty } from '../support/relying-party';
-import { browser, textOf, type Visit } from '../support/sign-in-flow';
+import { browser, loggedUnder, textOf, type Visit } from '../support/sign-in-flow';
+import { logger } from '../../platform/observability/logger';
 import {
   startUpstreamProvider,
   UPSTREAM_CLIENT,
@@ -18,6 +19,8 @@ import {
 // Globex's own OpenID provider on 127.0.0.2 (test/support/upstream-provider.ts).
 // A database of its own: providers, domains and clients are named the same in other test files.
 const h = useHarness({ apps: { crm: {} }, allowedInternalTargets: ['127.0.0.1', '127.0.0.2'], ownDatabase: true });
+// A refused answer's page shows a reference; the check that failed is in the log line under it.
+const warn = jest.spyOn(logger, 'warn');
 const UPSTREAM_SECRET = UPSTREAM_CLIENT.secret;
 let upstream: UpstreamProvider;
 
@@ -174,7 +177,7 @@ describe('home-realm discovery and the upstream OIDC callback', () => {
   test('an answer with an unknown state, or an ID token with another nonce, is refused and creates nothing', async () => {
     const unknown = await fetch(`${h.api.url}/oidc/callback?code=abc&state=not-one-we-sent`);
     expect(unknown.status).toBe(400);
-    expect(await unknown.text()).toContain('the state is unknown, expired or already used');
+    expect(loggedUnder(await unknown.text(), warn)).toContain('the state is unknown, expired or already used');
 
     // Stop at the upstream authorization request and change its nonce before the browser goes on.
     const email = uniqueEmail('mallory').replace('@example.test', '@globex.example');
@@ -186,7 +189,7 @@ describe('home-realm discovery and the upstream OIDC callback', () => {
     await sameBrowser.open(request.href);
     const answer = await sameBrowser.submit('/login', {});
     expect((answer as Visit).status).toBe(400);
-    expect(textOf(answer)).toMatch(/failed a check: .*nonce/);
+    expect(loggedUnder(answer as Visit, warn)).toMatch(/failed a check: .*nonce/);
     expect(await findUserIdByEmail(h.context.db, email)).toBeUndefined();
 
     // The same answer a second time: its state was used.
@@ -194,7 +197,7 @@ describe('home-realm discovery and the upstream OIDC callback', () => {
       `${h.api.url}${new URL((answer as Visit).url).pathname}${new URL((answer as Visit).url).search}`,
     );
     expect(replayed.status).toBe(400);
-    expect(await replayed.text()).toContain('already used');
+    expect(loggedUnder(await replayed.text(), warn)).toContain('already used');
   });
 });
 
@@ -362,7 +365,7 @@ describe('the addresses an upstream provider names', () => {
         'https://never.example/',
       );
       expect((end as Visit).status).toBe(400);
-      expect(textOf(end)).toMatch(/failed a check: .*127\.0\.0\.3/);
+      expect(loggedUnder(end as Visit, warn)).toMatch(/failed a check: .*127\.0\.0\.3/);
       expect(await findUserIdByEmail(h.context.db, 'victim@rogue.example')).toBeUndefined();
     } finally {
       await closeServer(rogue);

@@ -5,11 +5,14 @@ import { findUserIdByEmail } from '../../platform/store/users';
 import { uniqueEmail, useHarness } from '../support/harness';
 import { authorizationRequest, PORTAL_CALLBACK, registerPortal, relyingParty } from '../support/relying-party';
 import { authnRequestOf, samlAnswer, samlIdentityProvider, type Idp } from '../support/saml-idp';
-import { browser, textOf, type Browser, type Visit } from '../support/sign-in-flow';
+import { browser, loggedUnder, textOf, type Browser, type Visit } from '../support/sign-in-flow';
+import { logger } from '../../platform/observability/logger';
 
 // Initech's SAML identity provider (test/support/saml-idp.ts). A database of its own: providers, domains and clients
 // are named the same in other test files.
 const h = useHarness({ apps: { crm: {} }, ownDatabase: true });
+// A refused response's page shows a reference; the check that failed is in the log line under it.
+const warn = jest.spyOn(logger, 'warn');
 const IDP_ENTITY_ID = 'https://idp.initech.example/saml';
 const IDP_SSO_URL = 'https://idp.initech.example/sso';
 
@@ -178,7 +181,8 @@ describe('SAML sign-in through the ACS', () => {
       const started = await toTheIdp(email);
       const answer = await postToAcs(started, await make(started.requestId, email));
       expect((answer as Visit).status).toBe(400);
-      expect(textOf(answer)).toMatch(reason);
+      expect(textOf(answer)).toContain('Sign-in through your organization did not work');
+      expect(loggedUnder(answer, warn)).toMatch(reason);
       expect(await findUserIdByEmail(h.context.db, email)).toBeUndefined();
       expect(await findUserIdByEmail(h.context.db, 'admin@initech.example')).toBeUndefined();
     },
@@ -198,7 +202,7 @@ describe('SAML sign-in through the ACS', () => {
     const second = await toTheIdp(email);
     const replayed = await postToAcs(second, await samlResponse(second.requestId, email, { AssertionID: assertionId }));
     expect((replayed as Visit).status).toBe(400);
-    expect(textOf(replayed)).toContain('this assertion was used already (replay)');
+    expect(loggedUnder(replayed, warn)).toContain('this assertion was used already (replay)');
   });
 
   test('with allowIdpInitiated on, an unsolicited response that passes every check creates the account and says how to go on', async () => {

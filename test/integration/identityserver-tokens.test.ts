@@ -382,7 +382,7 @@ describe('the resource-owner password grant, for the clients migrated with it', 
     // Locked: the right password is not even checked.
     expect((await attempt(email, PASSWORD)).status).toBe(400);
     expect((await attempt(uniqueEmail('ropc-nobody'), PASSWORD)).body.error).toBe('invalid_grant');
-    // Two-step sign-in cannot be done through this grant: the user is refused, with the reason in the audit trail.
+    // Two-step verification cannot be done through this grant: the user is refused, with the reason in the audit trail.
     const mfaEmail = uniqueEmail('ropc-mfa');
     const mfaUser = await h.admin('POST', '/api/v1/profile/', { email: mfaEmail, password: PASSWORD });
     await enrolTotp(

@@ -80,13 +80,20 @@ describe('npm run migrate', () => {
     expect(dry.out).toContain('not carried over, expired: 10');
     expect(dry.out).toContain('not carried over, unknown payload version: 10');
     expect(dry.out).toMatch(/inventory: 26\/26 tables as expected/);
-    expect(dry.out).toMatch(/users +read 304 +created 0/);
+    // Operators issue, item 7: the rehearsal meets what the real run will (it writes nothing, so it simulates the
+    // rows the real run writes first): the same skipped users, the same SSO-domain clash.
+    expect(dry.out).toMatch(/users +read 304 +created 0 +updated 0 +skipped 2/);
+    const clash = 'warning: SSO domain acme.io of oidc provider oidc-globex already belongs to saml provider saml-acme';
+    expect(dry.out).toContain(clash);
     expect(dry.out).not.toContain(databases.source().url);
 
     const real = await migrate(...base, '--DryRun', 'false');
     expect(real.code).toBe(0);
     expect(real.out).toContain('migration 1: Completed');
     expect(real.out).toMatch(/users +read 304 +created 302 +updated 0 +skipped 2/);
+    expect(real.out).toContain(clash);
+    const warnings = (out: string) => out.split('\n').filter((line) => line.trim().startsWith('warning: user'));
+    expect(warnings(dry.out).sort()).toEqual(warnings(real.out).sort());
 
     const again = await migrate(...base);
     expect(again.code).toBe(0);

@@ -8,6 +8,7 @@ import { startDownstreamApp, type RunningDownstreamApp } from '../../examples/do
 import { startHarness, uniqueEmail, type Harness } from '../support/harness';
 import { storedAppRow } from '../support/rows';
 import { provisioningWorkflowId } from '../../provisioning/workflows/ids';
+import { counterValue } from '../support/metrics';
 
 describe('with the configuration-backed provider (the default)', () => {
   let h: Harness;
@@ -16,18 +17,28 @@ describe('with the configuration-backed provider (the default)', () => {
   });
   afterAll(() => h?.stop());
 
-  test('the app management routes do not exist', async () => {
-    expect((await h.admin('GET', '/api/v1/provisioning/apps')).status).toBe(404);
-    expect(
-      (
-        await h.admin('POST', '/api/v1/provisioning/apps', {
-          appId: 'x',
-          CallbackUrl: 'https://x.example.com',
-          ApiKey: 'k',
-        })
-      ).status,
-    ).toBe(404);
-    expect((await h.admin('POST', '/api/v1/provisioning/apps/crm/test')).status).toBe(404);
+  // Operators issue, item 10: /docs lists the routes, so their 404 says which setting brings them.
+  test('the app management routes answer 404 naming the setting that brings them, behind the admin key', async () => {
+    const answers = [
+      await h.admin('GET', '/api/v1/provisioning/apps'),
+      await h.admin('POST', '/api/v1/provisioning/apps', {
+        appId: 'x',
+        CallbackUrl: 'https://x.example.com',
+        ApiKey: 'k',
+      }),
+      await h.admin('DELETE', '/api/v1/provisioning/apps/crm'),
+      await h.admin('POST', '/api/v1/provisioning/apps/crm/test'),
+    ];
+    for (const res of answers) {
+      expect(res.status).toBe(404);
+      expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(res.body).toMatchObject({ status: 404, title: 'Not available in this configuration' });
+      expect(res.body.detail).toContain('Provisioning:AppProvider: "Store"');
+      expect(res.body.detail).toContain('ProvisioningApps');
+    }
+    // Without the admin key, the guard answers first: nothing of the configuration is told.
+    const anonymous = await h.request('POST', '/api/v1/provisioning/apps', {});
+    expect(anonymous.status).toBe(401);
   });
 });
 
@@ -216,6 +227,30 @@ describe('with the store-backed provider (Provisioning:AppProvider = Store)', ()
       approved: false,
     });
     expect((await h.admin('POST', '/api/v1/provisioning/apps/nope/test')).status).toBe(404);
+  });
+
+  // Operators issue, item 10: an operator's probes are not provisioning traffic.
+  test("the probe's calls are counted as probes, apart from provisioning's calls to the app", async () => {
+    const provisioning = { app: 'crm' };
+    const before = {
+      calls: await counterValue('tcc_calls_total', provisioning),
+      tries: await counterValue('tcc_probe_calls_total', { app: 'crm', phase: 'try', outcome: 'approved' }),
+      cancels: await counterValue('tcc_probe_calls_total', { app: 'crm', phase: 'cancel', outcome: 'ok' }),
+      rejected: await counterValue('tcc_probe_calls_total', { app: 'crm', phase: 'try', outcome: 'rejected' }),
+    };
+    expect((await h.admin('POST', '/api/v1/provisioning/apps/crm/test')).body).toMatchObject({ cancelled: true });
+    h.apps.crm.state.behaviour = { rejectWith: 'probe says no' };
+    expect((await h.admin('POST', '/api/v1/provisioning/apps/crm/test')).body).toMatchObject({ approved: false });
+    expect(await counterValue('tcc_probe_calls_total', { app: 'crm', phase: 'try', outcome: 'approved' })).toBe(
+      before.tries + 1,
+    );
+    expect(await counterValue('tcc_probe_calls_total', { app: 'crm', phase: 'cancel', outcome: 'ok' })).toBe(
+      before.cancels + 1,
+    );
+    expect(await counterValue('tcc_probe_calls_total', { app: 'crm', phase: 'try', outcome: 'rejected' })).toBe(
+      before.rejected + 1,
+    );
+    expect(await counterValue('tcc_calls_total', provisioning)).toBe(before.calls);
   });
 
   test('app keys are sealed at rest; rows stored in plaintext are sealed at the next start; a rotated ring still opens them', async () => {

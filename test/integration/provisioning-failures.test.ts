@@ -260,3 +260,37 @@ describe('what an app answers is bounded and must be storable', () => {
     expect(res.body.detail.length).toBeLessThan(700);
   });
 });
+
+// Operators issue, item 9: the answer names the attempt, and the Temporal list tells its outcome without opening it.
+test('a refused creation names its attempt in the 422; the attempt shows ProvisioningOutcome rejected, a success provisioned', async () => {
+  for (const app of Object.values(h.apps)) app.state.behaviour = {};
+  h.apps.billing.state.behaviour = { rejectWith: 'no seat for the operator' };
+  const refused = await expectRejectedCreation(uniqueEmail('attempt-refused'), 'billing', /no seat for the operator/);
+  const attemptId = refused.body.attemptId as string;
+  expect(attemptId).toMatch(/^provisioning:[0-9a-f-]{36}$/);
+  h.apps.billing.state.behaviour = {};
+  const created = await h.admin('POST', '/api/v1/profile/', { email: uniqueEmail('attempt-provisioned') });
+  expect(created.status).toBe(201);
+  const provisionedId = `provisioning:${created.body.userId as string}`;
+
+  const outcomeOf = async (workflowId: string) => {
+    const description = await h.client.workflow.getHandle(workflowId).describe();
+    const outcome = description.typedSearchAttributes.getAll().find((pair) => pair.key.name === 'ProvisioningOutcome');
+    return { status: description.status.name, outcome: outcome?.value };
+  };
+  // An answer that came back is a completed attempt (docs/design.md); the outcome tells which answer.
+  expect(await outcomeOf(attemptId)).toEqual({ status: 'COMPLETED', outcome: 'rejected' });
+  expect(await outcomeOf(provisionedId)).toEqual({ status: 'COMPLETED', outcome: 'provisioned' });
+
+  // The list filtered as docs/operations.md gives it to operators.
+  const listed = async (query: string) => {
+    const ids: string[] = [];
+    for await (const run of h.client.workflow.list({ query })) ids.push(run.workflowId);
+    return ids;
+  };
+  const both = `WorkflowId IN ('${attemptId}', '${provisionedId}')`;
+  await eventually(async () => {
+    expect(await listed(`ProvisioningOutcome = 'rejected' AND ${both}`)).toEqual([attemptId]);
+    expect(await listed(`ProvisioningOutcome = 'provisioned' AND ${both}`)).toEqual([provisionedId]);
+  });
+});

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import * as oidc from 'openid-client';
 import { Client as PgClient } from 'pg';
 import { createReadThrough } from '../../migration/read-through';
@@ -23,7 +23,8 @@ import { TEST_ADMIN_URL, useGeneratedSource } from '../support/scratch-store';
 import { migrateCompletely } from '../support/migration-runs';
 import { grantLifetime, harnessOverProtectedSource, keyRingFolder } from '../support/source-protection';
 import { newSourceKey, protectedGrantData, SOURCE_APPLICATION_NAME } from '../support/source-protection';
-import { browser, textOf } from '../support/sign-in-flow';
+import { browser, CookieJar, textOf } from '../support/sign-in-flow';
+import { sourceCookies } from '../support/source-cookies';
 import { smtpTo, useMailCatcher } from '../support/smtp';
 import { fixtureTotp } from '../support/totp';
 
@@ -66,6 +67,7 @@ const h = useHarness(() => ({
         RetryAfterSeconds: 7,
         UnavailableMessage: 'The old sign-in system is being retired; see status.example.com.',
       },
+      SourceSessions: { Until: new Date(Date.now() + 3600_000).toISOString() },
     }),
     {
       Auth: UNLIMITED_SIGN_IN,
@@ -142,6 +144,7 @@ beforeAll(async () => {
     // A user Initrode's provider signed in at the source after the sweep: an SSO account with its external login.
     await arriveAtSource(pg, 1, 'user-late-sso', 'pat@initrode.example');
     await arriveAtSource(pg, 3, 'user-late-3', 'late3@example.com');
+    await arriveAtSource(pg, 6, 'user-late-cookie', 'late-cookie@example.com');
     await pg.query(
       `insert into "AspNetUserLogins" values ('InitrodeScheme', 'initrode-pat', 'Initrode', 'user-late-sso')`,
     );
@@ -188,7 +191,34 @@ test('a user who registered at the source after the sweep signs in: migrated on 
   expect(await counterValue('read_through_total', { kind: 'user', outcome: 'migrated' })).toBe(1);
 });
 
-test("a late user with two-step sign-in at the source is asked for the code of the source's authenticator key", async () => {
+test('a browser signed in at the source by a user who arrived after the sweep is read through and signed in, no page', async () => {
+  const rp = await relyingParty(h.api.publicUrl, 'web', 'web-secret');
+  const jar = new CookieJar();
+  // The fixture's stamp of user 6 (md5 of its number), which the copy at the source keeps; the key ring is the folder.
+  const fixture = { userId: 'user-late-cookie', email: 'late-cookie@example.com', sessionId: 'LATE-SID' };
+  const stamp = createHash('md5').update('6').digest('hex');
+  for (const [name, value] of Object.entries(sourceCookies({ ...fixture, stamp }, ringKey)))
+    jar.set(h.api.publicUrl, name, value);
+  const state = oidc.randomState();
+  const verifier = oidc.randomPKCECodeVerifier();
+  const url = oidc.buildAuthorizationUrl(rp, {
+    redirect_uri: CALLBACK,
+    scope: 'openid profile',
+    state,
+    prompt: 'none',
+    code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+  });
+  const answer = await browser(CALLBACK, jar).open(url.href);
+  expect(answer).toBeInstanceOf(URL);
+  const tokens = await oidc.authorizationCodeGrant(rp, answer as URL, {
+    pkceCodeVerifier: verifier,
+    expectedState: state,
+  });
+  expect(tokens.claims()).toMatchObject({ sub: 'user-late-cookie', sid: 'LATE-SID' });
+});
+
+test("a late user with two-step verification at the source is asked for the code of the source's authenticator key", async () => {
   const { rp, started, answer } = await signIn('late10@example.com');
   expect(textOf(answer)).toMatch(/code/i);
   const tokens = await flow.tokens(rp, started, await started.page.submit('/code', { code: fixtureTotp() }));

@@ -36,7 +36,7 @@ async function authorize(page: Page, rp: oidc.Configuration) {
   return verifier;
 }
 
-test('sign-in, authenticator enrolment and a two-step sign-in in a real browser on a phone-sized screen', async () => {
+test('sign-in, authenticator enrolment and a two-step verification in a real browser on a phone-sized screen', async () => {
   const email = uniqueEmail('phone');
   expect((await h.request('POST', '/api/auth/register', { email, password: PASSWORD, firstName: 'Pat' })).status).toBe(
     201,
@@ -73,7 +73,7 @@ test('sign-in, authenticator enrolment and a two-step sign-in in a real browser 
   await expect(page.locator('[role=alert]').textContent()).resolves.toContain('That code is not right');
   await page.fill('input[name=code]', totp(key, Math.floor(Date.now() / 30_000)));
   await page.click('button[type=submit]');
-  await expect(page.locator('h1').textContent()).resolves.toBe('Two-step sign-in is on');
+  await expect(page.locator('h1').textContent()).resolves.toBe('Two-step verification is on');
   // Enrolment ends with the recovery codes, shown once.
   await expect(page.locator('.codes li').count()).resolves.toBe(10);
   await seen(page, '05-mfa-on');
@@ -93,11 +93,11 @@ test('sign-in, authenticator enrolment and a two-step sign-in in a real browser 
   expect(again.claims()).toMatchObject({ email, amr: ['pwd', 'mfa'] });
 }, 90_000);
 
-test('the account page without a session says to sign in first', async () => {
+test('the account page without a session starts a sign-in of its own', async () => {
   const page = await phone();
-  const response = await page.goto(`${h.api.url}/account/mfa`);
-  expect(response!.status()).toBe(401);
-  await expect(page.locator('h1').textContent()).resolves.toBe('Sign in first');
+  await page.goto(`${h.api.url}/account/mfa`);
+  await expect(page.locator('h1').textContent()).resolves.toBe('Sign in');
+  await expect(page.locator('body').textContent()).resolves.toContain('to continue to Identity account');
   await seen(page, '07-account-signed-out');
 });
 

@@ -7,6 +7,7 @@ import * as passwordFormats from '../../platform/security/password-formats';
 import { base32Decode } from '../../platform/security/base32';
 import { protectSecret } from '../../platform/security/data-protection';
 import { metricsRegistry } from '../../platform/observability/metrics';
+import { logger } from '../../platform/observability/logger';
 import { enrolTotp } from '../../sign-in/store/mfa';
 import { counterValue } from '../support/metrics';
 import { reserveSignInAttempt } from '../../sign-in/store/sign-in-users';
@@ -637,12 +638,21 @@ describe('every page a browser can reach is a page that says what to do', () => 
     }
   });
 
-  test('an unknown client_id shows a page that says what to check', async () => {
-    const page = await fetch(`${h.api.url}/connect/authorize?client_id=no-such-app&response_type=code&scope=openid`);
-    expect(page.status).toBe(400);
-    const text = await page.text();
-    expect(text).toContain('&quot;no-such-app&quot;');
-    expect(text).toContain('check the client_id the application sends');
+  test('an unknown client_id shows plain words and a reference; what to check goes to the log under it', async () => {
+    const warn = jest.spyOn(logger, 'warn');
+    try {
+      const page = await fetch(`${h.api.url}/connect/authorize?client_id=no-such-app&response_type=code&scope=openid`);
+      expect(page.status).toBe(400);
+      const text = await page.text();
+      expect(text).toContain('not set up to sign in here');
+      expect(text).not.toContain('check the client_id the application sends');
+      const reference = /class="key">([0-9A-F]{8})</.exec(text)![1];
+      const line = JSON.stringify(warn.mock.calls.find((call) => JSON.stringify(call).includes(reference)));
+      expect(line).toContain('no-such-app');
+      expect(line).toContain('check the client_id the application sends');
+    } finally {
+      warn.mockRestore();
+    }
   });
 });
 

@@ -3,10 +3,11 @@ import * as oidc from 'openid-client';
 import { createApiApp } from '../../api/app';
 import { assembleApi } from '../../composition/api-dependencies';
 import { closeServer, listen, listeningUrl } from '../../platform/net/listen';
+import { logger } from '../../platform/observability/logger';
 import { findUserIdByEmail } from '../../platform/store/users';
 import { uniqueEmail, useHarness, UNLIMITED_SIGN_IN } from '../support/harness';
 import { authorizationRequest, publicClient, relyingParty } from '../support/relying-party';
-import { browser, textOf, type Visit } from '../support/sign-in-flow';
+import { browser, loggedUnder, textOf, type Visit } from '../support/sign-in-flow';
 
 // The sign-up page of a sign-in ("Create an account" on the e-mail page): the registration path the API takes
 // (provisioning into every app by Try/Confirm/Cancel), each refusal as a page, and the sign-in going on to the client
@@ -123,6 +124,26 @@ test("an app's refusal is shown in plain words (422), and no account is left", a
   expect(textOf(refused)).toContain('billing did not accept it: registrations are closed this week');
   expect(refused.html).not.toContain('<b>closed');
   expect(await findUserIdByEmail(h.context.db, email)).toBeUndefined();
+});
+
+test("an app's failed call reads as plain words with a reference (422), the detail only in the log under it", async () => {
+  const warn = jest.spyOn(logger, 'warn');
+  try {
+    h.apps.crm.state.behaviour = { tryStatus: 404 };
+    const email = uniqueEmail('sign-up-try-failed');
+    const { page } = await signUpPage();
+    const failed = (await page.submit('/sign-up', fields(email))) as Visit;
+    expect(failed.status).toBe(422);
+    expect(textOf(failed)).toContain('Your account was not created');
+    expect(textOf(failed)).not.toMatch(/Try to app|HTTP 404/);
+    expect(loggedUnder(failed, warn)).toContain('Try to app crm answered HTTP 404');
+    // The way on is this sign-in's own e-mail page.
+    const back = /<a class="onward" href="([^"]+)">Back to sign-in<\/a>/.exec(failed.html)![1];
+    expect(textOf((await page.open(new URL(back, failed.url).href)) as Visit)).toContain('E-mail');
+    expect(await findUserIdByEmail(h.context.db, email)).toBeUndefined();
+  } finally {
+    warn.mockRestore();
+  }
 });
 
 describe('with Auth:AllowRegistration false', () => {

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { importJWK, jwtVerify, SignJWT } from 'jose';
 import { Client as PgClient } from 'pg';
-import { protect } from '../../migration/source/aspnet-data-protection';
+import { protect } from '../../platform/security/aspnet-data-protection';
 import type { MigrationReport } from '../../migration/workflows/migration';
 import { logEntries } from '../support/captured-log';
 import { useHarness } from '../support/harness';

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import * as oidc from 'openid-client';
@@ -11,8 +11,9 @@ import { connectSource } from '../../migration/source/connection';
 import { loadSourceKeyRing } from '../../migration/source/data-protection-keys';
 import { NOT_CARRIED as NOT_CARRIED_REASONS, openStockRefreshToken } from '../../migration/source/stock-refresh-tokens';
 import { refreshTokensPass } from '../../migration/activities/passes/refresh-tokens';
-import { keyXml } from '../../migration/source/aspnet-data-protection';
+import { keyXml } from '../../platform/security/aspnet-data-protection';
 import { persistedGrantKeys } from '../../platform/security/persisted-grant-keys';
+import { readKeptSourceKeyRing } from '../../platform/store/source-key-ring';
 import { useHarness } from '../support/harness';
 import { relyingParty } from '../support/relying-party';
 import { testMigrationOptions, useGeneratedSource } from '../support/scratch-store';
@@ -278,6 +279,37 @@ test("without KeyRingPath, the key ring comes from the source's DataProtectionKe
     expect(openStockRefreshToken(row, { ring: loaded?.ring }, new Date())).toMatchObject({
       reason: expect.stringMatching(/^no application name/),
     });
+  } finally {
+    await db.destroy();
+  }
+});
+
+test("a real run keeps the source's key ring sealed in the store, and each user's security stamp", async () => {
+  const kept = await h.context.db.selectFrom('source_key_ring').select(['name', 'sealed_xml']).execute();
+  const files = readdirSync(keyRingPath).filter((f) => f.endsWith('.xml'));
+  expect(kept.map((k) => k.name).sort()).toEqual(files.sort());
+  // No master key in the clear: the documents open only with the service's ring.
+  expect(kept.map((k) => k.sealed_xml).join()).not.toContain(ringKey.masterKey.toString('base64'));
+  const opened = await readKeptSourceKeyRing(h.context.db, h.context.dataProtection!);
+  expect(opened.map((d) => d.xml)).toEqual(opened.map((d) => readFileSync(join(keyRingPath, d.name), 'utf8')));
+
+  const db = connectSource(source().url).db;
+  try {
+    const stamps = await db.selectFrom('AspNetUsers').select(['Id', 'SecurityStamp']).execute();
+    const here = await h.context.db
+      .selectFrom('users')
+      .select(['id', 'security_stamp'])
+      .where(
+        'id',
+        'in',
+        stamps.map((s) => s.Id),
+      )
+      .execute();
+    expect(here.length).toBeGreaterThan(0);
+    const bySource = new Map(stamps.map((s) => [s.Id, s.SecurityStamp]));
+    for (const user of here) expect(user.security_stamp).toBe(bySource.get(user.id));
+    // The generated users have stamps (md5 of their number); the odd ones, as some real rows, have none.
+    expect(here.filter((u) => u.security_stamp).length).toBeGreaterThan(0);
   } finally {
     await db.destroy();
   }

@@ -21,6 +21,7 @@ const user = (id: string, extra: Partial<MigratedUser> = {}): MigratedUser => ({
   email_confirmed: true,
   lockout_end: null,
   access_failed_count: 0,
+  security_stamp: null,
   ...extra,
 });
 

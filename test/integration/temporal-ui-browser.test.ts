@@ -133,6 +133,6 @@ test('a requested stop (SIGINT) ends with status 0 and no warning or error after
   service.child.kill('SIGINT');
   expect(await service.exited).toBe(0);
   const after = service.output().slice(before);
-  expect(after).toContain('start: SIGINT received, shutting down');
+  expect(after).toContain('start: stopped the API, the worker and the Temporal dev server (SIGINT)');
   expect(after).not.toMatch(/WARN|ERROR|"level":(40|50|60)/);
 }, 60_000);

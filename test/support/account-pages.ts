@@ -13,7 +13,7 @@ export interface AccountClient {
 
 /**
  * A person using their account pages: `signIn` through openid-client's authorization request (the browser keeps the
- * session cookie; a code when asked), `account` opens `/account{path}`, `enrol` turns two-step sign-in on at
+ * session cookie; a code when asked), `account` opens `/account{path}`, `enrol` turns two-step verification on at
  * `/account/mfa`, `formToken` reads the anti-forgery token a page's forms carry.
  */
 export function accountPages(h: Pick<Harness, 'api'>, client: AccountClient, password: string) {

@@ -24,8 +24,11 @@ export function spawnService(
   env: Record<string, string>,
   nodeArgs: string[] = [],
   args: string[] = [],
-  /** `none`: a compiled entry point, run by plain node as the image runs it. */
-  { loader = 'tsx' }: { loader?: 'tsx' | 'none' } = {},
+  /**
+   * `none`: a compiled entry point, run by plain node as the image runs it. `ownGroup`: a process group of its own
+   * (its pid is the group's id), so a test can signal the whole group as a terminal's Ctrl-C does.
+   */
+  { loader = 'tsx', ownGroup = false }: { loader?: 'tsx' | 'none'; ownGroup?: boolean } = {},
 ): ServiceProcess {
   const settings = join(mkdtempSync(join(tmpdir(), 'ips-settings-')), 'appsettings.json');
   writeFileSync(settings, '{}');
@@ -34,6 +37,7 @@ export function spawnService(
     cwd: ROOT,
     env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', APPSETTINGS: settings, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: ownGroup,
   });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));

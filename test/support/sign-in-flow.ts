@@ -33,6 +33,10 @@ export class CookieJar {
     if (!cookies) this.hosts.set(host, (cookies = new Map()));
     return cookies;
   }
+  /** A cookie the browser holds for the host of `url` (set there by another application, such as the source). */
+  set(url: string, name: string, value: string): void {
+    this.of(url).set(name, value);
+  }
   header(url: string): string {
     return [...this.of(url)].map(([k, v]) => `${k}=${v}`).join('; ');
   }
@@ -118,10 +122,13 @@ export function browser(stopAt: string, jar = new CookieJar()): Browser {
     },
     async submit(step, fields) {
       const last = pages[pages.length - 1];
-      const form = [...last.html.matchAll(/<form method="post" action="([^"]+)">([\s\S]*?)<\/form>/g)].find((m) =>
-        m[1].endsWith(step),
-      );
+      // A form posts to its action, or, through a button's formaction, to another address with the same fields.
+      const forms = [...last.html.matchAll(/<form method="post" action="([^"]+)">([\s\S]*?)<\/form>/g)];
+      const formAction = (m: RegExpMatchArray) =>
+        [...m[2].matchAll(/formaction="([^"]+)"/g)].map((a) => a[1]).find((a) => a.endsWith(step));
+      const form = forms.find((m) => m[1].endsWith(step)) ?? forms.find((m) => formAction(m));
       if (!form) throw new Error(`no form for ${step} on ${last.url}:\n${last.html}`);
+      const action = form[1].endsWith(step) ? form[1] : formAction(form)!;
       const hidden = Object.fromEntries(
         [...form[2].matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)">/g)].map((m) => [
           m[1],
@@ -134,7 +141,7 @@ export function browser(stopAt: string, jar = new CookieJar()): Browser {
         ]),
       );
       // As a browser does: the action is relative to the page that holds the form.
-      const url = new URL(form[1].replace(/&amp;/g, '&'), last.url).href;
+      const url = new URL(action.replace(/&amp;/g, '&'), last.url).href;
       return post(url, { ...hidden, ...fields });
     },
   };
@@ -148,3 +155,14 @@ export const textOf = (visit: Visit | URL) =>
         .replace(/<style>[\s\S]*?<\/style>/, '')
         .replace(/<[^>]+>/g, ' ')
         .replace(/\s+/g, ' ');
+
+/**
+ * What an end-user error page's reference stands for: the warn lines the service logged under it (the detail a person
+ * is not shown). `warn` spies on the service logger's warn.
+ */
+export function loggedUnder(page: Visit | URL | string, warn: { mock: { calls: unknown[][] } }): string {
+  const html = typeof page === 'string' ? page : page instanceof URL ? page.href : page.html;
+  const reference = /class="key">([0-9A-F]{8})</.exec(html)?.[1];
+  if (!reference) throw new Error(`no reference on the page:\n${html}`);
+  return JSON.stringify(warn.mock.calls.filter((call) => JSON.stringify(call).includes(reference)));
+}

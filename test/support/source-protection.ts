@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { keyXml, protect } from '../../migration/source/aspnet-data-protection';
+import { keyXml, protect } from '../../platform/security/aspnet-data-protection';
 import type { HarnessOptions } from './harness';
 
 /** The application name the test sources' IdentityServer ran under (its Data Protection discriminator). */

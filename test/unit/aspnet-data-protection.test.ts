@@ -11,7 +11,7 @@ import {
   parseKeyRing,
   protect,
   unprotect,
-} from '../../migration/source/aspnet-data-protection';
+} from '../../platform/security/aspnet-data-protection';
 
 // Known answers published with ASP.NET Core's own tests (github.com/dotnet/aspnetcore,
 // src/DataProtection/DataProtection/test/Microsoft.AspNetCore.DataProtection.Tests): the reader must give the bytes

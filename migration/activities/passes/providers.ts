@@ -1,7 +1,13 @@
 import type { Selectable } from 'kysely';
 import type { SourceDatabase } from '../../source/source-schema';
 import { protectText } from '../../../platform/security/data-protection';
-import { insertOidcProviders, insertSamlProviders, insertSsoDomains } from '../../store/migrated-configuration';
+import {
+  insertOidcProviders,
+  insertSamlProviders,
+  insertSsoDomains,
+  ssoDomainHolders,
+} from '../../store/migrated-configuration';
+import { idPage } from '../../source/configuration-reads';
 import { pageById } from '../id-pages';
 import { countWrites, type Pass, type PassContext, type PageResult } from '../types';
 
@@ -17,24 +23,69 @@ export function splitDomains(value: string | null): string[] {
   ];
 }
 
-async function writeDomains(
-  ctx: PassContext,
-  page: PageResult,
-  kind: 'saml' | 'oidc',
-  providers: Array<{ Id: string; AllowedDomains: string | null }>,
-): Promise<void> {
-  const rows = providers.flatMap((p) =>
+type DomainRow = { domain: string; provider_kind: 'saml' | 'oidc'; provider_id: string };
+type ProviderDomains = Array<{ Id: string; AllowedDomains: string | null }>;
+
+const domainRows = (kind: 'saml' | 'oidc', providers: ProviderDomains): DomainRow[] =>
+  providers.flatMap((p) =>
     splitDomains(p.AllowedDomains).map((domain) => ({ domain, provider_kind: kind, provider_id: p.Id })),
   );
-  if (rows.length === 0) return;
-  for (const holder of await insertSsoDomains(ctx.target, rows)) {
+
+function warnOfHolders(
+  page: PageResult,
+  rows: DomainRow[],
+  holders: Array<Omit<DomainRow, 'provider_kind'> & { provider_kind: string }>,
+) {
+  for (const holder of holders) {
     const row = rows.find((r) => r.domain === holder.domain)!;
-    if (holder.provider_kind !== kind || holder.provider_id !== row.provider_id) {
+    if (holder.provider_kind !== row.provider_kind || holder.provider_id !== row.provider_id) {
       page.warnings.push(
-        `SSO domain ${row.domain} of ${kind} provider ${row.provider_id} already belongs to ${holder.provider_kind} provider ${holder.provider_id}`,
+        `SSO domain ${row.domain} of ${row.provider_kind} provider ${row.provider_id} already belongs to ${holder.provider_kind} provider ${holder.provider_id}`,
       );
     }
   }
+}
+
+async function writeDomains(ctx: PassContext, page: PageResult, kind: 'saml' | 'oidc', providers: ProviderDomains) {
+  const rows = domainRows(kind, providers);
+  if (rows.length === 0) return;
+  warnOfHolders(page, rows, await insertSsoDomains(ctx.target, rows));
+}
+
+const PROVIDER_TABLES = { saml: 'SamlProviderConfigurations', oidc: 'OidcProviderConfigurations' } as const;
+
+/** Every provider of a kind, in key order (provider tables are small); none where the source lacks the table. */
+async function allProviders(ctx: PassContext, kind: 'saml' | 'oidc'): Promise<ProviderDomains> {
+  const all: ProviderDomains = [];
+  for (let after: string | undefined; ;) {
+    const rows = (await idPage(ctx.source, PROVIDER_TABLES[kind], after, ctx.options.pageSize).catch(
+      () => [],
+    )) as ProviderDomains;
+    all.push(...rows);
+    if (rows.length < ctx.options.pageSize) return all;
+    after = rows[rows.length - 1].Id;
+  }
+}
+
+/**
+ * A dry run writes no domain, so it cannot meet the holders its own earlier writes would be: each domain's holder
+ * is the target's, else the first claimant in the real run's order (the SAML pass before the OIDC pass, each in key
+ * order), and a page's domain held by another provider gets the real run's warning.
+ */
+async function simulateDomains(ctx: PassContext, page: PageResult, kind: 'saml' | 'oidc', providers: ProviderDomains) {
+  const rows = domainRows(kind, providers);
+  if (rows.length === 0) return;
+  const holders = new Map<string, { domain: string; provider_kind: string; provider_id: string }>();
+  for (const held of await ssoDomainHolders(ctx.target, [...new Set(rows.map((r) => r.domain))]))
+    holders.set(held.domain, held);
+  for (const earlier of kind === 'oidc' ? (['saml', 'oidc'] as const) : (['saml'] as const))
+    for (const claim of domainRows(earlier, await allProviders(ctx, earlier)))
+      if (!holders.has(claim.domain)) holders.set(claim.domain, claim);
+  warnOfHolders(
+    page,
+    rows,
+    rows.flatMap((r) => holders.get(r.domain) ?? []),
+  );
 }
 
 /**
@@ -48,10 +99,15 @@ function providersPass<T extends 'SamlProviderConfigurations' | 'OidcProviderCon
 ): Pass {
   return async (ctx, cursor) => {
     const { rows: providers, page } = await pageById(ctx, table, cursor);
-    if (providers.length === 0 || ctx.options.dryRun) return page;
-    countWrites(page, providers.length, await write(ctx, providers));
+    if (providers.length === 0) return page;
     // Both provider tables have AllowedDomains; TypeScript cannot see it through the generic table name.
-    await writeDomains(ctx, page, kind, providers as Array<{ Id: string; AllowedDomains: string | null }>);
+    const domains = providers as ProviderDomains;
+    if (ctx.options.dryRun) {
+      await simulateDomains(ctx, page, kind, domains);
+      return page;
+    }
+    countWrites(page, providers.length, await write(ctx, providers));
+    await writeDomains(ctx, page, kind, domains);
     return page;
   };
 }

@@ -7,6 +7,7 @@ import { emptyPage, IN_LIST_LIMIT, nextCursor, type PageResult, type Pass } from
 import type { Db } from '../../../platform/store/database';
 import { tombstonedUserIds } from '../../../platform/store/read-through-guards';
 import { backfillSignInFlags, createUsers, upsertUsers } from './user-writes';
+import { simulateUserWrites } from './dry-run-users';
 import { parseUserCursor, readClaims, readUserIds, readUsersById, readUsersOfPage } from '../../source/user-reads';
 
 const looksLikeEmail = (v: string | null) => v !== null && /^[^@\s]+@[^@\s]+$/.test(v);
@@ -30,21 +31,22 @@ export const usersPass: Pass = async ({ source, target, options }, cursor, until
   const page = { ...emptyPage(), read: keys.length, next: nextCursor(keys, options.pageSize, (id) => id) };
   if (keys.length === 0) return page;
   const last = keys[keys.length - 1];
-  // A dry run reads nothing of the target (as CreateOnly's skip of existing users shows).
-  const ids = options.dryRun ? keys : await withoutTombstoned(target, keys, page);
+  // A dry run reads the target as the real run would, and writes nothing: its counts and warnings are the real run's.
+  const ids = await withoutTombstoned(target, keys, page);
 
   // CreateOnly never touches a user that exists, so a delta sweep skips them before reading their rows; the target
   // answers with the missing ids only, which on a re-run is usually none.
   let wanted = new Set(ids);
-  if (options.usersMode === 'CreateOnly' && !options.dryRun) {
+  if (options.usersMode === 'CreateOnly') {
     wanted = new Set(await missingUserIds(target, ids));
     page.skipped += ids.length - wanted.size;
-    await backfillSignInFlags(
-      { source, target, version: options.version },
-      ids.filter((id) => !wanted.has(id)),
-      { after, until: last },
-      options.pageSize,
-    );
+    if (!options.dryRun)
+      await backfillSignInFlags(
+        { source, target, version: options.version },
+        ids.filter((id) => !wanted.has(id)),
+        { after, until: last },
+        options.pageSize,
+      );
     if (wanted.size === 0) return page;
   }
   // A few users of the page (a delta sweep's new users, or the duplicates every sweep meets again) are read by id;
@@ -93,9 +95,15 @@ export const usersPass: Pass = async ({ source, target, options }, cursor, until
       email_confirmed: Boolean(user.EmailConfirmed),
       lockout_end: user.LockoutEnd ? new Date(user.LockoutEnd) : null,
       access_failed_count: user.AccessFailedCount ?? 0,
+      // A source session cookie carries over only while its stamp is the user's (Migration:SourceSessions).
+      security_stamp: user.SecurityStamp ?? null,
     });
   }
-  if (rows.length === 0 || options.dryRun) return page;
+  if (rows.length === 0) return page;
+  if (options.dryRun) {
+    await simulateUserWrites({ source, target }, rows, page);
+    return page;
+  }
   await (options.usersMode === 'Upsert' ? upsertUsers : createUsers)(
     { source, target, version: options.version },
     rows,

@@ -19,7 +19,7 @@ export type AccountContext = ReturnType<typeof createAccountContext>;
 export function createAccountContext(deps: AccountDependencies) {
   const sessions = accountSessions(deps);
   const { recentMinutes, isTheirPassword } = sessions;
-  /** The page of a user who has two-step sign-in on: new codes or off. */
+  /** The page of a user who has two-step verification on: new codes or off. */
   const settings = async (user: SignedInUser, error?: string) =>
     mfaSettingsPage(await countRecoveryCodes(deps.db, user.id), user.hasPassword, user.token, error);
   return {

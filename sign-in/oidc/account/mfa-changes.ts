@@ -7,7 +7,7 @@ import { mfaOffPage, recoveryCodesPage } from '../account-pages';
 import { MFA_PAGE, type AccountContext } from './account-context';
 import { newRecoveryCodes } from './recovery-codes';
 
-/** A change to two-step sign-in while it is on: signed in, and the password again (confirmedByPassword). */
+/** A change to two-step verification while it is on: signed in, and the password again (confirmedByPassword). */
 const changingMfa =
   (
     ctx: AccountContext,

@@ -9,7 +9,9 @@ import { recordAuditEvent } from '../../store/audit-events';
 import { enrolTotp, findTotpCredential } from '../../store/mfa';
 import type { SignedInUser } from '../account-session';
 import { recoveryCodesPage } from '../account-pages';
-import { mfaEnrolPage, notSignedInPage, reauthPage, signInAgainPage } from '../sign-in-pages';
+import { mfaEnrolPage, reauthPage, signInAgainPage } from '../sign-in-pages';
+import { notSignedInPage } from '../account-pages';
+import { ensureAccountClient, startAccountSignIn } from './account-sign-in';
 import { MFA_PAGE, passwordForm, type AccountContext } from './account-context';
 import { newRecoveryCodes } from './recovery-codes';
 
@@ -56,6 +58,10 @@ function openPending({ ring }: AccountContext, sealed: string, userId: string): 
 /** The user who may enrol now; undefined when the page has answered (not signed in, no token, enrolled already). */
 async function enrolling(ctx: AccountContext, req: Request, res: Response, posted: boolean) {
   const user = posted ? await ctx.poster(req, res) : await ctx.signedInUser(req, res);
+  if (!user && !posted && !res.headersSent) {
+    await ensureAccountClient(ctx.db, ctx.issuer, ctx.config.SignIn.ProductName);
+    return void startAccountSignIn(res, ctx.issuer, { returnTo: MFA_PAGE });
+  }
   if (!user) return void (res.headersSent || ctx.html(res, 401, notSignedInPage()));
   if (await findTotpCredential(ctx.db, user.id)) return void ctx.html(res, 200, await ctx.settings(user));
   return user;

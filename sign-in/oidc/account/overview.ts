@@ -15,7 +15,11 @@ import { findTotpCredential } from '../../store/mfa';
 import type { SignedInUser } from '../account-session';
 import { accountPage, signedOutEverywherePage } from '../account-pages';
 import { formField } from '../forms';
-import { notSignedInPage } from '../sign-in-pages';
+import { listRememberedConsents, forgetConsent } from '../../store/consents';
+import { findScopeTexts } from '../../store/sign-in-users';
+import { ensureAccountClient, finishAccountSignIn, startAccountSignIn } from './account-sign-in';
+import { renderErrorPage } from '../sign-in-pages';
+import { errorReference } from '../error-page';
 import type { AccountContext } from './account-context';
 
 const changeForm = z.object({
@@ -43,7 +47,19 @@ async function sessionsOf(db: Db, user: SignedInUser): Promise<SessionView[]> {
   }));
 }
 
-/** The account page: name and e-mail, the password, two-step sign-in, where the user is signed in. */
+/** The user's remembered consents, each scope by its display name as the consent page showed it. */
+async function consentsInWords(db: Db, userId: string) {
+  const consents = await listRememberedConsents(db, userId);
+  const texts = new Map(
+    (await findScopeTexts(db, [...new Set(consents.flatMap((c) => c.scopes))])).map((t) => [t.name, t]),
+  );
+  return consents.map((c) => ({ ...c, scopes: c.scopes.map((s) => texts.get(s)?.display_name || s) }));
+}
+
+/**
+ * The account page: name and e-mail, the password, two-step verification, where the user is signed in, the
+ * applications allowed.
+ */
 export async function overview(
   { db, config, html }: AccountContext,
   res: Response,
@@ -58,6 +74,7 @@ export async function overview(
     hasPassword: user.hasPassword,
     mfaOn: (await findTotpCredential(db, user.id)) !== undefined,
     sessions: await sessionsOf(db, user),
+    consents: await consentsInWords(db, user.id),
     passwordRules: policyInWords(config.Auth.PasswordPolicy),
     formToken: user.token,
   };
@@ -66,8 +83,53 @@ export async function overview(
 
 export const showAccount = (ctx: AccountContext) => async (req: Request, res: Response) => {
   const user = await ctx.signedInUser(req, res);
-  if (!user) return ctx.html(res, 401, notSignedInPage());
+  if (!user) {
+    await ensureAccountClient(ctx.db, ctx.issuer, ctx.config.SignIn.ProductName);
+    return startAccountSignIn(res, ctx.issuer);
+  }
   await overview(ctx, res, user);
+};
+
+/**
+ * Back from the account pages' own sign-in: on to the page it started from. A return this browser did not start,
+ * or one without a session (the sign-in was refused or cancelled), ends here with the way to start again, never in a
+ * loop of redirects.
+ */
+export const accountSignedIn = (ctx: AccountContext) => async (req: Request, res: Response) => {
+  const returnTo = finishAccountSignIn(req, res);
+  const user = returnTo ? await ctx.signedInUser(req, res) : undefined;
+  if (returnTo && user) return res.redirect(303, returnTo);
+  const error = typeof req.query.error === 'string' ? req.query.error.slice(0, 100) : 'no session after the callback';
+  const reference = errorReference(req, `account sign-in did not finish: ${error}`);
+  const retry = { href: '/account', label: 'Sign in again' };
+  ctx.html(res, 400, renderErrorPage('The sign-in to your account did not finish.', { reference, onward: retry }));
+};
+
+/** "Not you?": this browser signs out, and the account pages' sign-in starts again, asking who it is. */
+export const postSwitchAccount = (ctx: AccountContext) => async (req: Request, res: Response) => {
+  const user = await ctx.poster(req, res);
+  if (!user) return;
+  await user.session.destroy();
+  await ensureAccountClient(ctx.db, ctx.issuer, ctx.config.SignIn.ProductName);
+  startAccountSignIn(res, ctx.issuer, { login: true });
+};
+
+const withdrawForm = z.object({ client: formField(200) });
+
+/** Withdraws a remembered consent: the application asks for consent again at its next sign-in. */
+export const postWithdrawConsent = (ctx: AccountContext) => async (req: Request, res: Response) => {
+  const user = await ctx.poster(req, res);
+  if (!user) return;
+  const parsed = withdrawForm.safeParse(req.body);
+  if (!parsed.success) return overview(ctx, res, user, undefined, 'Choose the application to withdraw from.', 400);
+  await forgetConsent(ctx.db, user.id, parsed.data.client);
+  await recordAuditEvent(ctx.db, {
+    type: 'consent-withdrawn',
+    userId: user.id,
+    clientId: parsed.data.client,
+    clientAddress: req.ip,
+  });
+  await overview(ctx, res, user, 'Consent withdrawn: the application asks again at its next sign-in.');
 };
 
 /** A new password, with the current one (checked as at sign-in: it counts toward the lockout). */

@@ -13,7 +13,9 @@ export const federatedReturn =
       return html(
         res,
         400,
-        renderErrorPage('This sign-in has expired or was used already; start again from the application.'),
+        renderErrorPage('This sign-in has expired or was used already; start again from the application.', {
+          title: 'This sign-in has expired',
+        }),
       );
     await audit(req, details, { type: 'sign-in-succeeded', userId, detail: { method: 'external' } });
     await provider.interactionFinished(

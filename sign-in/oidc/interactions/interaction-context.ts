@@ -48,7 +48,8 @@ export function createInteractionContext(deps: InteractionDependencies) {
   const action = (uid: string, step: string) => `/interaction/${encodeURIComponent(uid)}/${step}`;
   const html = (res: Response, status: number, body: string) => res.status(status).type('html').send(body);
   const restart = (uid: string) => action(uid, 'restart');
-  const forgot = (email: string) => `${RECOVERY_PATHS.forgot}?email=${encodeURIComponent(email)}`;
+  const forgot = (uid: string, email: string) =>
+    `${RECOVERY_PATHS.forgot}?email=${encodeURIComponent(email)}&return=${encodeURIComponent(uid)}`;
   return {
     ...deps,
     action,
@@ -58,7 +59,7 @@ export function createInteractionContext(deps: InteractionDependencies) {
     audit: (req: Request, details: InteractionDetails, event: Omit<AuditEvent, 'clientId' | 'clientAddress'>) =>
       recordAuditEvent(db, { ...event, clientId: String(details.params.client_id), clientAddress: req.ip }),
     passwordStep: (uid: string, email: string, error?: string) =>
-      passwordPage(action(uid, 'password'), email, restart(uid), forgot(email), error),
+      passwordPage(action(uid, 'password'), email, restart(uid), forgot(uid, email), error),
     codeStep: (uid: string, error?: string) => codePage(action(uid, 'code'), restart(uid), error),
     /** The e-mail step again (naming the client as the first one did), with what went wrong. */
     emailStep: async (res: Response, status: number, details: InteractionDetails, error?: string, email?: string) => {
@@ -76,7 +77,7 @@ export function createInteractionContext(deps: InteractionDependencies) {
      */
     wrongCredentials: () => {
       const { MaxFailedAttempts, Minutes } = config.Auth.Lockout;
-      return `The e-mail or password is not right. After ${MaxFailedAttempts} failed attempts an account is locked for ${Minutes} minutes.`;
+      return `The e-mail or password is not right. After ${MaxFailedAttempts} failed attempts an account is locked for ${Minutes} minute${Minutes === 1 ? '' : 's'}.`;
     },
     ssoRequired: (domain: string) =>
       `Accounts of ${domain} sign in through their organization's sign-in page, not with a password here. Start again from the application and enter your e-mail address.`,

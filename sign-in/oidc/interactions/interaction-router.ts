@@ -1,7 +1,7 @@
 import express, { Router } from 'express';
 import { signInErrorPage } from '../error-page';
 import { postConfirmation } from './confirmation';
-import { postAbort, postConsent, showConsent } from './consent';
+import { postAbort, postConsent, postSwitchAccount, showConsent } from './consent';
 import { createInteractionContext, type InteractionDependencies } from './interaction-context';
 import { postEmail, postRestart, showSignIn } from './email';
 import { federatedReturn } from './federated';
@@ -13,7 +13,8 @@ export type { InteractionDependencies };
 
 /**
  * The sign-in pages of oidc-provider's interactions: the e-mail first (so single sign-on can later send some domains
- * elsewhere) with "Create an account" beside it where registration is allowed, then the password, then the second factor when the user has two-factor sign-in on; then consent, where a
+ * elsewhere) with "Create an account" beside it where registration is allowed, then the password, then the second
+ * factor when the user has two-step verification on; then consent, where a
  * client's `provisioningApps` are provisioned before the code is issued. The interaction's own cookie, bound to its
  * uid, is what makes a form post from another site fail.
  */
@@ -41,6 +42,7 @@ export function interactionRouter(deps: InteractionDependencies): Router {
   router.post('/interaction/:uid/code', form, postCode(ctx));
   router.post('/interaction/:uid/consent', form, postConsent(ctx));
   router.post('/interaction/:uid/abort', form, postAbort(ctx));
+  router.post('/interaction/:uid/switch', form, postSwitchAccount(ctx));
   router.use(signInErrorPage);
   return router;
 }

@@ -16,6 +16,9 @@ import {
   type SignUpLinks,
   type SignUpValues,
 } from '../sign-up-pages';
+import { outcomeProblem, refusalInAppsWords } from '../../../provisioning/outcome-answers';
+import { errorReference } from '../error-page';
+import { renderErrorPage } from '../sign-in-pages';
 import { errorDescriptionOf } from './consent';
 import type { InteractionContext, InteractionDetails } from './interaction-context';
 
@@ -39,7 +42,7 @@ const tokenOf = ({ ring }: InteractionContext, uid: string) => formToken(ring.pr
 const linksOf = ({ action, forgot }: InteractionContext, uid: string): SignUpLinks => ({
   action: action(uid, 'sign-up'),
   signIn: action(uid, 'email'),
-  forgot,
+  forgot: (email) => forgot(uid, email),
 });
 
 const textOf = (body: unknown, key: keyof SignUpValues) => {
@@ -133,7 +136,11 @@ export const postSignUp = (ctx: InteractionContext) => async (req: Request, res:
   }
 };
 
-/** Signed in as the new account, or what stopped it, in plain words. */
+/**
+ * Signed in as the new account, or what stopped it: an app's own refusal in its words; any other failure (a call that
+ * failed or timed out, a Confirm that did not go through, apps not set up) in plain words with a reference to the log
+ * line that holds the detail, as at authorization (consent.ts).
+ */
 async function afterCreation(
   ctx: InteractionContext,
   req: Request,
@@ -143,51 +150,30 @@ async function afterCreation(
   email: string,
   outcome: CreationOutcome,
 ) {
-  switch (outcome.status) {
-    case 'provisioned': {
-      const userId = outcome.user.userId;
-      await ctx.audit(req, details, { type: 'sign-in-succeeded', userId, detail: { method: 'sign-up' } });
-      return ctx.provider.interactionFinished(
-        req,
-        res,
-        { login: { accountId: userId, amr: ['pwd'] } },
-        { mergeWithLastSubmission: false },
-      );
-    }
-    case 'duplicate':
-      return ctx.html(res, 409, addressTakenPage(links, email));
-    case 'rejected':
-      return ctx.html(
-        res,
-        422,
-        signUpRefusedPage(
-          links,
-          'Your account was not created',
-          `${outcome.appId} did not accept it: ${errorDescriptionOf(outcome.reason)}`,
-          email,
-        ),
-      );
-    case 'partially-confirmed':
-      return ctx.html(
-        res,
-        502,
-        signUpRefusedPage(
-          links,
-          'Your account is not ready everywhere',
-          `It was created, but ${outcome.unconfirmedApps.join(', ')} did not confirm it yet. Sign in with your e-mail and password; it is tried again then.`,
-          email,
-        ),
-      );
-    default:
-      return ctx.html(
-        res,
-        422,
-        signUpRefusedPage(
-          links,
-          'Your account was not created',
-          'The applications it is for are not set up; ask the people who run them.',
-          email,
-        ),
-      );
+  if (outcome.status === 'provisioned') {
+    const userId = outcome.user.userId;
+    await ctx.audit(req, details, { type: 'sign-in-succeeded', userId, detail: { method: 'sign-up' } });
+    return ctx.provider.interactionFinished(
+      req,
+      res,
+      { login: { accountId: userId, amr: ['pwd'] } },
+      { mergeWithLastSubmission: false },
+    );
   }
+  if (outcome.status === 'duplicate') return ctx.html(res, 409, addressTakenPage(links, email));
+  const inAppsWords = refusalInAppsWords(outcome);
+  if (outcome.status === 'rejected' && inAppsWords !== undefined) {
+    const message = `${outcome.appId} did not accept it: ${errorDescriptionOf(inAppsWords)}`;
+    return ctx.html(res, 422, signUpRefusedPage(links, 'Your account was not created', message, email));
+  }
+  const { problem } = outcomeProblem(outcome);
+  const reference = errorReference(req, `sign-up: ${problem.detail}`);
+  const onward = { href: `/interaction/${encodeURIComponent(details.uid)}`, label: 'Back to sign-in' };
+  const message =
+    outcome.status === 'partially-confirmed'
+      ? 'Your account was created, but an application it is for could not take it yet. Sign in with your e-mail and password; it is tried again then.'
+      : 'An application this account is for could not take it right now, so nothing was created. Try again later, or ask the people who run the application.';
+  const title =
+    outcome.status === 'partially-confirmed' ? 'Your account is not ready everywhere' : 'Your account was not created';
+  return ctx.html(res, problem.status, renderErrorPage(message, { title, reference, onward }));
 }

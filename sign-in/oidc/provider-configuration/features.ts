@@ -23,9 +23,19 @@ function mayIntrospect(
   token: { clientId?: string; scope?: string; kind: string },
 ) {
   if (token.clientId === client.clientId) return true;
-  if (!settingsOfClient(client).apiResource || !ACCESS_TOKEN_KINDS.has(token.kind)) return false;
+  if (!ACCESS_TOKEN_KINDS.has(token.kind)) return false;
+  return scopesShownTo(client, (token.scope ?? '').split(' ')).length > 0;
+}
+
+/**
+ * The scopes of an access token an API resource may see at introspection: those it serves (Duende's
+ * IntrospectionResponseGenerator lists only these, and an API none of whose scopes the token carries reads
+ * `active: false`). A client that is no API resource sees none.
+ */
+export function scopesShownTo(client: { metadata(): Record<string, unknown> }, scopes: string[]): string[] {
+  if (!settingsOfClient(client).apiResource) return [];
   const served = new Set(allowedScopesOf(client));
-  return (token.scope ?? '').split(' ').some((scope) => served.has(scope));
+  return scopes.filter((scope) => served.has(scope));
 }
 
 /**

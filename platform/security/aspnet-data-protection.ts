@@ -1,4 +1,6 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { DOMParser } from '@xmldom/xmldom';
 
 /** What is read of an XML element (xmldom's nodes, typed here as far as they are used). */
@@ -313,6 +315,18 @@ export function parseKeyRing(documents: Iterable<string>): DataProtectionKeyRing
     }
   }
   return ring;
+}
+
+/** A key ring document and the name it is kept under (a file's name, or the row's id in the source's table). */
+export interface KeyRingDocument {
+  name: string;
+  xml: string;
+}
+
+/** The key-*.xml and revocation-*.xml documents of a FileSystemXmlRepository folder, in name order. */
+export async function readKeyRingFolder(folder: string): Promise<KeyRingDocument[]> {
+  const files = (await readdir(folder)).filter((f) => f.toLowerCase().endsWith('.xml')).sort();
+  return Promise.all(files.map(async (name) => ({ name, xml: await readFile(join(folder, name), 'utf8') })));
 }
 
 /** A key as XmlKeyManager writes it with the master key in the clear (fixtures, and tests of this reader). */

@@ -6,6 +6,7 @@ import { apiWorkflowRunner, type ApiDependencies } from '../composition/api-depe
 import { clientsOperations } from '../sign-in/api/client-endpoints';
 import { oidcProvidersOperations, samlProvidersOperations } from '../sign-in/api/sso-providers';
 import { registerOperations } from '../sign-in/api/register';
+import { createRegistration } from '../sign-in/registration';
 import { accountAdminOperations } from '../sign-in/api/account-admin';
 import { migrationStatusOperations } from '../migration/api/status';
 import { profileOperations } from '../provisioning/api/profile';
@@ -46,7 +47,11 @@ export function routeHandlers(deps: ApiDependencies, adminCheck: AdminCheck): Op
           detail: { fields: fields.join(',') },
         }),
     }),
-    ...registerOperations({ config, db, run, mails, readThrough }),
+    // Auth:AllowRegistration false closes registration: the route answers 404 naming the setting, as the page is gone.
+    ...(config.Auth.AllowRegistration &&
+      registerOperations({
+        registration: deps.registration ?? createRegistration({ config, db, run, mails, readThrough }),
+      })),
     ...scimTokensOperations({ db }),
     ...accountAdminOperations({ db, mails, signOut: createSignOut({ db, run, issuer: publicUrl }) }),
     ...clientsOperations({ db, apps, allow }),

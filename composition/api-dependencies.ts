@@ -15,6 +15,7 @@ import { CUTOVER_DASHBOARD_PATH, cutoverDashboard } from '../migration/api/cutov
 import { startSigningKeyRotation } from '../sign-in/signing-key-rotation';
 import type { SourceReadThrough } from '../sign-in/source-read-through';
 import { recoveryMails, type RecoveryMails } from '../sign-in/recovery/recovery-router';
+import { createRegistration, type Registration } from '../sign-in/registration';
 import { readThroughWindow } from './read-through-window';
 import type { ServiceContext } from './service-context';
 
@@ -39,6 +40,8 @@ export interface ApiDependencies {
   mails?: RecoveryMails;
   /** The cutover's read-through window (Migration:ReadThrough), while it is configured. */
   readThrough?: SourceReadThrough;
+  /** Self-service registration, shared by the API and the sign-up page; made from the rest when absent. */
+  registration?: Registration;
   /** The logger every request's lines go to (each with its request id); the process's logger by default. */
   log?: Logger;
 }
@@ -85,6 +88,8 @@ export async function assembleApi(
   const window = readThroughWindow(config, context);
   const readThrough = window.readThrough;
   const run = apiWorkflowRunner(temporal, config);
+  // The confirmation mail's link opens a sign-in page: without sign-in, registration sends none.
+  const registration = createRegistration({ config, db, run, mails: dataProtection && mails, readThrough });
   const signIn = dataProtection
     ? await createSignIn({
         config,
@@ -99,6 +104,7 @@ export async function assembleApi(
         adminPages: config.Migration.MapStatusEndpoint
           ? { [CUTOVER_DASHBOARD_PATH]: cutoverDashboard({ config, db }) }
           : undefined,
+        registration,
       })
     : undefined;
   if (!signIn) logger.warn(`api: sign-in is off: ${MISSING_KEY_MESSAGE}`);
@@ -108,7 +114,20 @@ export async function assembleApi(
       'api: Api:PublicUrl is https but Api:TrustedProxies is empty: X-Forwarded-For is not believed, so behind a proxy every caller counts as the proxy toward the sign-in and registration limits; list the proxy addresses',
     );
   return {
-    dependencies: { config, db, temporal, run, http, apps, publicUrl, dataProtection, signIn, mails, readThrough },
+    dependencies: {
+      config,
+      db,
+      temporal,
+      run,
+      http,
+      apps,
+      publicUrl,
+      dataProtection,
+      signIn,
+      mails,
+      readThrough,
+      registration,
+    },
     mailer,
     close: () => {
       mailer.close();

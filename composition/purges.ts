@@ -12,6 +12,7 @@ import { purgeSignInAttempts } from '../sign-in/store/sign-in-users';
 import { purgeRevokedAccessTokens } from '../sign-in/store/admin-tokens';
 import { purgeAccountTokens } from '../sign-in/store/account-tokens';
 import { purgeAuditEvents } from '../sign-in/store/audit-events';
+import { purgeSessionDevices } from '../sign-in/store/session-devices';
 
 /** How often the API clears out the rows of the retention table. */
 export const PURGE_INTERVAL_MS = 3600_000;
@@ -28,6 +29,7 @@ export const retentionTable = (config: AppConfig, run: WorkflowRunner): Purge[] 
   { what: 'e-mail reservations of ended attempts', purge: (db) => purgeDeadReservations(db, run) },
   { what: 'expired idempotency keys', purge: purgeExpiredIdempotencyKeys },
   { what: 'expired sign-in artefacts', purge: purgeExpiredOidcPayloads },
+  { what: 'devices of ended sessions', purge: purgeSessionDevices },
   {
     what: 'counted sign-in attempts',
     purge: (db) => purgeSignInAttempts(db, config.Auth.SignInRateLimit.WindowSeconds),

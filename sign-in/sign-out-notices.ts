@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { logoutDeliveries } from '../platform/observability/metrics';
 import { logger } from '../platform/observability/logger';
 import type { Db } from '../platform/store/database';
-import { endEverySignInOf, type SignOutNotice } from '../platform/store/oidc-payloads';
+import { endEverySignInOf, endSessionOf, type SignOutNotice } from '../platform/store/oidc-payloads';
 import { signOutWorkflowId } from '../platform/temporal/sign-out-workflow';
 import type { WorkflowRunner } from '../provisioning/workflow-runner';
 import { notifySignOut } from './workflows/notify-sign-out';
@@ -13,6 +13,8 @@ export interface SignOut {
   notify(userId: string, notices: SignOutNotice[]): Promise<void>;
   /** Ends every sign-in of the user and tells the clients; answers how many sessions there were. */
   everywhere(userId: string): Promise<number>;
+  /** Ends one session of the user (its grants and their tokens) and tells its clients; whether there was one. */
+  session(userId: string, sessionId: string): Promise<boolean>;
 }
 
 /**
@@ -42,6 +44,11 @@ export function createSignOut({ db, run, issuer }: { db: Db; run: WorkflowRunner
       const { sessions, signOuts } = await endEverySignInOf(db, userId);
       await notify(userId, signOuts);
       return sessions;
+    },
+    async session(userId, sessionId) {
+      const { sessions, signOuts } = await endSessionOf(db, userId, sessionId);
+      await notify(userId, signOuts);
+      return sessions > 0;
     },
   };
 }

@@ -282,7 +282,9 @@ export const ROUTES: RouteSpec[] = [
     auth: 'public',
     body: registrationSchema,
     workflow: true,
+    absent: 'The route exists only with Auth:AllowRegistration = true (the default)',
     answers: {
+      404: 'The route exists only with Auth:AllowRegistration = true (the default)',
       201: { description: 'Registered and provisioned', body: userViewSchema },
       202: {
         description:

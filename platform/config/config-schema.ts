@@ -302,6 +302,13 @@ export const configSchema = z
         RequireConfirmedEmail: flag.default(false),
         /** How long a confirmation link lives (ASP.NET Identity's default token lifespan: one day). */
         EmailConfirmationTokenMinutes: z.coerce.number().int().positive().max(43_200).default(1440),
+        /**
+         * Whether people may create their own accounts (Keycloak's "User registration", ASP.NET Identity's Register
+         * page): the sign-in's e-mail page offers "Create an account" and `POST /api/auth/register` answers. True by
+         * default, as the spec's public registration endpoint implies; false leaves accounts to admins, SCIM, the
+         * migration and organizations' identity providers (the route then answers 404 naming this setting).
+         */
+        AllowRegistration: flag.default(true),
         /** Self-registration budget per client IP: PermitLimit requests per WindowSeconds. */
         RegistrationRateLimit: z
           .object({

@@ -34,7 +34,7 @@ const STYLE = `
   table.sessions td { padding: 6px 0; border-bottom: 1px solid #e5e7eb; vertical-align: top; overflow-wrap: break-word; }
   /* A client id or name stays whole (ids hold hyphens, which the browser would break at); one too long for the column
      ends in an ellipsis, its full text in the title. */
-  table.sessions .client { display: inline-block; max-width: 100%; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; vertical-align: bottom; }
+  table.sessions .client, .session .client { display: inline-block; max-width: 100%; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; vertical-align: bottom; }
   table.sessions td + td { padding-left: 12px; text-align: right; color: #4b5563; }
   .key { font-family: ui-monospace, monospace; word-break: break-all; background: #f3f4f6; padding: 8px; border-radius: 6px; }
   .whoami { display: flex; flex-wrap: wrap; align-items: baseline; gap: 4px 8px; margin: 0 0 16px; color: #4b5563; }
@@ -70,6 +70,19 @@ const STYLE = `
     main.wide .card { padding: 20px 14px; }
     table.grid th, table.grid td { padding: 6px 5px; }
   }
+  .notice { background: #ecfdf5; color: #065f46; border: 1px solid #a7f3d0; padding: 10px 12px; border-radius: 8px; margin: 0 0 12px; font-weight: 600; }
+  .hint { font-size: 14px; margin: 8px 0 0; }
+  .current { margin: 28px 0 0; }
+  .session-list { list-style: none; padding: 0; margin: 0 0 8px; }
+  .session { padding: 12px 0; border-bottom: 1px solid #e5e7eb; overflow-wrap: break-word; }
+  .session p { margin: 0 0 4px; font-size: 15px; }
+  .session .device { color: #111827; }
+  .session .this-one { color: #065f46; font-weight: 600; }
+  .session button { width: auto; padding: 8px 14px; margin-top: 6px; font-size: 15px; }
+  .keep { display: flex; flex-wrap: wrap; gap: 8px; margin: 0 0 12px; }
+  .keep button, .keep .button { flex: 1 1 160px; margin: 0; }
+  a.button { display: inline-block; text-align: center; padding: 12px; font-size: 16px; font-weight: 600; border-radius: 8px; text-decoration: none; }
+  .copied { color: #065f46; font-weight: 600; }
 `;
 
 /** What every page is branded with (SignIn:ProductName, SignIn:LogoUrl); set once at start-up. */

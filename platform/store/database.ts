@@ -20,6 +20,7 @@ import * as signInRound3 from './schema-migrations/0018_sign_in_round_3';
 import * as scimAsSent from './schema-migrations/0020_scim_as_sent';
 import * as keyManagement from './schema-migrations/0021_key_management';
 import * as sourceSessions from './schema-migrations/0024_source_sessions';
+import * as accountPage from './schema-migrations/0027_account_page';
 import * as readThroughTallies from './schema-migrations/0029_read_through_tallies';
 import type { Database } from './schema';
 import { logger } from '../observability/logger';
@@ -103,6 +104,7 @@ const provider: MigrationProvider = {
       '0020_scim_as_sent': scimAsSent,
       '0021_key_management': keyManagement,
       '0024_source_sessions': sourceSessions,
+      '0027_account_page': accountPage,
       '0029_read_through_tallies': readThroughTallies,
     }),
 };

@@ -212,6 +212,42 @@ export function endEverySignInOf(db: Db, userId: string): Promise<EndedSignIns> 
   return db.transaction().execute((trx) => endSignInsIn(trx, userId));
 }
 
+/**
+ * Ends one session of the user, as "sign out everywhere" ends all of them but for this one only: the session, and the
+ * grant of each client it authorized with that grant's refresh tokens, codes and opaque access tokens. Answers the
+ * clients to tell (back-channel logout); `sessions` is 0 when the user has no such session (ended already, or
+ * another's).
+ */
+export async function endSessionOf(db: Db, userId: string, sessionId: string): Promise<EndedSignIns> {
+  return db.transaction().execute(async (trx) => {
+    const session = await trx
+      .deleteFrom('oidc_payloads')
+      .where('model', '=', 'Session')
+      .where('id', '=', sessionId)
+      .where(sql<boolean>`payload ? 'accountId'`)
+      .where(sql<string>`payload->>'accountId'`, '=', userId)
+      .returning('payload')
+      .executeTakeFirst();
+    if (!session) return { sessions: 0, signOuts: [] };
+    const authorizations = (session.payload as { authorizations?: Record<string, { grantId?: unknown }> })
+      .authorizations;
+    const grantIds = Object.values(authorizations ?? {})
+      .map((a) => a?.grantId)
+      .filter((id): id is string => typeof id === 'string');
+    if (grantIds.length > 0)
+      await trx
+        .deleteFrom('oidc_payloads')
+        .where((eb) =>
+          eb.or([
+            eb.and([eb('grant_id', 'in', grantIds), eb('model', 'in', SIGN_IN_MODELS)]),
+            eb.and([eb('model', '=', 'Grant'), eb('id', 'in', grantIds)]),
+          ]),
+        )
+        .execute();
+    return { sessions: 1, signOuts: await signOutNoticesOf(trx, [session.payload]) };
+  });
+}
+
 /** The user's live sessions: when each signed in, and the clients it authorized. */
 export async function listSessionsOf(db: Db, userId: string) {
   const rows = await db

@@ -362,10 +362,21 @@ export interface RateLimitHitsTable {
 }
 
 /** A link the service mailed (password reset, e-mail confirmation): only the token's digest is kept. */
+/** Where a sign-in (the provider's session, by its id) came from, as the account page shows it. */
+export interface SessionDevicesTable {
+  session_id: string;
+  user_id: string;
+  client_address: string | null;
+  user_agent: string | null;
+  signed_in_at: Generated<Date>;
+}
+
 export interface AccountTokensTable {
   token_hash: string;
-  purpose: 'password-reset' | 'email-confirmation';
+  purpose: 'password-reset' | 'email-confirmation' | 'email-change';
   user_id: string;
+  /** An `email-change` token's new address, which its link confirms; null for the other purposes. */
+  new_email: Generated<string | null>;
   /**
    * A digest of what the token was made for (the password hash, the address, the last end of every sign-in): a change
    * of any of them since makes the token dead.
@@ -408,6 +419,7 @@ export interface SourceKeyRingTable {
 
 export interface Database {
   account_tokens: AccountTokensTable;
+  session_devices: SessionDevicesTable;
   audit_events: AuditEventsTable;
   user_logins: UserLoginsTable;
   roles: RolesTable;

@@ -1,44 +1,24 @@
-import { escapeHtml, page } from '../../platform/http/html';
+import { escapeHtml, page, productName } from '../../platform/http/html';
 import type { RememberedConsent } from '../store/consents';
-import { FORM_TOKEN_FIELD } from './account/form-token';
+import { formTokenField } from './account/form-token';
+import { detailsSection, sessionsSection, type DetailsView, type SessionView } from './account-profile-pages';
 import { onwardLink, signedInAs, TO_ACCOUNT } from './sign-in-pages';
 
 /** The pages of a signed-in user's account: overview, password, two-step verification, recovery codes, sessions. */
 const errorLine = (error?: string) => (error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : '');
-const statusLine = (text?: string) => (text ? `<p role="status"><strong>${escapeHtml(text)}</strong></p>` : '');
+const statusLine = (text?: string) => (text ? `<p class="notice" role="status">${escapeHtml(text)}</p>` : '');
 
-/** The session's anti-forgery token, in every form of the account pages (platform/security/form-token.ts). */
-export const formTokenField = (token: string) =>
-  `<input type="hidden" name="${FORM_TOKEN_FIELD}" value="${escapeHtml(token)}">`;
-
-export interface AccountView {
-  email: string;
-  hasPassword: boolean;
+export interface AccountView extends DetailsView {
   mfaOn: boolean;
-  sessions: Array<{ signedInAt?: Date; clientIds: string[]; current: boolean }>;
+  sessions: SessionView[];
   /** The applications the user told to remember their consent ("Remember my decision"). */
   consents: RememberedConsent[];
   passwordRules: string;
-  formToken: string;
 }
 
-const when = (at?: Date) => (at ? at.toISOString().replace('T', ' ').slice(0, 16) + ' UTC' : 'unknown time');
-
 export function accountPage(view: AccountView, notice?: string, error?: string): string {
-  const sessions = view.sessions.length
-    ? `<table class="sessions">${view.sessions
-        .map(
-          (s) =>
-            `<tr><td>Signed in ${escapeHtml(when(s.signedInAt))}${s.current ? ' (this browser)' : ''}</td><td>${
-              s.clientIds
-                .map((id) => `<span class="client" title="${escapeHtml(id)}">${escapeHtml(id)}</span>`)
-                .join(', ') || 'no application yet'
-            }</td></tr>`,
-        )
-        .join('')}</table>`
-    : '<p>No other sign-ins.</p>';
   const password = view.hasPassword
-    ? `<h2>Password</h2>
+    ? `<h2 id="password-heading">Password</h2>
 <form method="post" action="/account/password">
 ${formTokenField(view.formToken)}
 <label for="current">Current password</label>
@@ -55,13 +35,12 @@ ${formTokenField(view.formToken)}
     'Your account',
     `${signedInAs(view.email, '/account/switch', formTokenField(view.formToken))}
 ${statusLine(notice)}${errorLine(error)}
+${detailsSection(view)}
 ${password}
 <h2>Two-step verification</h2>
 <p>${view.mfaOn ? 'On: after your password you enter a code from your authenticator app.' : 'Off.'}</p>
 <p class="links"><a href="/account/mfa">${view.mfaOn ? 'Manage two-step verification and recovery codes' : 'Turn two-step verification on'}</a></p>
-<h2>Where you are signed in</h2>
-${sessions}
-<form method="post" action="/account/sessions/end">${formTokenField(view.formToken)}<button class="secondary" type="submit">Sign out everywhere</button></form>
+${sessionsSection(view.sessions, view.formToken)}
 ${consentsSection(view)}`,
   );
 }
@@ -78,6 +57,29 @@ ${formTokenField(view.formToken)}<input type="hidden" name="client" value="${esc
 <table class="sessions">${view.consents.map(item).join('')}</table>`;
 }
 
+/**
+ * The codes as a text file to keep, a `data:` link the browser saves (no request: the codes never travel again), and
+ * a copy button: the one script of the pages, which only puts the codes on the clipboard.
+ */
+function keepCodes(codes: string[]): string {
+  const file = `${productName()} recovery codes\n\n${codes.join('\n')}\n\nEach code signs you in once.\n`;
+  const href = `data:text/plain;charset=utf-8,${encodeURIComponent(file)}`;
+  return `<div class="keep">
+<button class="secondary" type="button" id="copy-codes" data-codes="${escapeHtml(codes.join('\n'))}">Copy the codes</button>
+<a class="button secondary" href="${escapeHtml(href)}" download="recovery-codes.txt">Download as a text file</a>
+</div>
+<p id="copied" role="status" class="copied" hidden>Copied. Paste them into your password manager.</p>
+<script>
+document.getElementById('copy-codes').addEventListener('click', function () {
+  var button = this;
+  navigator.clipboard.writeText(button.getAttribute('data-codes')).then(function () {
+    document.getElementById('copied').hidden = false;
+    button.textContent = 'Copied';
+  });
+});
+</script>`;
+}
+
 /** The new recovery codes, shown this once. */
 export function recoveryCodesPage(codes: string[], first: boolean): string {
   return page(
@@ -85,7 +87,8 @@ export function recoveryCodesPage(codes: string[], first: boolean): string {
     `${first ? '<p>From your next sign-in on, you enter a code from your authenticator app after your password.</p>' : '<p>Your earlier recovery codes no longer work.</p>'}
 <p><strong>Keep these recovery codes somewhere safe.</strong> Each one signs you in once if you lose your phone. They are shown only now.</p>
 <ul class="codes" aria-label="Recovery codes">${codes.map((c) => `<li>${escapeHtml(c)}</li>`).join('')}</ul>
-<p>Copy them into a password manager or print this page.</p>
+${keepCodes(codes)}
+<p>Keep them in a password manager, or print this page.</p>
 <p class="links"><a href="/account">Back to your account</a></p>`,
   );
 }

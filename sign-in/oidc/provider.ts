@@ -21,6 +21,7 @@ import {
 } from './provider-configuration/middleware';
 import { providerAdapter } from './provider-configuration/stored-artefacts';
 import { settingsOfClient, TTL } from './provider-configuration/ttl';
+import { recordDeviceOfSession } from './session-device-recording';
 
 export type { ProviderDependencies };
 
@@ -59,6 +60,7 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
     const log = (ctx.req as Partial<Request>).log ?? logger;
     log.error({ err: error }, `sign-in: ${ctx.method} ${ctx.path} failed`);
   });
+  provider.on('authorization.success', recordDeviceOfSession(db));
   registerPasswordGrant(provider, { db, config: deps.config, scopes, apiResources, readThrough: deps.readThrough });
   // Behind a TLS-terminating proxy the public URL is https while this process speaks http.
   if (issuer.startsWith('https:')) provider.proxy = true;

@@ -1,10 +1,11 @@
 /** The sign-in pages, in the layout every page shares (platform/http/html.ts). */
 import { escapeHtml, page } from '../../platform/http/html';
-import { formTokenField } from './account-pages';
+import { formTokenField } from './account/form-token';
 
 const errorLine = (error?: string) => (error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : '');
 
-export function emailPage(action: string, clientName: string, error?: string, email = ''): string {
+/** The first step; `signUp` is the sign-up page's address where registration is allowed (Auth:AllowRegistration). */
+export function emailPage(action: string, clientName: string, error?: string, email = '', signUp?: string): string {
   return page(
     'Sign in',
     `<p>to continue to ${escapeHtml(clientName)}</p>
@@ -13,7 +14,7 @@ ${errorLine(error)}
 <label for="email">E-mail</label>
 <input id="email" name="email" type="email" autocomplete="username" required autofocus value="${escapeHtml(email)}">
 <button type="submit">Next</button>
-</form>`,
+</form>${signUp ? `\n<p class="links">New here? <a href="${escapeHtml(signUp)}">Create an account</a></p>` : ''}`,
   );
 }
 

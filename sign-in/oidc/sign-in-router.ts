@@ -27,6 +27,7 @@ import { logger } from '../../platform/observability/logger';
 import type { Mailer } from '../../platform/email/mailer';
 import { recoveryRouter, type RecoveryMails } from '../recovery/recovery-router';
 import { createSignOut, type SignOut } from '../sign-out-notices';
+import type { Registration } from '../registration';
 import { forgetSourceCookie, sourceSessionCarrier, type SourceSessionCarrier } from './source-sessions';
 import type Provider from 'oidc-provider';
 
@@ -40,6 +41,8 @@ export type SignInDependencies = Omit<FederationDependencies, 'allow'> & {
   mails: RecoveryMails;
   /** The operators' pages by path (under /admin/), each behind a sign-in with the IdentityAdmin role. */
   adminPages?: Record<string, AdminPage>;
+  /** Self-service registration, the one the API's register route uses (sign-in/registration.ts). */
+  registration: Registration;
 };
 
 /**
@@ -149,6 +152,7 @@ async function buildSignIn(
       federation,
       mails: deps.mails,
       readThrough: deps.readThrough,
+      registration: deps.registration,
     }),
     account: accountRouter({ provider, db, ring, issuer, config: deps.config, signOut, mailer: deps.mailer }),
   };

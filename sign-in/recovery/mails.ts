@@ -97,7 +97,8 @@ export function registrationAttemptMail(product: string, to: string, forgotUrl: 
 }
 
 /** A change to how the account signs in, each with what the mail says happened. */
-export type AccountChange = 'password-changed' | 'mfa-enrolled' | 'mfa-removed' | 'recovery-codes-regenerated';
+export type AccountChange =
+  'password-changed' | 'mfa-enrolled' | 'mfa-removed' | 'recovery-codes-regenerated' | 'email-changed';
 
 const CHANGE_WORDS: Record<AccountChange, { subject: string; done: string }> = {
   'password-changed': { subject: 'Your password was changed', done: 'The password of your account was changed' },
@@ -112,6 +113,10 @@ const CHANGE_WORDS: Record<AccountChange, { subject: string; done: string }> = {
   'recovery-codes-regenerated': {
     subject: 'New recovery codes were made',
     done: 'New recovery codes were made for your account; the earlier ones no longer work',
+  },
+  'email-changed': {
+    subject: 'Your e-mail address was changed',
+    done: 'Your account signs in with another e-mail address from now on; this address no longer belongs to it',
   },
 };
 
@@ -131,5 +136,41 @@ export function accountChangedMail(product: string, to: string, change: AccountC
     subject: `${subject} (${product})`,
     text: textMail(lines),
     html: htmlMail(product, subject, lines),
+  };
+}
+
+/** The link that confirms a new address of an existing account, mailed to that address (the account page). */
+export function emailChangeMail(product: string, to: string, url: string, minutes: number): Mail {
+  const lead = [
+    `Someone asked to make ${to} the e-mail address of their ${product} account. If it was you, confirm it with this link. It works once, for ${Math.round(minutes / 60)} hours.`,
+  ];
+  const tail = ['If it was not you, ignore this mail: nothing changes.'];
+  return {
+    kind: 'email-change',
+    to,
+    subject: `Confirm your new e-mail address for ${product}`,
+    text: textMail([...lead, url, ...tail]),
+    html: htmlMail(product, 'Confirm your new e-mail address', [...lead, ...tail], {
+      url,
+      label: 'Confirm the address',
+    }),
+  };
+}
+
+/**
+ * To the owner of an address another account asked to move to: the page answered as for a free address, so only the
+ * owner learns that the address has an account; nothing changes.
+ */
+export function addressInUseMail(product: string, to: string): Mail {
+  const lines = [
+    `Someone asked to make ${to} the e-mail address of another ${product} account. This address already belongs to your account, so nothing changed.`,
+    'If it was you, sign in with this address instead. If it was not you, ignore this mail: your account stays as it is.',
+  ];
+  return {
+    kind: 'email-change-address-in-use',
+    to,
+    subject: `Your ${product} account`,
+    text: textMail(lines),
+    html: htmlMail(product, 'This address already has an account', lines),
   };
 }

@@ -36,6 +36,8 @@ export async function createAccountToken(
   userId: string,
   minutes: number,
   budget: TokenBudget,
+  /** An `email-change` token's new address (the one its link is mailed to). */
+  newEmail?: string,
 ): Promise<string | undefined> {
   const token = randomBytes(32).toString('base64url');
   return db.transaction().execute(async (trx) => {
@@ -51,7 +53,7 @@ export async function createAccountToken(
     if (Number(n) >= budget.limit) return undefined;
     await trx
       .insertInto('account_tokens')
-      .columns(['token_hash', 'purpose', 'user_id', 'stamp', 'expires_at'])
+      .columns(['token_hash', 'purpose', 'user_id', 'stamp', 'expires_at', 'new_email'])
       .expression((eb) =>
         eb
           .selectFrom('users')
@@ -61,6 +63,7 @@ export async function createAccountToken(
             'users.id',
             stampOfUser.as('stamp'),
             sql<Date>`now() + make_interval(mins => ${minutes})`.as('expires_at'),
+            sql<string | null>`${newEmail ?? null}::text`.as('new_email'),
           ])
           .where('users.id', '=', userId),
       )
@@ -105,6 +108,24 @@ export const takeAccountToken: TokenUse = async (db, purpose, token) => {
     .execute();
   return taken.some((row) => row.token_hash === digest(token)) ? userId : undefined;
 };
+
+/**
+ * Takes a live `email-change` token, as takeAccountToken does: the user it was made for and the address it confirms.
+ * Made when the address was the old one, it dies once the address (or the password, or the sessions) changed since.
+ */
+export async function takeEmailChange(
+  db: Db,
+  token: string,
+): Promise<{ userId: string; newEmail: string } | undefined> {
+  const row = await db
+    .selectFrom('account_tokens')
+    .select('new_email')
+    .where('token_hash', '=', digest(token))
+    .where('purpose', '=', 'email-change')
+    .executeTakeFirst();
+  const userId = await takeAccountToken(db, 'email-change', token);
+  return userId && row?.new_email ? { userId, newEmail: row.new_email } : undefined;
+}
 
 /** Tokens past their time or used are kept a day (for the audit of a dispute), then deleted. */
 export async function purgeAccountTokens(db: Db): Promise<number> {

@@ -1,4 +1,5 @@
 import type { Db } from '../../platform/store/database';
+import { isUniqueViolation } from '../../platform/store/errors';
 import { newSecurityStamp } from '../../platform/store/oidc-payloads';
 import { normalize } from '../../platform/store/users';
 
@@ -96,4 +97,65 @@ export async function countRecoveryCodes(db: Db, userId: string): Promise<number
     .where('kind', '=', 'recovery-code')
     .executeTakeFirstOrThrow();
   return Number(row.n);
+}
+
+/** The user's own name, as the account page shows and changes it. */
+export async function findNames(db: Db, userId: string) {
+  const row = await db
+    .selectFrom('users')
+    .select(['first_name', 'last_name'])
+    .where('id', '=', userId)
+    .executeTakeFirst();
+  return { firstName: row?.first_name ?? null, lastName: row?.last_name ?? null };
+}
+
+export async function setNames(db: Db, userId: string, firstName: string | null, lastName: string | null) {
+  await db
+    .updateTable('users')
+    .set({ first_name: firstName, last_name: lastName, updated_at: new Date() })
+    .where('id', '=', userId)
+    .execute();
+}
+
+/**
+ * A new address confirmed by its link: the address, confirmed (the link proved it), and the user name with it where
+ * the user name was the address (ASP.NET Identity's UI, ConfirmEmailChange: "In our UI email and user name are one
+ * and the same, so when we update the email we need to update the user name"). `taken` when another account has the
+ * address by now; `gone` for a user no longer active. Answers the old address too.
+ */
+export async function changeEmail(
+  db: Db,
+  userId: string,
+  newEmail: string,
+): Promise<{ status: 'changed'; oldEmail: string } | { status: 'taken' | 'gone' }> {
+  try {
+    return await db.transaction().execute(async (trx) => {
+      const user = await trx
+        .selectFrom('users')
+        .select(['email', 'normalized_email', 'normalized_user_name'])
+        .where('id', '=', userId)
+        .where('active', '=', true)
+        .forUpdate()
+        .executeTakeFirst();
+      if (!user) return { status: 'gone' as const };
+      const userNameIsEmail = user.normalized_user_name === user.normalized_email;
+      await trx
+        .updateTable('users')
+        .set({
+          email: newEmail,
+          normalized_email: normalize(newEmail),
+          email_confirmed: true,
+          ...(userNameIsEmail && { user_name: newEmail, normalized_user_name: normalize(newEmail) }),
+          // ASP.NET Identity's ChangeEmailAsync (and SetUserNameAsync) change the stamp too.
+          security_stamp: newSecurityStamp(),
+          updated_at: new Date(),
+        })
+        .where('id', '=', userId)
+        .execute();
+      return { status: 'changed' as const, oldEmail: user.email };
+    });
+  } catch (error) {
+    if (isUniqueViolation(error)) return { status: 'taken' };
+    throw error;
+  }
 }

@@ -8,7 +8,7 @@ import type { Db } from '../../platform/store/database';
  * filter, the metrics and the documentation share. No event carries a password, code, token or secret.
  */
 export const AUDIT_EVENT_TYPES = {
-  'sign-in-succeeded': 'a user signed in (detail.method: password, mfa, recovery-code, external)',
+  'sign-in-succeeded': 'a user signed in (detail.method: password, mfa, recovery-code, external, sign-up)',
   'sign-in-failed':
     'a sign-in was refused (detail.reason: unknown-account, wrong-password, no-password, deactivated, locked, wrong-code, sso-required, email-unconfirmed)',
   'locked-out': 'failed attempts locked the account',
@@ -21,6 +21,11 @@ export const AUDIT_EVENT_TYPES = {
   'password-changed': 'the user changed the password on the account page',
   'email-confirmation-sent': 'a confirmation link was mailed',
   'email-confirmed': 'the user confirmed the e-mail address',
+  'email-change-requested':
+    'the user asked on the account page for another address (detail.sent: whether a link went to it; never the address)',
+  'email-changed': "the link mailed to a new address confirmed it as the user's address",
+  'profile-changed': 'the user changed their name on the account page',
+  'session-ended': 'the user ended one of their sessions on the account page (its refresh tokens and grants too)',
   'sessions-revoked': 'every session, refresh token and grant of the user was ended (by the user or an admin)',
   'account-unlocked': 'an admin cleared the lockout and the failure count',
   'profile-updated': 'an admin changed the user (detail.fields: which fields, never their values)',

@@ -52,7 +52,7 @@ test('the account page shows the address, two-step verification and where the us
   expect(textOf(page)).toContain(`Signed in as ${user.email}`);
   expect(textOf(page)).toContain('Two-step verification Off');
   expect(page.html.match(/Signed in \d{4}-/g)).toHaveLength(2);
-  expect(textOf(page)).toContain('(this browser)');
+  expect(textOf(page)).toContain('This browser');
   expect(textOf(page)).toContain('acct-web');
   // The configured brand: the title, and the logo above the product name.
   expect(page.html).toContain('<title>Your account · Initech Sign-in</title>');

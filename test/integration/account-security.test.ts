@@ -49,7 +49,8 @@ beforeAll(async () => {
   const answer = await h.admin(
     'PUT',
     `/api/v1/clients/${client.id}`,
-    confidentialClient(CALLBACK, ['openid', 'profile'], client.secret),
+    // The account page names the application by its ClientName.
+    { ClientName: 'Acme Portal', ...confidentialClient(CALLBACK, ['openid', 'profile'], client.secret) },
   );
   expect(answer.status).toBe(201);
 }, 60_000);
@@ -190,12 +191,20 @@ describe('every form of the account pages carries an anti-forgery token', () => 
       ['/account/mfa', { password: PASSWORD }],
       ['/account/mfa/off', { password: PASSWORD }],
       ['/account/mfa/recovery-codes', { password: PASSWORD }],
+      ['/account/names', { firstName: 'Mallory' }],
+      ['/account/email', { email: uniqueEmail('csrf-moved'), password: PASSWORD }],
+      ['/account/sessions/end-one', { session: 'any' }],
     ] as const) {
       const answer = await postWithCookies(mine.page, path, { ...fields, __RequestVerificationToken: othersToken });
       expect([path, answer.status]).toEqual([path, 400]);
     }
     expect((await signIn(user.email, PASSWORD)).tokens).toBeDefined();
     expect(await refreshes(other)).toBe(true);
+    expect((await rowsWhere(h.context.db, 'users', { id: user.id }))[0]).toMatchObject({
+      email: user.email,
+      first_name: null,
+    });
+    expect(catcher().to(user.email)).toEqual([]);
     // The page's own form, with its token, still works.
     await account(mine.page);
     expect(textOf(await mine.page.submit('/account/sessions/end', {}))).toContain('sign-ins ended');
@@ -293,5 +302,134 @@ describe('reset budgets are kept in the store', () => {
       expect(statuses).toEqual([...Array(ADDRESS_LIMIT).fill(200), ...Array(ADDRESS_LIMIT).fill(429)]);
       expect(Number(retryAfter)).toBe(15 * 60);
     });
+  });
+});
+
+// Issue 41 item 4: the account page's sessions, name and address.
+describe('the account page lists each sign-in and ends one of them alone', () => {
+  test('when, from where (address and device) and for which application by name; ending one ends its refresh token', async () => {
+    const user = await createUser('one-session');
+    const laptop = await signIn(user.email);
+    const phone = await signIn(user.email);
+    const page = await account(phone.page);
+    expect(page.html.match(/<li class="session">/g)).toHaveLength(2);
+    // Node's fetch says "node": a program, not a browser, named by its product token.
+    expect(textOf(page)).toMatch(
+      /node · 127\.0\.0\.1 Signed in \d{4}-\d\d-\d\d \d\d:\d\d UTC Applications: Acme Portal/,
+    );
+    expect(textOf(page)).toContain('This browser');
+    expect(page.html.match(/End this session/g)).toHaveLength(1);
+
+    // Another user's session id, or this browser's, ends nothing.
+    const stranger = await createUser('one-session-stranger');
+    const theirs = await signIn(stranger.email);
+    const theirId = /name="session" value="([^"]+)"/.exec((await account(phone.page)).html)![1];
+    const strangerPage = await account(theirs.page);
+    const strangerOther = /name="session" value="([^"]+)"/.exec(strangerPage.html);
+    expect(strangerOther).toBeNull();
+    const token = formToken(strangerPage)!;
+    const foreign = await postWithCookies(theirs.page, '/account/sessions/end-one', {
+      session: theirId,
+      __RequestVerificationToken: token,
+    });
+    expect(textOf({ url: '', status: foreign.status, html: await foreign.text() })).toContain('had ended already');
+    expect(await refreshes(laptop)).toBe(true);
+
+    await account(phone.page);
+    const ended = (await phone.page.submit('/account/sessions/end-one', {})) as Visit;
+    expect(textOf(ended)).toContain('The session is ended');
+    expect(ended.html.match(/<li class="session">/g)).toHaveLength(1);
+    expect(await refreshes(laptop)).toBe(false);
+    // Without its session the laptop's account page starts its own sign-in.
+    expect(textOf(await account(laptop.page))).toMatch(/to continue to .* account/);
+    expect(await refreshes(phone)).toBe(true);
+    const events = (await h.admin('GET', `/api/v1/audit-events?userId=${user.id}&type=session-ended`)).body.events;
+    expect(events).toHaveLength(1);
+  });
+});
+
+describe('the name changes at once, the address after the link mailed to the new one', () => {
+  test('a new name is saved and shown', async () => {
+    const user = await createUser('names');
+    const { page } = await signIn(user.email);
+    await account(page);
+    const saved = (await page.submit('/account/names', { firstName: ' Ada ', lastName: 'Lovelace' })) as Visit;
+    expect(textOf(saved)).toContain('Your name is saved.');
+    expect(saved.html).toContain('value="Ada"');
+    expect((await h.admin('GET', `/api/v1/profile/${user.id}`)).body).toMatchObject({
+      firstName: 'Ada',
+      lastName: 'Lovelace',
+    });
+  });
+
+  test('the link to the new address changes it and tells the old one; the old address and links no longer sign in', async () => {
+    const user = await createUser('moving');
+    const { page } = await signIn(user.email);
+    await account(page);
+    const moved = uniqueEmail('moved');
+    const wrong = (await page.submit('/account/email', { email: moved, password: 'not my password' })) as Visit;
+    expect(wrong.status).toBe(400);
+    expect(textOf(wrong)).toContain('Your password is not right');
+    await account(page);
+    const sent = (await page.submit('/account/email', { email: moved, password: PASSWORD })) as Visit;
+    expect(textOf(sent)).toContain(`We have sent a link to ${moved}`);
+    const mail = await catcher().next(moved);
+    expect(mail.subject).toMatch(/^Confirm your new e-mail address/);
+    const link = mail.links[0];
+    expect(link.startsWith(`${h.api.publicUrl}/account/confirm-email-change?token=`)).toBe(true);
+    // Nothing changes before the link is opened.
+    const [before] = await rowsWhere(h.context.db, 'users', { id: user.id });
+    expect(before.email).toBe(user.email);
+
+    const opened = (await browser(CALLBACK).open(link)) as Visit;
+    expect(opened.status).toBe(200);
+    expect(textOf(opened)).toContain(`You sign in with ${moved} from now on`);
+    const told = await catcher().next(user.email);
+    expect(told.subject).toMatch(/^Your e-mail address was changed/);
+    expect(told.links).toEqual([]);
+    const [row] = await rowsWhere(h.context.db, 'users', { id: user.id });
+    expect(row).toMatchObject({ email: moved, user_name: moved, email_confirmed: true });
+    // A new security stamp (ChangeEmailAsync's): a source session cookie of the old address carries over no more.
+    expect(row.security_stamp).not.toBe(before.security_stamp);
+    expect(((await browser(CALLBACK).open(link)) as Visit).status).toBe(400);
+    expect((await signIn(moved)).tokens).toBeDefined();
+    expect((await signIn(user.email)).tokens).toBeUndefined();
+    const types = (await h.admin('GET', `/api/v1/audit-events?userId=${user.id}`)).body.events.map(
+      (e: { type: string }) => e.type,
+    );
+    expect(types).toEqual(expect.arrayContaining(['email-change-requested', 'email-changed']));
+  });
+
+  test('a taken address reads as a free one; its owner is told instead and nothing changes', async () => {
+    const owner = await createUser('taken-owner');
+    const user = await createUser('taken-asker');
+    const { page } = await signIn(user.email);
+    await account(page);
+    const taken = (await page.submit('/account/email', { email: owner.email, password: PASSWORD })) as Visit;
+    await account(page);
+    const free = uniqueEmail('taken-free');
+    const other = (await page.submit('/account/email', { email: free, password: PASSWORD })) as Visit;
+    expect([taken.status, other.status]).toEqual([200, 200]);
+    expect(textOf(taken).replaceAll(owner.email, 'ADDRESS')).toBe(textOf(other).replaceAll(free, 'ADDRESS'));
+    const notice = await catcher().next(owner.email);
+    expect(notice.text).toContain('This address already belongs to your account, so nothing changed.');
+    expect(notice.links).toEqual([]);
+    await catcher().next(free);
+    expect((await rowsWhere(h.context.db, 'users', { id: user.id }))[0].email).toBe(user.email);
+    expect((await rowsWhere(h.context.db, 'users', { id: owner.id }))[0].email).toBe(owner.email);
+  });
+
+  test('a link whose address was taken in the meantime changes nothing (409)', async () => {
+    const user = await createUser('race');
+    const { page } = await signIn(user.email);
+    await account(page);
+    const wanted = uniqueEmail('race-wanted');
+    await page.submit('/account/email', { email: wanted, password: PASSWORD });
+    const link = (await catcher().next(wanted)).links[0];
+    expect((await h.admin('POST', '/api/v1/profile/', { email: wanted, password: PASSWORD })).status).toBe(201);
+    const opened = (await browser(CALLBACK).open(link)) as Visit;
+    expect(opened.status).toBe(409);
+    expect(textOf(opened)).toContain('This address is used by another account');
+    expect((await rowsWhere(h.context.db, 'users', { id: user.id }))[0].email).toBe(user.email);
   });
 });

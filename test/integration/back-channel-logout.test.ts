@@ -190,6 +190,34 @@ test("an admin ending a user's sessions tells each client once per session, with
   expect(new Set(tokens.map((r) => r.claims!.jti)).size).toBe(2);
 });
 
+test("ending one session on /account tells its clients with that session's id only; the other session stays", async () => {
+  const { email, userId } = await newUser();
+  const laptop = await signIn('shop', email);
+  const phone = await signIn('shop', email);
+  const before = received.filter((r) => r.claims?.sub === userId).length;
+  const page = (await phone.started.page.open(`${h.api.publicUrl}/account`)) as Visit;
+  expect(textOf(page)).toContain('End this session');
+  expect(textOf((await phone.started.page.submit('/account/sessions/end-one', {})) as Visit)).toContain(
+    'The session is ended',
+  );
+  const told = await (async () => {
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const mine = received.filter((r) => r.claims?.sub === userId);
+      if (mine.length > before || Date.now() > deadline) return mine.slice(before);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  })();
+  expect(told.map((r) => r.claims!.sid)).toEqual([laptop.tokens.claims()!.sid]);
+  // The phone's session is not told about and still signs in to wiki without a password.
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  expect(received.filter((r) => r.claims?.sub === userId).slice(before)).toHaveLength(1);
+  const rp = await relyingParty(h.api.publicUrl, 'wiki', CLIENT_SECRET);
+  const { url } = await authorizationRequest(rp, { redirect_uri: CALLBACK, scope: 'openid' });
+  expect(await phone.started.page.open(url)).toBeInstanceOf(URL);
+  expect(await laptop.started.page.open(url)).not.toBeInstanceOf(URL);
+});
+
 test('deleting a user (admin API) and deactivating one (SCIM) sign it out of its clients and tell them', async () => {
   const deleted = await newUser();
   await signIn('wiki', deleted.email);

@@ -112,6 +112,39 @@ test('registration answers a new and a taken address alike; the owner of the tak
   expect((await signIn(taken)).answer).toBeInstanceOf(URL);
 });
 
+// Issue 41 item 3: the sign-up page answers as the API does, and the sign-in goes on once the address is confirmed.
+test('the sign-up page shows a new and a taken address the same page; after the mailed link the sign-in goes on', async () => {
+  const taken = uniqueEmail('confirm-page-taken');
+  expect(
+    (await h.admin('POST', '/api/v1/profile/', { email: taken, password: PASSWORD, emailConfirmed: true })).status,
+  ).toBe(201);
+  const fresh = uniqueEmail('confirm-page-fresh');
+  const signUp = async (email: string, password: string) => {
+    const rp = await relyingParty(h.api.publicUrl, 'conf-web');
+    const { url } = await authorizationRequest(rp, { redirect_uri: CALLBACK, scope: 'openid' });
+    const page = browser(CALLBACK);
+    const first = (await page.open(url)) as Visit;
+    const link = /<a href="([^"]+)">Create an account<\/a>/.exec(first.html)![1];
+    await page.open(new URL(link, first.url).href);
+    const fields = { email, password, confirm: password, firstName: '', lastName: '' };
+    return { page, answer: (await page.submit('/sign-up', fields)) as Visit };
+  };
+  const [made, again] = [await signUp(fresh, PASSWORD), await signUp(taken, 'another passphrase 3')];
+  expect([made.answer.status, again.answer.status]).toEqual([200, 200]);
+  const [one, other] = [made, again].map(({ answer }) =>
+    textOf(answer).replaceAll(fresh, 'ADDRESS').replaceAll(taken, 'ADDRESS'),
+  );
+  expect(other).toBe(one);
+  expect(one).toContain('Check your e-mail');
+  expect((await catcher().next(taken)).text).toContain('You already have an account with this address');
+
+  const link = (await catcher().next(fresh)).links[0];
+  expect(textOf((await browser(CALLBACK).open(link)) as Visit)).toContain('Your e-mail address is confirmed');
+  const password = (await made.page.submit('/email', {})) as Visit;
+  expect(textOf(password)).toContain('Enter your password');
+  expect(await made.page.submit('/password', { password: PASSWORD })).toBeInstanceOf(URL);
+});
+
 test("an app's refusal of a new address still answers 422 with its reason (spec)", async () => {
   h.apps.crm.state.behaviour = { rejectWith: 'no seats' };
   const email = uniqueEmail('confirm-refused');

@@ -13,10 +13,13 @@ import {
   postWithdrawConsent,
   showAccount,
 } from './overview';
+import { CONFIRM_EMAIL_CHANGE_PATH, confirmEmailChange, postEmailChange, postNames } from './profile';
+import { postEndSession } from './sessions';
 
 /**
- * `/account` and `/account/mfa`: a signed-in user (the provider's session cookie) changes the password, ends every
- * sign-in, and turns two-step verification on or off. Every form carries the session's anti-forgery token
+ * `/account` and `/account/mfa`: a signed-in user (the provider's session cookie) changes the name, the e-mail address
+ * (confirmed by a link to the new one) and the password, ends one sign-in or every one, withdraws a remembered
+ * consent, and turns two-step verification on or off. Every form carries the session's anti-forgery token
  * (platform/security/form-token.ts): the session cookie is SameSite=Lax, which a form posted from another site's page
  * in the same site (a sibling subdomain) or an older browser does not stop.
  */
@@ -31,9 +34,14 @@ export function accountRouter(deps: AccountDependencies): Router {
   router.get(ACCOUNT_PAGE, showAccount(ctx));
   router.post(`${ACCOUNT_PAGE}/password`, form, postPasswordChange(ctx));
   router.post(`${ACCOUNT_PAGE}/sessions/end`, form, postSignOutEverywhere(ctx));
+  router.post(`${ACCOUNT_PAGE}/sessions/end-one`, form, postEndSession(ctx));
+  router.post(`${ACCOUNT_PAGE}/names`, form, postNames(ctx));
+  router.post(`${ACCOUNT_PAGE}/email`, form, postEmailChange(ctx));
   router.post(`${ACCOUNT_PAGE}/switch`, form, postSwitchAccount(ctx));
   router.post(`${ACCOUNT_PAGE}/consents/withdraw`, form, postWithdrawConsent(ctx));
   router.get(ACCOUNT_CALLBACK, accountSignedIn(ctx));
+  // Opened from the mail, in any browser: the link's token is the proof, not a session.
+  router.get(CONFIRM_EMAIL_CHANGE_PATH, confirmEmailChange(ctx));
   router.use(signInErrorPage);
   return router;
 }

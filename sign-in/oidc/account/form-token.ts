@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { escapeHtml } from '../../../platform/http/html';
 
 /**
  * The anti-forgery token of a signed-in user's forms, as ASP.NET Core's antiforgery puts one in every form it renders
@@ -18,3 +19,7 @@ export function isFormToken(key: Buffer, sessionId: string, value: unknown): boo
   const given = Buffer.from(value);
   return given.length === expected.length && timingSafeEqual(given, expected);
 }
+
+/** The token as the hidden field of a form (every form of the account pages, the sign-up form). */
+export const formTokenField = (token: string) =>
+  `<input type="hidden" name="${FORM_TOKEN_FIELD}" value="${escapeHtml(token)}">`;

@@ -5,7 +5,11 @@ import { hashPassword } from '../../../platform/security/password-hashing';
 import { passwordPolicyViolations } from '../../../platform/security/password-policy';
 import { listSessionsOf } from '../../../platform/store/oidc-payloads';
 import { policyInWords } from '../../recovery/recovery-router';
-import { setPasswordHash } from '../../store/accounts';
+import { findNames, setPasswordHash } from '../../store/accounts';
+import { findClientNames, findSessionDevices } from '../../store/session-devices';
+import type { Db } from '../../../platform/store/database';
+import type { SessionView } from '../account-profile-pages';
+import { deviceDescription } from './device-description';
 import { recordAuditEvent } from '../../store/audit-events';
 import { findTotpCredential } from '../../store/mfa';
 import type { SignedInUser } from '../account-session';
@@ -24,8 +28,27 @@ const changeForm = z.object({
   confirm: formField(FIELD_BOUNDS.password),
 });
 
+/** The user's sessions, newest first: when, from where (address and device), for which applications by name. */
+async function sessionsOf(db: Db, user: SignedInUser): Promise<SessionView[]> {
+  const sessions = await listSessionsOf(db, user.id);
+  const devices = await findSessionDevices(
+    db,
+    user.id,
+    sessions.map((s) => s.id),
+  );
+  const names = await findClientNames(db, [...new Set(sessions.flatMap((s) => s.clientIds))]);
+  return sessions.map((s) => ({
+    id: s.id,
+    signedInAt: s.signedInAt,
+    device: deviceDescription(devices.get(s.id)?.userAgent),
+    clientAddress: devices.get(s.id)?.clientAddress ?? null,
+    apps: s.clientIds.map((id) => names.get(id) ?? id),
+    current: s.id === user.sessionId,
+  }));
+}
+
 /** The user's remembered consents, each scope by its display name as the consent page showed it. */
-async function consentsInWords(db: AccountContext['db'], userId: string) {
+async function consentsInWords(db: Db, userId: string) {
   const consents = await listRememberedConsents(db, userId);
   const texts = new Map(
     (await findScopeTexts(db, [...new Set(consents.flatMap((c) => c.scopes))])).map((t) => [t.name, t]),
@@ -33,8 +56,11 @@ async function consentsInWords(db: AccountContext['db'], userId: string) {
   return consents.map((c) => ({ ...c, scopes: c.scopes.map((s) => texts.get(s)?.display_name || s) }));
 }
 
-/** The account page: the password, two-step verification, where the user is signed in. */
-async function overview(
+/**
+ * The account page: name and e-mail, the password, two-step verification, where the user is signed in, the
+ * applications allowed.
+ */
+export async function overview(
   { db, config, html }: AccountContext,
   res: Response,
   user: SignedInUser,
@@ -42,12 +68,12 @@ async function overview(
   error?: string,
   status = 200,
 ) {
-  const sessions = await listSessionsOf(db, user.id);
   const account = {
     email: user.email,
+    ...(await findNames(db, user.id)),
     hasPassword: user.hasPassword,
     mfaOn: (await findTotpCredential(db, user.id)) !== undefined,
-    sessions: sessions.map((s) => ({ ...s, current: s.id === user.sessionId })),
+    sessions: await sessionsOf(db, user),
     consents: await consentsInWords(db, user.id),
     passwordRules: policyInWords(config.Auth.PasswordPolicy),
     formToken: user.token,

@@ -6,6 +6,7 @@ import type { Db } from '../../../platform/store/database';
 import type { WorkflowRunner } from '../../../provisioning/workflow-runner';
 import type { Federation } from '../../federation/federation';
 import type { SourceReadThrough } from '../../source-read-through';
+import type { Registration } from '../../registration';
 import { RECOVERY_PATHS, type RecoveryMails } from '../../recovery/recovery-router';
 import { recordAuditEvent, type AuditEvent } from '../../store/audit-events';
 import { overSignInBudget } from '../credentials';
@@ -23,6 +24,8 @@ export interface InteractionDependencies {
   mails: RecoveryMails;
   /** The cutover's read-through window, while it is configured. */
   readThrough?: SourceReadThrough;
+  /** Self-service registration (the sign-up page), the path the API's register route takes too. */
+  registration: Registration;
 }
 
 export type InteractionDetails = Awaited<ReturnType<Provider['interactionDetails']>>;
@@ -51,6 +54,7 @@ export function createInteractionContext(deps: InteractionDependencies) {
     ...deps,
     action,
     html,
+    forgot,
     /** An event of the audit trail, with the client and the client address of the sign-in. */
     audit: (req: Request, details: InteractionDetails, event: Omit<AuditEvent, 'clientId' | 'clientAddress'>) =>
       recordAuditEvent(db, { ...event, clientId: String(details.params.client_id), clientAddress: req.ip }),
@@ -62,7 +66,8 @@ export function createInteractionContext(deps: InteractionDependencies) {
       const clientId = String(details.params.client_id);
       // Through the provider's client look-up, so the admin pages' built-in client is named too.
       const clientName = (await deps.provider.Client.find(clientId))?.clientName ?? clientId;
-      return html(res, status, emailPage(action(details.uid, 'email'), clientName, error, email));
+      const signUp = config.Auth.AllowRegistration ? action(details.uid, 'sign-up') : undefined;
+      return html(res, status, emailPage(action(details.uid, 'email'), clientName, error, email, signUp));
     },
     /** The per-address budget across every account; a refusal says when to come back. */
     overBudget: (req: Request) => overSignInBudget(db, config, req.ip),

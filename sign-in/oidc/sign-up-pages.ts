@@ -93,10 +93,10 @@ ${signInInstead(links.signIn, email, 'Back to sign-in')}`,
 }
 
 /** Past Auth:RegistrationRateLimit: the form is not looked at. */
-export function tooManySignUpsPage(seconds: number): string {
+export function tooManySignUpsPage(seconds: number, signInPage: string): string {
   return page(
     'Create an account',
     `${errorLine(`Too many accounts were created from this network; wait ${seconds} seconds and try again.`)}
-<p>Go back to the application and start again then.</p>`,
+<p class="links"><a href="${escapeHtml(signInPage)}">Back to sign-in</a></p>`,
   );
 }

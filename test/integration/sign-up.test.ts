@@ -181,3 +181,41 @@ describe('with Auth:AllowRegistration false', () => {
     expect(api.status).toBe(404);
   });
 });
+
+describe('past Auth:RegistrationRateLimit', () => {
+  let server: Server;
+  let issuer: string;
+  let close: () => Promise<void>;
+  beforeAll(async () => {
+    server = createServer();
+    await listen(server, 0, '127.0.0.1', 'tight registration budget', 'port');
+    issuer = listeningUrl(server, '127.0.0.1');
+    const config = {
+      ...h.config,
+      Auth: { ...h.config.Auth, RegistrationRateLimit: { PermitLimit: 1, WindowSeconds: 60 } },
+    };
+    const assembled = await assembleApi(config, h.context, h.client, issuer);
+    server.on('request', createApiApp(assembled.dependencies));
+    close = assembled.close;
+  }, 60_000);
+  afterAll(async () => {
+    await closeServer(server);
+    await close();
+  });
+
+  test('the refusal page leads back to the sign-in it came from, not to a dead end', async () => {
+    // One sign-up per address and window: the first (or an earlier one of this file, from the same address) uses it.
+    await (await signUpPage(issuer)).page.submit('/sign-up', fields(uniqueEmail('budget')));
+    const { page } = await signUpPage(issuer);
+    const refused = await page.submit('/sign-up', fields(uniqueEmail('budget')));
+    expect(refused).not.toBeInstanceOf(URL);
+    const visit = refused as Visit;
+    expect(visit.status).toBe(429);
+    expect(textOf(visit)).toContain('Too many accounts were created from this network');
+    const back = /<a href="([^"]+)">Back to sign-in<\/a>/.exec(visit.html)?.[1];
+    expect(back).toMatch(/^\/interaction\/[^/]+$/);
+    const signIn = (await page.open(new URL(back!, visit.url).href)) as Visit;
+    expect(signIn.status).toBe(200);
+    expect(signIn.html).toMatch(/action="[^"]*\/email"/);
+  });
+});

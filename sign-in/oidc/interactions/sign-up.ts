@@ -80,7 +80,12 @@ export const showSignUp = (ctx: InteractionContext) => async (req: Request, res:
 
 /** Past Auth:RegistrationRateLimit, shared with `POST /api/auth/register` (sign-in/registration.ts). */
 export const signUpLimit = (ctx: InteractionContext) =>
-  ctx.registration.limit((res) => ctx.html(res, 429, tooManySignUpsPage(ctx.registration.budget.WindowSeconds)));
+  ctx.registration.limit((res) => {
+    // The way on is the sign-in this page belongs to (its e-mail step), not a dead end.
+    const uid = String(res.req.params.uid ?? '');
+    const signIn = `/interaction/${encodeURIComponent(uid)}`;
+    ctx.html(res, 429, tooManySignUpsPage(ctx.registration.budget.WindowSeconds, signIn));
+  });
 
 /**
  * A new account through the one registration path the API takes: the same checks, the downstream apps' Try/Confirm/

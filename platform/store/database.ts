@@ -30,6 +30,9 @@ export type Db = Kysely<Database>;
 
 const pools = new WeakMap<Db, Pool>();
 
+/** How long a lost connection's log line waits to learn whether the process is stopping. */
+const LOSS_VERDICT_DELAY_MS = 500;
+
 /**
  * A lost connection fails the query it carried, never the process, and never the next query. pg's pool listens for
  * errors of idle clients only; a client that loses its connection while checked out (the server restarted, an
@@ -40,7 +43,10 @@ const pools = new WeakMap<Db, Pool>();
  */
 export function survivesLostConnections(pool: Pool, name: string): Pool {
   const broken = new WeakMap<PoolClient, string>();
-  const lost = (message: string) => logger[shuttingDown() ? 'debug' : 'warn'](message);
+  // Ctrl-C reaches the embedded PostgreSQL and this process at once, and the server's goodbye may be read before the
+  // signal is: whether the loss came from a stop is decided a moment later.
+  const lost = (message: string) =>
+    setTimeout(() => logger[shuttingDown() ? 'debug' : 'warn'](message), LOSS_VERDICT_DELAY_MS).unref();
   pool.on('error', (error) => lost(`${name}: idle database connection lost: ${error.message}`));
   pool.on('connect', (client) => {
     client.on('error', (error) => lost(`${name}: database connection lost: ${error.message}`));

@@ -279,8 +279,12 @@ test('a client that is down gets the token when it is back; one that refuses it 
     flaky.claims!.jti,
   ]);
   expect(await counterValue('backchannel_logout_deliveries_total', { client: 'flaky', outcome: 'retried' })).toBe(2);
-  expect(await counterValue('backchannel_logout_deliveries_total', { client: 'flaky', outcome: 'delivered' })).toBe(1);
+  // The client has the token before the delivery's answer is counted: wait for the count.
   const deadline = Date.now() + 10_000;
+  const delivered = () =>
+    counterValue('backchannel_logout_deliveries_total', { client: 'flaky', outcome: 'delivered' });
+  while ((await delivered()) === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+  expect(await delivered()).toBe(1);
   const gaveUp = () => counterValue('backchannel_logout_deliveries_total', { client: 'refusing', outcome: 'gave-up' });
   while ((await gaveUp()) === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
   expect(await gaveUp()).toBe(1);

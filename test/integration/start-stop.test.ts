@@ -85,7 +85,8 @@ test('start-up is quiet and ends with the next steps; Ctrl-C stops everything in
 
 test('with LOG_LEVEL=debug the details are there: the SDK worker states and each step of the stop', async () => {
   const service = await npmStart({ LOG_LEVEL: 'debug' });
-  expect(service.output()).toContain('Worker state changed');
+  // The SDK's core hands its log lines over in batches: they may come a moment after the next steps.
+  await waitForOutput(service, /Worker state changed/, 15_000);
   const stop = await controlC(service);
   expect(stop.status).toBe(0);
   expect(stop.after).toContain('start: SIGINT received, shutting down');

@@ -8,6 +8,7 @@ import { renderErrorPage } from './sign-in-pages';
 import { errorReference } from './error-page';
 import { userCodeBudget } from './device-flow';
 import { accessTokenShape } from './token-shape';
+import { carrySessionIdp } from './session-idp';
 import { registerPasswordGrant } from './password-grant';
 import { findAccount } from './provider-configuration/find-account';
 import type { ProviderDependencies } from './provider-configuration/provider-dependencies';
@@ -49,6 +50,7 @@ export function withOfflineConsent(url: string): string {
 export function createOidcProvider(deps: ProviderDependencies): Provider {
   const { db, issuer, scopes, apiResources } = deps;
   const provider = new Provider(issuer, configurationOf(deps));
+  carrySessionIdp(provider);
   provider.use(revokeJwtAccessTokens(db, issuer));
   provider.use(introspectJwtAccessTokens(db, issuer));
   provider.use(discoveryParity(scopes));

@@ -12,6 +12,7 @@ import {
   TicketFormatError,
 } from '../../platform/security/aspnet-auth-ticket';
 import type { KeyRing } from '../../platform/security/data-protection';
+import { FIELD_BOUNDS } from '../../platform/security/field-bounds';
 import type { Db } from '../../platform/store/database';
 import { readKeptSourceKeyRing } from '../../platform/store/source-key-ring';
 
@@ -90,7 +91,7 @@ export function openSourceTicket(
   const subject = first('sub') ?? first(CLAIM.nameIdentifier);
   if (!subject) return 'no-subject';
   const issuedAt = dateOf(ticket.properties['.issued']);
-  const idp = first('idp') ?? 'local';
+  const idp = boundedIdp(first('idp'));
   const amr = claims.filter((c) => c.type === 'amr').map((c) => c.value);
   const authTime = Number(first('auth_time'));
   return {
@@ -106,6 +107,19 @@ export function openSourceTicket(
     sessionId: ticket.properties.session_id,
     persistent: '.persistent' in ticket.properties,
   };
+}
+
+/** An idp name: printable (no control, format or unassigned characters), no edge spaces, at most FIELD_BOUNDS.id. */
+const IDP_NAME = /^[^\p{C}\s](?:[^\p{C}]*[^\p{C}\s])?$/u;
+
+/**
+ * The ticket's `idp` claim, which Duende sets to "local" or the external scheme's name ("Google", "aad"). It goes into
+ * every token of the session, so a value that is no such name (too long, control characters, empty) is normalised to
+ * "external" rather than refused: the source did sign the user in elsewhere, and the sign-in itself is sound.
+ */
+function boundedIdp(claim: string | undefined): string {
+  if (claim === undefined) return 'local';
+  return claim.length <= FIELD_BOUNDS.id && IDP_NAME.test(claim) ? claim : 'external';
 }
 
 /** The key ring is read again at most this often, so keys a later sweep kept are found. */

@@ -82,7 +82,7 @@ const SESSION_COOKIE_OPTIONS = { httpOnly: true, sameSite: 'lax' } as const;
 
 /**
  * The provider's session for the source sign-in, made as oidc-provider makes one at a finished login
- * (Session.loginAccount) and kept by its adapter: the source's auth_time and amr, and the source's session id as the
+ * (Session.loginAccount) and kept by its adapter: the source's auth_time, amr and idp (session-idp.ts), and the source's session id as the
  * `sid` of the requesting client (process_response_types.js puts `session.sidFor(client)` in ID tokens; back-channel
  * logout sends it). A browser already holding a session of this user keeps it, the client only gaining the sid.
  * The `_session` cookie, signed with the provider's cookie keys, goes on the answer and into this request's cookies.
@@ -113,7 +113,12 @@ async function openSession(
     return true;
   }
   const SessionModel = provider.Session as unknown as new (payload: object) => Session;
-  const session = new SessionModel({ accountId: signIn.subject, loginTs: signIn.authTime, amr: signIn.amr });
+  const session = new SessionModel({
+    accountId: signIn.subject,
+    loginTs: signIn.authTime,
+    amr: signIn.amr,
+    idp: signIn.idp,
+  });
   if (needsSid(session)) session.sidFor(clientId!, signIn.sessionId!);
   if (clientId) await grantWithoutPage(provider, db, session, clientId, scope);
   if (!signIn.persistent) session.transient = true;

@@ -1,6 +1,7 @@
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { isReservedClaim } from '../../platform/security/reserved-claims';
 import { AUDIENCE_SEPARATOR } from './resources';
+import { carriedIdpOf } from './session-idp';
 
 /**
  * JWT access tokens in the shape Duende IdentityServer writes by default, so an API that validated the source's
@@ -8,8 +9,9 @@ import { AUDIENCE_SEPARATOR } from './resources';
  * IdentityServer 6/7):
  * - `aud`: every API resource whose scopes were granted, in one token;
  * - `scope`: a JSON array (Duende's default; `Oidc:EmitScopesAsSpaceDelimitedStringInJwt` gives the string form);
- * - `nbf` (the issue time), and for a user's token `auth_time`, `amr`, `idp` (`local`, or `external` for a sign-in
- *   through an organization's provider) and `sid`, from the code or refresh token it was redeemed with;
+ * - `nbf` (the issue time), and for a user's token `auth_time`, `amr`, `idp` and `sid`, from the code or refresh token
+ *   it was redeemed with; `idp` is the source's own for a carried-over source session (session-idp.ts), else `local`,
+ *   or `external` for a sign-in through an organization's provider;
  * - the client's `ClientClaims`, named with `ClientClaimsPrefix` (`client_` by default): always in a client's own
  *   token (client credentials), in a user's token when the client has `AlwaysSendClientClaims`.
  * `typ: at+jwt`, `iss`, `client_id`, `sub`, `jti`, `iat` and `exp` are oidc-provider's own.
@@ -36,12 +38,13 @@ function originOf(ctx: KoaContextWithOIDC | undefined): Origin | undefined {
   return entities?.AuthorizationCode ?? entities?.RefreshToken ?? entities?.DeviceCode;
 }
 
-const idpOf = (amr: string[]) => (amr.includes('external') ? 'external' : 'local');
+const idpOf = (ctx: KoaContextWithOIDC | undefined, amr: string[]) =>
+  carriedIdpOf(ctx) ?? (amr.includes('external') ? 'external' : 'local');
 
 /** `idp` for an ID token, from how the user signed in. */
 export function idpClaimOf(ctx: KoaContextWithOIDC | undefined): { idp?: string } {
   const amr = originOf(ctx)?.amr;
-  return amr?.length ? { idp: idpOf(amr) } : {};
+  return amr?.length ? { idp: idpOf(ctx, amr) } : {};
 }
 
 export function accessTokenShape(options: { scopesAsString: boolean }) {
@@ -62,7 +65,7 @@ export function accessTokenShape(options: { scopesAsString: boolean }) {
       if (origin.authTime) payload.auth_time = origin.authTime;
       if (origin.amr?.length) {
         payload.amr = origin.amr;
-        payload.idp = idpOf(origin.amr);
+        payload.idp = idpOf(ctx, origin.amr);
       }
       const sid = token.sid ?? origin.sid;
       if (sid) payload.sid = sid;

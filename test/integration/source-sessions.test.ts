@@ -2,7 +2,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import * as oidc from 'openid-client';
 import { createUserWith, useHarness, SIGN_IN_HARNESS, type Harness } from '../support/harness';
 import { codeFlow } from '../support/code-flow';
-import { publicClient, relyingParty } from '../support/relying-party';
+import { confidentialClient, publicClient, relyingParty } from '../support/relying-party';
+import { decodeJwt } from 'jose';
 import { browser, CookieJar, textOf, type Visit } from '../support/sign-in-flow';
 import { counterValue } from '../support/metrics';
 import { newSourceKey, SOURCE_APPLICATION_NAME, type SourceKey } from '../support/source-protection';
@@ -50,6 +51,10 @@ const CALLBACK = 'https://apps.example.com/source-sessions/cb';
 const CLIENT = 'source-sessions-app';
 const flow = codeFlow(CALLBACK);
 let rp: oidc.Configuration;
+/** A client with refresh tokens and an API scope, so its access tokens are JWTs whose claims the test reads. */
+const API_CLIENT = 'source-sessions-api-app';
+const API_CLIENT_SECRET = 'source-sessions-api-secret';
+let apiRp: oidc.Configuration;
 const webApp = useBrowserClient(h, { id: 'source-sessions-web', name: 'Web app', scopes: ['openid', 'profile'] });
 const SHOTS = '/tmp/shots-h3';
 
@@ -57,6 +62,9 @@ beforeAll(async () => {
   const answer = await h.admin('PUT', `/api/v1/clients/${CLIENT}`, publicClient(CALLBACK, ['openid', 'profile']));
   expect(answer.status).toBe(201);
   rp = await relyingParty(h.api.publicUrl, CLIENT);
+  const api = confidentialClient(CALLBACK, ['openid', 'profile', 'IdentityAdmin'], API_CLIENT_SECRET);
+  expect((await h.admin('PUT', `/api/v1/clients/${API_CLIENT}`, api)).status).toBe(201);
+  apiRp = await relyingParty(h.api.publicUrl, API_CLIENT, API_CLIENT_SECRET);
 });
 
 /** A user here as the migration leaves one: the source's id and security stamp. */
@@ -213,6 +221,55 @@ describe('a source sign-in that holds', () => {
     } finally {
       for (const spy of spies) spy.mockRestore();
     }
+  });
+});
+
+describe("the source's idp is the session's", () => {
+  /**
+   * The API client's authorization with offline_access (no prompt=none, which drops offline_access in oidc-provider):
+   * no page is shown, and the code's tokens are an ID token, a JWT access token and a refresh token.
+   */
+  async function apiTokens(fixture: SourceSignInFixture) {
+    const jar = browserWith(sourceCookies(fixture, KEY));
+    const { started, answer } = await authorize(jar, { scope: 'openid profile offline_access IdentityAdmin' }, apiRp);
+    if (!(answer instanceof URL)) throw new Error(`a page was shown (${answer.status}): ${answer.url}`);
+    expect(answer.searchParams.get('error')).toBeNull();
+    return flow.tokens(apiRp, started, answer);
+  }
+
+  test('an external sign-in at the source ("Google"): ID token, access token and refreshed tokens say "Google"', async () => {
+    const user = await migratedUser('carried-google');
+    const tokens = await apiTokens({ ...user, idp: 'Google', amr: ['external'] });
+    expect(tokens.claims()).toMatchObject({ idp: 'Google', amr: ['external'] });
+    expect(decodeJwt(tokens.access_token)).toMatchObject({ idp: 'Google', amr: ['external'], sub: user.userId });
+    expect(tokens.refresh_token).toBeDefined();
+
+    const refreshed = await oidc.refreshTokenGrant(apiRp, tokens.refresh_token!);
+    expect(decodeJwt(refreshed.access_token)).toMatchObject({ idp: 'Google', amr: ['external'] });
+    expect(refreshed.claims()).toMatchObject({ idp: 'Google' });
+    // The rotated refresh token keeps it too.
+    const again = await oidc.refreshTokenGrant(apiRp, refreshed.refresh_token ?? tokens.refresh_token!);
+    expect(decodeJwt(again.access_token)).toMatchObject({ idp: 'Google' });
+  });
+
+  test('a local sign-in at the source stays "local"', async () => {
+    const user = await migratedUser('carried-local');
+    const tokens = await apiTokens({ ...user, idp: 'local', amr: ['pwd'] });
+    expect(tokens.claims()).toMatchObject({ idp: 'local', amr: ['pwd'] });
+    expect(decodeJwt(tokens.access_token)).toMatchObject({ idp: 'local' });
+  });
+
+  // Such a value is normalised, not refused: the ticket passed Data Protection and the sign-in is sound; only the
+  // name is not one the service puts in tokens, so the session says "external" (the user signed in elsewhere).
+  test.each([
+    ['over-long', 'x'.repeat(257)],
+    ['control characters', 'Goo\u0000gle\r\n'],
+    ['empty', ''],
+  ])('an idp that is no provider name (%s) becomes "external"', async (_label, idp) => {
+    const user = await migratedUser(`carried-bad-idp-${_label.replace(/ /g, '-')}`);
+    const tokens = await apiTokens({ ...user, idp, amr: ['external'] });
+    expect(tokens.claims()).toMatchObject({ idp: 'external' });
+    expect(decodeJwt(tokens.access_token)).toMatchObject({ idp: 'external' });
   });
 });
 

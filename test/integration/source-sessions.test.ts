@@ -252,6 +252,23 @@ describe("the source's idp is the session's", () => {
     expect(decodeJwt(again.access_token)).toMatchObject({ idp: 'Google' });
   });
 
+  test('a sign-in at the service\'s own pages in that browser replaces it: "local" again', async () => {
+    const user = await migratedUser('carried-then-local');
+    const jar = browserWith(sourceCookies({ ...user, idp: 'Google', amr: ['external'] }, KEY));
+    const scope = 'openid profile IdentityAdmin';
+    const carried = await authorize(jar, { prompt: 'none', scope }, apiRp);
+    expect(carried.answer).toBeInstanceOf(URL);
+    const own = new CookieJar();
+    for (const pair of jar.header(h.api.publicUrl).split('; ')) {
+      const [name, ...rest] = pair.split('=');
+      if (name !== SOURCE_COOKIE) own.set(h.api.publicUrl, name, rest.join('='));
+    }
+    const { started } = await authorize(own, { prompt: 'login', scope }, apiRp);
+    const tokens = await flow.tokens(apiRp, started, await flow.signIn(started, user.email, PASSWORD));
+    expect(tokens.claims()).toMatchObject({ sub: user.userId, idp: 'local', amr: ['pwd'] });
+    expect(decodeJwt(tokens.access_token)).toMatchObject({ idp: 'local' });
+  });
+
   test('a local sign-in at the source stays "local"', async () => {
     const user = await migratedUser('carried-local');
     const tokens = await apiTokens({ ...user, idp: 'local', amr: ['pwd'] });

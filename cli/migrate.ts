@@ -214,7 +214,7 @@ async function run(config: AppConfig): Promise<number> {
     console.log(
       `migration ${handle.workflowId}: ${options.dryRun ? 'dry run' : options.usersMode}, passes ${PASSES.join(', ')}`,
     );
-    const stopProgress = followProgress(context.db, options.version, totals);
+    const stopProgress = followProgress(context.db, options.version, totals, options.dryRun);
     const report = await handle.result().finally(stopProgress);
     printReport(report);
     return report.state === 'Failed' ? 1 : 0;

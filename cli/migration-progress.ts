@@ -6,12 +6,13 @@ type Totals = Omit<PassTotals, 'done'>;
 
 const BAR_WIDTH = 24;
 
-function line(pass: string, t: Totals, total?: number): string {
+/** A dry run's counts are what the real run would write: said so, so that nobody takes them for rows written. */
+function line(pass: string, t: Totals, total?: number, dryRun = false): string {
   const bar = total
     ? `${'█'.repeat(Math.min(BAR_WIDTH, Math.round((t.read / Math.max(total, 1)) * BAR_WIDTH))).padEnd(BAR_WIDTH, '░')} `
     : '';
   const of = total ? `/${total}` : '';
-  return `${pass.padEnd(15)} ${bar}read ${t.read}${of}  created ${t.created}  updated ${t.updated}  skipped ${t.skipped}`;
+  return `${pass.padEnd(15)} ${bar}read ${t.read}${of}  ${dryRun ? 'would create' : 'created'} ${t.created}  ${dryRun ? 'would update' : 'updated'} ${t.updated}  ${dryRun ? 'would skip' : 'skipped'} ${t.skipped}`;
 }
 
 /**
@@ -22,6 +23,7 @@ export function followProgress(
   db: Db,
   version: string,
   totals: Record<string, number>,
+  dryRun: boolean,
   out: NodeJS.WriteStream = process.stdout,
 ): () => void {
   const printed = new Set<string>();
@@ -33,12 +35,12 @@ export function followProgress(
     // Finished passes get a line of their own; on a terminal the passes still under way share one redrawn line.
     for (const [pass, t] of Object.entries(passes)) {
       if (printed.has(pass) || !t.done) continue;
-      out.write(`${out.isTTY ? '\r\x1b[K' : ''}${line(pass, t, totals[pass])}\n`);
+      out.write(`${out.isTTY ? '\r\x1b[K' : ''}${line(pass, t, totals[pass], dryRun)}\n`);
       printed.add(pass);
     }
     const running = Object.entries(passes).filter(([, t]) => !t.done);
     if (out.isTTY && running.length > 0) {
-      out.write(`\r\x1b[K${running.map(([pass, t]) => line(pass, t, totals[pass])).join(' | ')}`);
+      out.write(`\r\x1b[K${running.map(([pass, t]) => line(pass, t, totals[pass], dryRun)).join(' | ')}`);
       current = running[0][0];
     }
   };
@@ -64,7 +66,7 @@ export function printReport(report: MigrationReport, out: NodeJS.WriteStream = p
     for (const d of report.validation.duplicateEmails.slice(0, 10)) out.write(`  ${d.email} (${d.count} users)\n`);
   }
   for (const p of report.passes) {
-    out.write(`${line(p.pass, p)}\n`);
+    out.write(`${line(p.pass, p, undefined, report.dryRun)}\n`);
     if (p.readiness)
       out.write(`  clients: ${p.readiness.ready} ready, ${p.readiness.willNotice} will notice the cutover\n`);
     if (p.refreshTokens) {

@@ -43,7 +43,8 @@ export async function runPassPage(context: Omit<PassContext, 'options'>, input: 
     done: page.next === null,
   });
   migrationRows.inc({ pass: input.pass, direction: 'read' }, page.read);
-  migrationRows.inc({ pass: input.pass, direction: 'written' }, page.created + page.updated);
+  // A dry run's created and updated are what the real run would write: none of it is written.
+  if (!input.options.dryRun) migrationRows.inc({ pass: input.pass, direction: 'written' }, page.created + page.updated);
   for (const warning of page.warnings.slice(0, 5)) log.warn(`migration ${input.pass}: ${warning}`);
   return page;
 }

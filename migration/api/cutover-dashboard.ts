@@ -77,7 +77,8 @@ function factGroups(facts: Array<[string, string]>): string {
   return [...groups].map(([group, lines]) => `${escapeHtml(group)}: ${lines.join(', ')}`).join(' · ');
 }
 
-function passTable(passes: PassView[]): string {
+/** A dry run's counts are what the real run would write: its headings say so. */
+function passTable(passes: PassView[], dryRun: boolean): string {
   if (passes.length === 0) return '<p>No pass has reported yet.</p>';
   const rows = passes.map(
     (p) =>
@@ -85,9 +86,8 @@ function passTable(passes: PassView[]): string {
         (k) => `<td class="n">${p.counts[k]}</td>`,
       ).join('')}<td class="n">${p.warnings.length + p.moreWarnings}</td><td class="n">${p.seconds ?? '—'}</td></tr>`,
   );
-  const head = ['Pass', 'State', 'Read', 'Created', 'Updated', 'Skipped', 'Warnings', 'Seconds'].map(
-    (h) => `<th>${h}</th>`,
-  );
+  const counted = dryRun ? ['Would create', 'Would update', 'Would skip'] : ['Created', 'Updated', 'Skipped'];
+  const head = ['Pass', 'State', 'Read', ...counted, 'Warnings', 'Seconds'].map((h) => `<th>${h}</th>`);
   const details = passes
     .filter((p) => p.facts.length > 0 || p.warnings.length > 0)
     .map((p) => {
@@ -111,7 +111,7 @@ function markerSection(marker: MarkerRow): string {
     marker.state,
   )} ${marker.dry_run ? badge('check', 'dry run') : ''}</h3>
 <p class="facts">Started ${when(marker.started_at)} · finished ${when(marker.finished_at)}</p>
-${problem ? `<p class="error">${escapeHtml(problem)}</p>` : ''}${passTable(passesOf(marker))}`;
+${problem ? `<p class="error">${escapeHtml(problem)}</p>` : ''}${passTable(passesOf(marker), marker.dry_run)}`;
 }
 
 function stepList(steps: CutoverStep[]): string {

@@ -35,25 +35,31 @@ export async function insertClients(
   db: Db,
   clients: Array<{ row: MigratedClientRow; secrets: Array<Insertable<ClientSecretsTable>> }>,
 ): Promise<Set<string>> {
-  return db.transaction().execute(async (trx) => {
-    const written = await trx
-      .insertInto('clients')
-      // The columns a migrated client leaves out (provisioning apps, the lists an API resource has none of) have
-      // defaults in the schema, which the table's type does not tell.
-      .values(clients.map((c) => c.row as Insertable<ClientsTable>))
-      .onConflict((oc) => oc.column('client_id').doNothing())
-      .returning('client_id')
+  return db.transaction().execute((trx) => insertClientsWithin(trx, clients));
+}
+
+/** insertClients' writes, within a transaction the caller holds (a dry run's, which is rolled back). */
+export async function insertClientsWithin(
+  trx: Db,
+  clients: Array<{ row: MigratedClientRow; secrets: Array<Insertable<ClientSecretsTable>> }>,
+): Promise<Set<string>> {
+  const written = await trx
+    .insertInto('clients')
+    // The columns a migrated client leaves out (provisioning apps, the lists an API resource has none of) have
+    // defaults in the schema, which the table's type does not tell.
+    .values(clients.map((c) => c.row as Insertable<ClientsTable>))
+    .onConflict((oc) => oc.column('client_id').doNothing())
+    .returning('client_id')
+    .execute();
+  const created = new Set(written.map((w) => w.client_id));
+  const secrets = clients.filter((c) => created.has(c.row.client_id)).flatMap((c) => c.secrets);
+  if (secrets.length > 0)
+    await trx
+      .insertInto('client_secrets')
+      .values(secrets)
+      .onConflict((oc) => oc.column('id').doNothing())
       .execute();
-    const created = new Set(written.map((w) => w.client_id));
-    const secrets = clients.filter((c) => created.has(c.row.client_id)).flatMap((c) => c.secrets);
-    if (secrets.length > 0)
-      await trx
-        .insertInto('client_secrets')
-        .values(secrets)
-        .onConflict((oc) => oc.column('id').doNothing())
-        .execute();
-    return created;
-  });
+  return created;
 }
 
 /** Inserts the roles whose ids and names are new; returns how many. */

@@ -169,6 +169,13 @@ describe('what the dashboard shows', () => {
     for (const pass of ['roles', 'users', 'user-roles', 'clients', 'refresh-tokens']) expect(text).toContain(pass);
     expect(text).toMatch(/signing-keys running 3 2 0 1 0/);
     expect(text).toMatch(/users done \d+ \d+ \d+ \d+/);
+    // A dry run's counts are what the real run would write, headed so; the real run after it reported the same.
+    const section = (version: string) => text.slice(text.indexOf(`Version ${version}`));
+    expect(section('rehearsal')).toMatch(/^[^]*?Pass State Read Would create Would update Would skip Warnings/);
+    expect(section('first')).toMatch(/^[^]*?Pass State Read Created Updated Skipped Warnings/);
+    const usersRow = (version: string) => section(version).match(/users done (\d+ \d+ \d+ \d+)/)![1];
+    expect(usersRow('rehearsal')).toBe(usersRow('first'));
+    expect(usersRow('first')).not.toMatch(/^\d+ 0 /);
     expect(text).toMatch(/Clients' readiness Version \S+: ready \d+ · will notice \d+/);
     expect(text).toMatch(/Refresh tokens carried over Version \S+: \d+ carried over/);
     expect(text).toMatch(/user not-found 1/);

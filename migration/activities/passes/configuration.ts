@@ -9,7 +9,13 @@ import { uuidV5 } from '../../../platform/security/name-based-uuid';
 import type { Kysely } from 'kysely';
 import type { SourceDatabase } from '../../source/source-schema';
 import { readApiResourcesPage, readClientsPage, readScopeSources } from '../../source/configuration-reads';
-import { insertClients, insertScopes, type MigratedClientRow } from '../../store/migrated-configuration';
+import {
+  insertClients,
+  insertClientsWithin,
+  insertScopes,
+  type MigratedClientRow,
+} from '../../store/migrated-configuration';
+import { withoutCommitting } from '../../store/uncommitted';
 import { countWrites, emptyPage, IN_LIST_LIMIT, type Pass, type PageResult } from '../types';
 
 /** ApiScopes + IdentityResources, and the claims of ApiResources as migration-created scopes; seeded names win. */
@@ -49,8 +55,12 @@ export const scopesPass: Pass = async ({ source, target, options }) => {
   }));
   const unique = rows.filter((row, i) => rows.findIndex((r) => r.name === row.name) === i);
   page.skipped += page.read - unique.length;
-  if (unique.length === 0 || options.dryRun) return page;
-  countWrites(page, unique.length, await insertScopes(target, unique));
+  if (unique.length === 0) return page;
+  // A dry run writes as the real run would and rolls back: its counts are the real run's, and nothing is kept.
+  const written = options.dryRun
+    ? await withoutCommitting(target, (trx) => insertScopes(trx, unique))
+    : await insertScopes(target, unique);
+  countWrites(page, unique.length, written);
   return page;
 };
 
@@ -190,9 +200,11 @@ export const clientsPass: Pass = async ({ source, target, options }, cursorText)
         ? { phase: 'resources', after: 0 }
         : null;
   page.next = next && JSON.stringify(next);
-  if (clients.length === 0 || options.dryRun) return page;
-
-  const created = await insertClients(target, clients);
+  if (clients.length === 0) return page;
+  // A dry run writes as the real run would and rolls back: its counts are the real run's, and nothing is kept.
+  const created = options.dryRun
+    ? await withoutCommitting(target, (trx) => insertClientsWithin(trx, clients))
+    : await insertClients(target, clients);
   countWrites(page, clients.length, created.size);
   return page;
 };

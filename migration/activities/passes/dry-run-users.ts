@@ -1,5 +1,5 @@
 import { normalize } from '../../../platform/store/users';
-import { keyHoldersOf, type MigratedUser } from '../../store/migrated-users';
+import { keyHoldersOf, missingUserIds, type MigratedUser } from '../../store/migrated-users';
 import { inKeyOrder, usersSharingKeys } from '../../source/user-reads';
 import type { PageResult, PassContext } from '../types';
 
@@ -12,12 +12,39 @@ function keysOf(user: { Email: string | null; UserName: string | null }): string
 }
 
 /**
- * What the real run's writes would refuse, for a dry run that writes nothing and so cannot meet its own earlier rows:
+ * What the real run's writes would do, for a dry run that writes nothing and so cannot meet its own earlier rows:
+ * the rows it would refuse are counted skipped with its warnings (see survivingUserWrites), the others created or
+ * updated as it would count them. Returns the rows the real run would write.
+ */
+export async function simulateUserWrites(
+  ctx: Pick<PassContext, 'source' | 'target' | 'options'>,
+  rows: MigratedUser[],
+  page: PageResult,
+): Promise<MigratedUser[]> {
+  const written = await survivingUserWrites(ctx, rows, page);
+  // What the real run would count: under CreateOnly every row written is new (the users pass left existing users
+  // out); under Upsert a row whose id exists is an update.
+  const missing = new Set(
+    ctx.options.usersMode === 'CreateOnly'
+      ? written.map((r) => r.id)
+      : await missingUserIds(
+          ctx.target,
+          written.map((r) => r.id),
+        ),
+  );
+  page.created += missing.size;
+  page.updated += written.length - missing.size;
+  return written;
+}
+
+/**
+ * What the real run's writes would refuse, for a dry run that writes nothing and so cannot meet its own earlier
+ * rows:
  * a row whose e-mail address or user name another user of the target holds, or an earlier user of the source (in the
  * source's key order, as the real run keeps the first) would hold, is counted skipped with the real run's warning.
  * Returns the rows the real run would write.
  */
-export async function simulateUserWrites(
+async function survivingUserWrites(
   ctx: Pick<PassContext, 'source' | 'target'>,
   rows: MigratedUser[],
   page: PageResult,

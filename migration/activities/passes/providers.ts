@@ -7,6 +7,7 @@ import {
   insertSsoDomains,
   ssoDomainHolders,
 } from '../../store/migrated-configuration';
+import { withoutCommitting } from '../../store/uncommitted';
 import { idPage } from '../../source/configuration-reads';
 import { pageById } from '../id-pages';
 import { countWrites, type Pass, type PassContext, type PageResult } from '../types';
@@ -103,6 +104,12 @@ function providersPass<T extends 'SamlProviderConfigurations' | 'OidcProviderCon
     // Both provider tables have AllowedDomains; TypeScript cannot see it through the generic table name.
     const domains = providers as ProviderDomains;
     if (ctx.options.dryRun) {
+      // The providers are written as the real run would and rolled back: the counts are the real run's.
+      countWrites(
+        page,
+        providers.length,
+        await withoutCommitting(ctx.target, (target) => write({ ...ctx, target }, providers)),
+      );
       await simulateDomains(ctx, page, kind, domains);
       return page;
     }

@@ -10,6 +10,7 @@ import {
 } from '../../source/stock-refresh-tokens';
 import { protectText, type KeyRing } from '../../../platform/security/data-protection';
 import { insertGrants } from '../../store/migrated-configuration';
+import { withoutCommitting } from '../../store/uncommitted';
 import { keysetPage } from '../id-pages';
 import { countWrites, type PageResult, type Pass, type PassContext, type RefreshTokenTally } from '../types';
 
@@ -41,6 +42,10 @@ export function sealedGrantRow(
   };
 }
 
+/** A dry run writes as the real run would and rolls back: its counts are the real run's, and nothing is kept. */
+const writeGrants = (ctx: PassContext, rows: Parameters<typeof insertGrants>[1]) =>
+  ctx.options.dryRun ? withoutCommitting(ctx.target, (trx) => insertGrants(trx, rows)) : insertGrants(ctx.target, rows);
+
 const tally = (): RefreshTokenTally => ({ carriedOver: 0, notCarried: {} });
 const notCarried = (t: RefreshTokenTally, reason: NotCarriedReason) =>
   (t.notCarried[reason] = (t.notCarried[reason] ?? 0) + 1);
@@ -54,7 +59,7 @@ async function copyVerbatim(
 ) {
   page.refreshTokens!.carriedOver = live.length;
   page.skipped = grants.length - live.length;
-  if (live.length === 0 || ctx.options.dryRun) return page;
+  if (live.length === 0) return page;
   const rows = live.map((g) => ({
     key: g.Key!,
     type: g.Type,
@@ -67,7 +72,7 @@ async function copyVerbatim(
     consumed_time: g.ConsumedTime,
     data: g.Data,
   }));
-  countWrites(page, live.length, await insertGrants(ctx.target, rows));
+  countWrites(page, live.length, await writeGrants(ctx, rows));
   return page;
 }
 
@@ -109,7 +114,7 @@ async function carryStock(
   });
   counted.carriedOver = carried.length;
   page.skipped = grants.length - carried.length;
-  if (carried.length === 0 || ctx.options.dryRun) return page;
+  if (carried.length === 0) return page;
   if (!ctx.dataProtection) {
     // Nothing is kept in the clear: without the service's ring the opened data could not be sealed.
     page.warnings.push(
@@ -120,7 +125,7 @@ async function carryStock(
     return page;
   }
   const rows = carried.map(({ grant, opened }) => sealedGrantRow(grant, opened, ctx.dataProtection!));
-  const written = await insertGrants(ctx.target, rows);
+  const written = await writeGrants(ctx, rows);
   countWrites(page, rows.length, written);
   // A token an earlier run carried over is already here: this run's count is of the new ones.
   counted.carriedOver = written;

@@ -1,5 +1,6 @@
 import { insertRoles } from '../../store/migrated-configuration';
 import { normalize } from '../../../platform/store/users';
+import { withoutCommitting } from '../../store/uncommitted';
 import { pageById } from '../id-pages';
 import { countWrites, type Pass } from '../types';
 
@@ -10,7 +11,11 @@ export const rolesPass: Pass = async (ctx, cursor) => {
     .filter((r) => r.Name)
     .map((r) => ({ id: r.Id, name: r.Name!, normalized_name: normalize(r.NormalizedName ?? r.Name!) }));
   page.skipped += roles.length - rows.length;
-  if (rows.length === 0 || ctx.options.dryRun) return page;
-  countWrites(page, rows.length, await insertRoles(ctx.target, rows));
+  if (rows.length === 0) return page;
+  // A dry run writes as the real run would and rolls back: its counts are the real run's, and nothing is kept.
+  const written = ctx.options.dryRun
+    ? await withoutCommitting(ctx.target, (trx) => insertRoles(trx, rows))
+    : await insertRoles(ctx.target, rows);
+  countWrites(page, rows.length, written);
   return page;
 };

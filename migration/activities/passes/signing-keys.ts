@@ -86,7 +86,8 @@ async function importKeys(ctx: PassContext, page: PageResult, tally: SigningKeyT
     if (isNew) tally.imported++;
     else tally.alreadyStored++;
   }
-  if (!ctx.options.dryRun) page.created = tally.imported;
+  // In a dry run, the keys it would import: the real run's count.
+  page.created = tally.imported;
   page.skipped = page.read - page.created;
 }
 

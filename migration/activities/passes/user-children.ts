@@ -1,5 +1,9 @@
 import { base32Decode } from '../../../platform/security/base32';
 import { ApplicationFailure } from '@temporalio/activity';
+import { insertUsersSkippingHeld } from '../../store/migrated-users';
+import { withoutCommitting } from '../../store/uncommitted';
+import { usersADryRunWouldWrite } from './users';
+import { rolesPass } from './roles';
 import { createHmac } from 'node:crypto';
 import { protectSecret } from '../../../platform/security/data-protection';
 import {
@@ -56,15 +60,42 @@ async function childPage<C extends { UserId: string }>(
   const after = parseUserCursor(cursor);
   const ids = await readUserIds(ctx.source, { after, until }, ctx.options.pageSize);
   const page = { ...emptyPage(), next: nextCursor(ids, ctx.options.pageSize, (id) => id) };
-  if (ids.length === 0 || (!ctx.options.dryRun && !(await anyWritableUser(ctx.target, ids, createdBy(ctx)))))
+  if (ids.length === 0 || !(await anyWritableUser(ctx.target, ids, createdBy(ctx))))
     return { page, children: [] as C[] };
   const children = await readChildren(after, ids[ids.length - 1]);
   page.read = children.length;
-  return { page, children: ctx.options.dryRun ? [] : children };
+  return { page, children };
+}
+
+/**
+ * A child pass's page in a dry run: the real run writes for the users it created (under CreateOnly) or for all that
+ * exist (Upsert), which a dry run never writes. So the page runs as the real run's in a transaction that is rolled
+ * back, holding first the users the dry run's users pass would write for the same key range (the survivors of its
+ * simulation, so users it would skip stay out): reading these from the source again, rather than passing them on
+ * from the users pass, keeps the workflow as it is and is right for any partitioning, as both passes page alike.
+ * Users that exist already are left as they are; the counts are the real run's, and nothing is kept.
+ */
+const dryRunnable =
+  (pass: Pass, prepare?: (ctx: PassContext) => Promise<void>): Pass =>
+  async (ctx, cursor, until) => {
+    if (!ctx.options.dryRun) return pass(ctx, cursor, until);
+    const users = await usersADryRunWouldWrite(ctx, cursor, until);
+    return withoutCommitting(ctx.target, async (target) => {
+      if (users.length > 0) await insertUsersSkippingHeld(target, users);
+      await prepare?.({ ...ctx, target, options: { ...ctx.options, dryRun: false } });
+      return pass({ ...ctx, target }, cursor, until);
+    });
+  };
+
+/** The roles the real run's roles pass writes before user-roles starts, written again into a dry run's transaction. */
+async function writeRoles(ctx: PassContext): Promise<void> {
+  let cursor: string | null = null;
+  do cursor = (await rolesPass(ctx, cursor, null)).next;
+  while (cursor !== null);
 }
 
 /** AspNetUserRoles → user_roles through a role id → name map, so a source role that matched an existing role by name still resolves. */
-export const userRolesPass: Pass = async (ctx, cursor, until) => {
+export const userRolesPass: Pass = dryRunnable(async (ctx, cursor, until) => {
   const { page, children: links } = await childPage(ctx, cursor, until, (after, last) =>
     readUserRoles(ctx.source, after, last),
   );
@@ -82,10 +113,10 @@ export const userRolesPass: Pass = async (ctx, cursor, until) => {
     } else rows.push({ user_id: link.UserId, role_id: roleId });
   }
   return insertChildren(ctx, page, 'user_roles', ['user_id', 'role_id'], rows);
-};
+}, writeRoles);
 
 /** AspNetUserLogins → user_logins; a login that exists already (the spec's 409) is skipped, not an error. */
-export const loginsPass: Pass = async (ctx, cursor, until) => {
+export const loginsPass: Pass = dryRunnable(async (ctx, cursor, until) => {
   const { page, children: logins } = await childPage(ctx, cursor, until, (after, last) =>
     readUserLogins(ctx.source, after, last),
   );
@@ -102,10 +133,10 @@ export const loginsPass: Pass = async (ctx, cursor, until) => {
     ['login_provider', 'provider_key', 'provider_display_name', 'user_id'],
     rows,
   );
-};
+});
 
 /** AspNetUserTokens (AuthenticatorKey, RecoveryCodes) → mfa_credentials with deterministic ids; users who already have MFA are skipped. */
-export const mfaPass: Pass = async (ctx, cursor, until) => {
+export const mfaPass: Pass = dryRunnable(async (ctx, cursor, until) => {
   const ring = ctx.dataProtection;
   if (!ring && !ctx.options.dryRun)
     throw ApplicationFailure.nonRetryable(
@@ -115,6 +146,9 @@ export const mfaPass: Pass = async (ctx, cursor, until) => {
   const { page, children: tokens } = await childPage(ctx, cursor, until, (after, last) =>
     readMfaTokens(ctx.source, after, last),
   );
+  // A dry run without the key ring still counts what it would write; its rows are rolled back (dryRunnable).
+  const seal = (secret: Buffer) => (ring ? protectSecret(secret, ring) : '');
+  const hashCode = (code: string) => (ring ? createHmac('sha256', ring.primary.key).update(code).digest('base64') : '');
   const rows: MigratedMfaCredential[] = [];
   for (const token of tokens) {
     if (!token.Value) {
@@ -128,7 +162,7 @@ export const mfaPass: Pass = async (ctx, cursor, until) => {
           user_id: token.UserId,
           kind: 'totp',
           label: 'source-totp',
-          secret: protectSecret(base32Decode(token.Value), ring!),
+          secret: seal(base32Decode(token.Value)),
         });
       } catch {
         page.skipped++;
@@ -145,7 +179,7 @@ export const mfaPass: Pass = async (ctx, cursor, until) => {
             user_id: token.UserId,
             kind: 'recovery-code',
             label,
-            secret: createHmac('sha256', ring!.primary.key).update(code).digest('base64'),
+            secret: hashCode(code),
           });
         });
     }
@@ -153,4 +187,4 @@ export const mfaPass: Pass = async (ctx, cursor, until) => {
   if (rows.length === 0) return page;
   countWrites(page, rows.length, await insertMfaCredentials(ctx.target, rows, createdBy(ctx)));
   return page;
-};
+});

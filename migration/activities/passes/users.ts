@@ -3,7 +3,7 @@ import { normalize } from '../../../platform/store/users';
 import { missingUserIds, type MigratedUser } from '../../store/migrated-users';
 import { DROPPED_CLAIMS, foldClaimsByUser, noClaims } from '../claim-folding';
 import { identifierProblem } from '../identifiers';
-import { emptyPage, IN_LIST_LIMIT, nextCursor, type PageResult, type Pass } from '../types';
+import { emptyPage, IN_LIST_LIMIT, nextCursor, type PageResult, type Pass, type PassContext } from '../types';
 import type { Db } from '../../../platform/store/database';
 import { tombstonedUserIds } from '../../../platform/store/read-through-guards';
 import { backfillSecurityStamps, backfillSignInFlags, createUsers, upsertUsers } from './user-writes';
@@ -24,12 +24,20 @@ async function withoutTombstoned(target: Db, ids: string[], page: PageResult): P
   return ids.filter((id) => !gone.has(id));
 }
 
-/** AspNetUsers + AspNetUserClaims → users, ids verbatim, claims folded, hashes kept as they are. */
-export const usersPass: Pass = async ({ source, target, options }, cursor, until) => {
+/**
+ * A page of the users pass; `written` is, in a dry run, the rows the real run would write (the child passes of a dry
+ * run write those users into their rolled-back transaction, see user-children.ts).
+ */
+async function usersPage(
+  { source, target, options }: PassContext,
+  cursor: string | null,
+  until: string | null,
+): Promise<{ page: PageResult; written: MigratedUser[] }> {
   const after = parseUserCursor(cursor);
   const keys = await readUserIds(source, { after, until }, options.pageSize);
   const page = { ...emptyPage(), read: keys.length, next: nextCursor(keys, options.pageSize, (id) => id) };
-  if (keys.length === 0) return page;
+  const none = { page, written: [] };
+  if (keys.length === 0) return none;
   const last = keys[keys.length - 1];
   // A dry run reads the target as the real run would, and writes nothing: its counts and warnings are the real run's.
   const ids = await withoutTombstoned(target, keys, page);
@@ -46,7 +54,7 @@ export const usersPass: Pass = async ({ source, target, options }, cursor, until
       await backfillSignInFlags(ctx, existing, { after, until: last }, options.pageSize);
       await backfillSecurityStamps(ctx, existing, { after, until: last }, options.pageSize);
     }
-    if (wanted.size === 0) return page;
+    if (wanted.size === 0) return none;
   }
   // A few users of the page (a delta sweep's new users, or the duplicates every sweep meets again) are read by id;
   // most of it, by key range.
@@ -98,15 +106,19 @@ export const usersPass: Pass = async ({ source, target, options }, cursor, until
       security_stamp: user.SecurityStamp ?? null,
     });
   }
-  if (rows.length === 0) return page;
-  if (options.dryRun) {
-    await simulateUserWrites({ source, target }, rows, page);
-    return page;
-  }
+  if (rows.length === 0) return none;
+  if (options.dryRun) return { page, written: await simulateUserWrites({ source, target, options }, rows, page) };
   await (options.usersMode === 'Upsert' ? upsertUsers : createUsers)(
     { source, target, version: options.version },
     rows,
     page,
   );
-  return page;
-};
+  return none;
+}
+
+/** AspNetUsers + AspNetUserClaims → users, ids verbatim, claims folded, hashes kept as they are. */
+export const usersPass: Pass = async (ctx, cursor, until) => (await usersPage(ctx, cursor, until)).page;
+
+/** The users a dry run's users pass would write for this key range (as its page reads them). */
+export const usersADryRunWouldWrite = async (ctx: PassContext, cursor: string | null, until: string | null) =>
+  (await usersPage({ ...ctx, options: { ...ctx.options, dryRun: true } }, cursor, until)).written;

@@ -31,11 +31,15 @@ export async function insertUnlessAnyExists<DB, TB extends keyof DB>(
   return unlessAnyExists(() => rowsWritten(insert));
 }
 
-/** Inserts the rows, skipping those whose unique keys exist; returns the number written. */
+/**
+ * Inserts the rows, skipping those whose unique keys exist; returns the number written. Within a transaction (a dry
+ * run's, rolled back) a failed statement would abort it, so the rows go in with `on conflict do nothing` at once.
+ */
 export async function insertSkippingExisting<DB, TB extends keyof DB>(
   insert: InsertQueryBuilder<DB, TB, InsertResult>,
+  inTransaction = false,
 ): Promise<number> {
-  const written = await insertUnlessAnyExists(insert);
+  const written = inTransaction ? undefined : await insertUnlessAnyExists(insert);
   return written ?? rowsWritten(insert.onConflict((oc) => oc.doNothing()));
 }
 

@@ -74,10 +74,10 @@ export async function insertRoles(db: Db, rows: Array<Insertable<RolesTable>>): 
 }
 
 export const insertSamlProviders = (db: Db, rows: Array<Insertable<SamlProvidersTable>>) =>
-  insertSkippingExisting(db.insertInto('saml_providers').values(rows));
+  insertSkippingExisting(db.insertInto('saml_providers').values(rows), db.isTransaction);
 
 export const insertOidcProviders = (db: Db, rows: Array<Insertable<OidcProvidersTable>>) =>
-  insertSkippingExisting(db.insertInto('oidc_providers').values(rows));
+  insertSkippingExisting(db.insertInto('oidc_providers').values(rows), db.isTransaction);
 
 /**
  * Inserts the SSO domains that are new; returns, for each of the others, the provider that holds it (possibly the

@@ -47,6 +47,7 @@ export function insertUserChildren<C extends string>(
       .insertInto(table)
       .columns(columns as never)
       .expression(rowsOfWritableUsers(table, columns, rows, createdBy)),
+    db.isTransaction,
   );
 }
 
@@ -63,7 +64,10 @@ export function insertMfaCredentials(
 ): Promise<number> {
   const columns = ['id', 'user_id', 'kind', 'label', 'secret'] as const;
   const notEnrolled = sql`${rowsOfWritableUsers('mfa_credentials', columns, rows, createdBy)} and not exists (select from mfa_credentials m where m.user_id = ${sql.ref(`${JSON_ROWS}.user_id`)} offset 0)`;
-  return insertSkippingExisting(db.insertInto('mfa_credentials').columns(columns).expression(notEnrolled));
+  return insertSkippingExisting(
+    db.insertInto('mfa_credentials').columns(columns).expression(notEnrolled),
+    db.isTransaction,
+  );
 }
 
 /** The ids of the roles with these normalized names. */

@@ -55,7 +55,12 @@ async function npmRun(script: string, ...args: string[]): Promise<{ code: number
 }
 
 const usersLine = (out: string) => out.match(/^users +read.*$/m)?.[0] ?? '';
-const skipped = (out: string) => Number(usersLine(out).match(/skipped (\d+)/)?.[1]);
+const skipped = (out: string) => Number(usersLine(out).match(/(?:skipped|would skip) (\d+)/)?.[1]);
+/** The users pass's counts, a dry run's "would create" read as the real run's "created". */
+const userCounts = (out: string) =>
+  usersLine(out)
+    .replace(/^.*?read/, 'read')
+    .replace(/would (create|update|skip)/g, (_, verb: string) => `${verb}d`.replace('skipd', 'skipped'));
 
 test('sample source, dry run and real run in the checkout of a running npm start: same counts, start is the target', async () => {
   const sample = await npmRun('scripts/sample-source.ts', '--users', '600');
@@ -75,6 +80,8 @@ test('sample source, dry run and real run in the checkout of a running npm start
   expect(real.out).toContain('migration 1: Completed');
   expect(skipped(real.out)).toBeGreaterThan(0);
   expect(skipped(dry.out)).toBe(skipped(real.out));
+  expect(userCounts(dry.out)).toMatch(/^read \d+\S* +created [1-9]/);
+  expect(userCounts(dry.out)).toBe(userCounts(real.out));
 
   // Written where start reads: its API finds a migrated user.
   const found = await fetch(`${api}/api/v1/profile?email=user1@example.com`, {

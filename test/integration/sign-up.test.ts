@@ -146,15 +146,16 @@ test("an app's failed call reads as plain words with a reference (422), the deta
   }
 });
 
-describe('with Auth:AllowRegistration false', () => {
+/** A second API over the same store and Temporal with its own Auth settings, for a describe's tests: its issuer. */
+function apiWith(name: string, auth: Record<string, unknown>): () => string {
   let server: Server;
-  let issuer: string;
+  let issuer = '';
   let close: () => Promise<void>;
   beforeAll(async () => {
     server = createServer();
-    await listen(server, 0, '127.0.0.1', 'closed registration', 'port');
+    await listen(server, 0, '127.0.0.1', name, 'port');
     issuer = listeningUrl(server, '127.0.0.1');
-    const config = { ...h.config, Auth: { ...h.config.Auth, AllowRegistration: false } };
+    const config = { ...h.config, Auth: { ...h.config.Auth, ...auth } };
     const assembled = await assembleApi(config, h.context, h.client, issuer);
     server.on('request', createApiApp(assembled.dependencies));
     close = assembled.close;
@@ -163,8 +164,14 @@ describe('with Auth:AllowRegistration false', () => {
     await closeServer(server);
     await close();
   });
+  return () => issuer;
+}
+
+describe('with Auth:AllowRegistration false', () => {
+  const issuerOf = apiWith('closed registration', { AllowRegistration: false });
 
   test('the e-mail page offers no sign-up, its page is not found, and the API route answers 404', async () => {
+    const issuer = issuerOf();
     const rp = await relyingParty(issuer, 'signup-app');
     const { url } = await authorizationRequest(rp, { redirect_uri: CALLBACK, scope: 'openid' });
     const page = browser(CALLBACK);
@@ -183,27 +190,12 @@ describe('with Auth:AllowRegistration false', () => {
 });
 
 describe('past Auth:RegistrationRateLimit', () => {
-  let server: Server;
-  let issuer: string;
-  let close: () => Promise<void>;
-  beforeAll(async () => {
-    server = createServer();
-    await listen(server, 0, '127.0.0.1', 'tight registration budget', 'port');
-    issuer = listeningUrl(server, '127.0.0.1');
-    const config = {
-      ...h.config,
-      Auth: { ...h.config.Auth, RegistrationRateLimit: { PermitLimit: 1, WindowSeconds: 60 } },
-    };
-    const assembled = await assembleApi(config, h.context, h.client, issuer);
-    server.on('request', createApiApp(assembled.dependencies));
-    close = assembled.close;
-  }, 60_000);
-  afterAll(async () => {
-    await closeServer(server);
-    await close();
+  const issuerOf = apiWith('tight registration budget', {
+    RegistrationRateLimit: { PermitLimit: 1, WindowSeconds: 60 },
   });
 
   test('the refusal page leads back to the sign-in it came from, not to a dead end', async () => {
+    const issuer = issuerOf();
     // One sign-up per address and window: the first (or an earlier one of this file, from the same address) uses it.
     await (await signUpPage(issuer)).page.submit('/sign-up', fields(uniqueEmail('budget')));
     const { page } = await signUpPage(issuer);

@@ -85,8 +85,12 @@ describe('source queries compile to valid SQL Server SQL', () => {
     const { db, queries } = recordingMssql<SourceDatabase>((q) =>
       q.sql.includes('from "AspNetUsers"') ? [{ Id: 'user-00000043' }, { Id: 'user-00000050' }] : [],
     );
+    // A real run's page (a dry run first stands in for the users pass's writes, in a transaction this fake has not),
+    // over a target that holds the page's users as this run's.
+    const target = recordingMssql<unknown>((q) => (q.sql.includes('from unnest') ? [{ id: 'user-00000043' }] : []))
+      .db as unknown as Db;
     await PASS_IMPLEMENTATIONS.logins(
-      { source: db, target: emptyTarget(), options },
+      { source: db, target, options: { ...options, dryRun: false } },
       JSON.stringify('user-00000042'),
       null,
     );

@@ -8,7 +8,14 @@ import type { Db } from '../../../platform/store/database';
 import { tombstonedUserIds } from '../../../platform/store/read-through-guards';
 import { backfillSecurityStamps, backfillSignInFlags, createUsers, upsertUsers } from './user-writes';
 import { simulateUserWrites } from './dry-run-users';
-import { parseUserCursor, readClaims, readUserIds, readUsersById, readUsersOfPage } from '../../source/user-reads';
+import {
+  parseUserCursor,
+  readClaims,
+  readUserIds,
+  readUsersById,
+  readUsersOfPage,
+  type UserPageBounds,
+} from '../../source/user-reads';
 
 const looksLikeEmail = (v: string | null) => v !== null && /^[^@\s]+@[^@\s]+$/.test(v);
 
@@ -22,6 +29,29 @@ async function withoutTombstoned(target: Db, ids: string[], page: PageResult): P
   page.skipped += gone.size;
   page.warnings.push(`${gone.size} user(s) deleted or deactivated here were not migrated again (tombstoned)`);
   return ids.filter((id) => !gone.has(id));
+}
+
+/**
+ * The page's users this run writes. CreateOnly never touches a user that exists, so a delta sweep skips them before
+ * reading their rows (the target answers with the missing ids only, which on a re-run is usually none); the existing
+ * ones only gain what earlier versions did not carry (sign-in flags, security stamps).
+ */
+async function usersToWrite(
+  { source, target, options }: Pick<PassContext, 'source' | 'target' | 'options'>,
+  ids: string[],
+  bounds: UserPageBounds,
+  page: PageResult,
+): Promise<Set<string>> {
+  if (options.usersMode !== 'CreateOnly') return new Set(ids);
+  const wanted = new Set(await missingUserIds(target, ids));
+  page.skipped += ids.length - wanted.size;
+  if (!options.dryRun) {
+    const existing = ids.filter((id) => !wanted.has(id));
+    const ctx = { source, target, version: options.version };
+    await backfillSignInFlags(ctx, existing, bounds, options.pageSize);
+    await backfillSecurityStamps(ctx, existing, bounds, options.pageSize);
+  }
+  return wanted;
 }
 
 /**
@@ -42,20 +72,8 @@ async function usersPage(
   // A dry run reads the target as the real run would, and writes nothing: its counts and warnings are the real run's.
   const ids = await withoutTombstoned(target, keys, page);
 
-  // CreateOnly never touches a user that exists, so a delta sweep skips them before reading their rows; the target
-  // answers with the missing ids only, which on a re-run is usually none.
-  let wanted = new Set(ids);
-  if (options.usersMode === 'CreateOnly') {
-    wanted = new Set(await missingUserIds(target, ids));
-    page.skipped += ids.length - wanted.size;
-    if (!options.dryRun) {
-      const existing = ids.filter((id) => !wanted.has(id));
-      const ctx = { source, target, version: options.version };
-      await backfillSignInFlags(ctx, existing, { after, until: last }, options.pageSize);
-      await backfillSecurityStamps(ctx, existing, { after, until: last }, options.pageSize);
-    }
-    if (wanted.size === 0) return none;
-  }
+  const wanted = await usersToWrite({ source, target, options }, ids, { after, until: last }, page);
+  if (wanted.size === 0) return none;
   // A few users of the page (a delta sweep's new users, or the duplicates every sweep meets again) are read by id;
   // most of it, by key range.
   const byId = wanted.size * 4 <= ids.length && wanted.size <= IN_LIST_LIMIT;

@@ -5,7 +5,7 @@ import { createUserWith, eventually, UNLIMITED_SIGN_IN, useHarness } from '../su
 import { codeFlow } from '../support/code-flow';
 import { relyingParty } from '../support/relying-party';
 import { textOf, type Visit } from '../support/sign-in-flow';
-import { hashClientSecret } from '../../platform/security/client-secrets';
+import { seedApiResource } from '../support/api-resources';
 import { currentSigningKeys, storeSigningKey, type SigningJwk } from '../../platform/store/signing-keys';
 import { createSigningKeyRotationActivities } from '../../sign-in/activities/signing-key-rotation';
 
@@ -76,34 +76,8 @@ beforeAll(async () => {
   for (const [api, scope] of [
     ['library-api', 'library.read'],
     ['fees-api', 'fees.read'],
-  ]) {
-    await h.context.db
-      .insertInto('scopes')
-      .values({ name: scope, kind: 'api', user_claims: JSON.stringify([]), origin: 'migration' })
-      .execute();
-    await h.context.db
-      .insertInto('clients')
-      .values({
-        client_id: api,
-        client_name: api,
-        enabled: true,
-        settings: JSON.stringify({ apiResource: true, audience: api }),
-        allowed_scopes: JSON.stringify([scope]),
-        grant_types: JSON.stringify([]),
-        origin: 'migration',
-      } as never)
-      .execute();
-    await h.context.db
-      .insertInto('client_secrets')
-      .values({
-        id: `${api}-secret`,
-        client_id: api,
-        value: hashClientSecret(`${api}-secret-sixteen`),
-        description: null,
-        expiration: null,
-      })
-      .execute();
-  }
+  ])
+    await seedApiResource(h.context.db, { id: api, scope, secret: `${api}-secret-sixteen` });
   for (const [clientId, body] of [
     [
       'books',

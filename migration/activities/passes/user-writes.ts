@@ -146,51 +146,59 @@ async function createCarefully(ctx: WriteContext, rows: MigratedUser[], page: Pa
 }
 
 /**
- * Users migrated before the sign-in state was carried over (both flags off, as the schema change left them) gain it
- * from the source: two-step sign-in and a confirmed e-mail that the source has on are switched on. Only ever on, so a
- * re-run changes nothing and the service's own changes stay; a CreateOnly run never reads existing users otherwise.
- * The target names the page's users with both flags off; only when there are any are the source's users of the page
- * (`bounds`) with a flag on read, in one range read, and only users in both are written.
+ * What a version that did not carry a fact left out of existing users, and how it is filled in from the source: the
+ * target names the page's users still lacking it; only when there are any are the source's users of the page
+ * (`bounds`) read, in one range read, and only users in both are written. Each write only fills in (never undoes), so
+ * a re-run changes nothing and the service's own changes stay; a CreateOnly run never reads existing users otherwise.
  */
-export async function backfillSignInFlags(
-  ctx: WriteContext,
-  existingIds: string[],
-  bounds: UserPageBounds,
-  pageSize: number,
-): Promise<void> {
-  if (existingIds.length === 0) return;
-  const staleIds = await usersWithoutSignInFlags(ctx.target, existingIds);
-  if (staleIds.size === 0) return;
-  const flagged = await readUsersWithSignInFlags(ctx.source, bounds, pageSize);
-  const rows = flagged
-    .filter((u) => staleIds.has(u.Id))
-    .map((u) => ({
+interface Backfill<S extends { Id: string }, R> {
+  stale: (target: Db, ids: string[]) => Promise<Set<string>>;
+  read: (source: Kysely<SourceDatabase>, bounds: UserPageBounds, pageSize: number) => Promise<S[]>;
+  row: (user: S) => R;
+  write: (target: Db, rows: R[]) => Promise<void>;
+}
+
+/** A backfill step as one runner (its source and target row shapes stay its own). */
+const backfill =
+  <S extends { Id: string }, R>(step: Backfill<S, R>) =>
+  async (ctx: WriteContext, existingIds: string[], bounds: UserPageBounds, pageSize: number): Promise<void> => {
+    const staleIds = await step.stale(ctx.target, existingIds);
+    if (staleIds.size === 0) return;
+    const rows = (await step.read(ctx.source, bounds, pageSize)).filter((u) => staleIds.has(u.Id)).map(step.row);
+    if (rows.length > 0) await step.write(ctx.target, rows);
+  };
+
+const BACKFILLS = [
+  // Two-step sign-in and a confirmed e-mail the source has on are switched on for users migrated with both off.
+  backfill({
+    stale: usersWithoutSignInFlags,
+    read: readUsersWithSignInFlags,
+    row: (u) => ({
       id: u.Id,
       two_factor_enabled: Boolean(u.TwoFactorEnabled),
       email_confirmed: Boolean(u.EmailConfirmed),
-    }));
-  if (rows.length === 0) return;
-  await raiseSignInFlags(ctx.target, rows);
-}
+    }),
+    write: raiseSignInFlags,
+  }),
+  // The source's security stamp, so that source cookies can be carried over at cutover (a cookie is honoured only
+  // under the stamp it was issued with); not where the user's sessions ended here since.
+  backfill({
+    stale: usersWithoutSecurityStamp,
+    read: readSecurityStamps,
+    row: (u) => ({ id: u.Id, security_stamp: u.SecurityStamp! }),
+    write: fillSecurityStamps,
+  }),
+];
 
-/**
- * Users migrated before the source's security stamp was carried over gain it, so that their source cookies can be
- * carried over at cutover (a cookie is honoured only under the stamp it was issued with). Only where the user has no
- * stamp and nothing here has ended its sessions since: a re-run changes nothing, and the service's own changes stay.
- */
-export async function backfillSecurityStamps(
+/** Fills in, for the page's users that exist already, what earlier versions did not carry over (BACKFILLS). */
+export async function backfillExistingUsers(
   ctx: WriteContext,
   existingIds: string[],
   bounds: UserPageBounds,
   pageSize: number,
 ): Promise<void> {
   if (existingIds.length === 0) return;
-  const staleIds = await usersWithoutSecurityStamp(ctx.target, existingIds);
-  if (staleIds.size === 0) return;
-  const rows = (await readSecurityStamps(ctx.source, bounds, pageSize))
-    .filter((u) => staleIds.has(u.Id))
-    .map((u) => ({ id: u.Id, security_stamp: u.SecurityStamp! }));
-  if (rows.length > 0) await fillSecurityStamps(ctx.target, rows);
+  for (const step of BACKFILLS) await step(ctx, existingIds, bounds, pageSize);
 }
 
 /** Upsert: every duplicate is found first, because `on conflict (id) do update` cannot skip a clash on another key. */

@@ -6,7 +6,7 @@ import { identifierProblem } from '../identifiers';
 import { emptyPage, IN_LIST_LIMIT, nextCursor, type PageResult, type Pass, type PassContext } from '../types';
 import type { Db } from '../../../platform/store/database';
 import { tombstonedUserIds } from '../../../platform/store/read-through-guards';
-import { backfillSecurityStamps, backfillSignInFlags, createUsers, upsertUsers } from './user-writes';
+import { backfillExistingUsers, createUsers, upsertUsers } from './user-writes';
 import { simulateUserWrites } from './dry-run-users';
 import {
   parseUserCursor,
@@ -47,9 +47,7 @@ async function usersToWrite(
   page.skipped += ids.length - wanted.size;
   if (!options.dryRun) {
     const existing = ids.filter((id) => !wanted.has(id));
-    const ctx = { source, target, version: options.version };
-    await backfillSignInFlags(ctx, existing, bounds, options.pageSize);
-    await backfillSecurityStamps(ctx, existing, bounds, options.pageSize);
+    await backfillExistingUsers({ source, target, version: options.version }, existing, bounds, options.pageSize);
   }
   return wanted;
 }

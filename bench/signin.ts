@@ -7,7 +7,6 @@ import { createScratchDatabase } from '../test/fixtures/source/generate';
 import { startApi } from '../api/server';
 import { closeServer, listen, listeningUrl } from '../platform/net/listen';
 import { createServiceContext } from '../composition/service-context';
-import { parseConfig } from '../platform/config/load';
 import { emailPage, passwordPage } from '../sign-in/oidc/sign-in-pages';
 import { hashPassword, verifyPassword } from '../platform/security/password-hashing';
 import type { Db } from '../platform/store/database';
@@ -15,7 +14,7 @@ import { findSignInUser } from '../sign-in/store/sign-in-users';
 import { insertUser } from '../platform/store/users';
 import { browser } from '../test/support/sign-in-flow';
 import { grantAndFinish } from '../test/support/upstream-provider';
-import { BENCH_ADMIN_URL, numberArg, runBenchmark, runLoad } from './stats';
+import { BENCH_ADMIN_URL, benchServiceConfig, numberArg, runBenchmark, runLoad, sha256Secret } from './stats';
 
 /**
  * `npm run bench:signin [-- --flows 200 --concurrency 8]`: complete authorization-code flows (authorize, e-mail and
@@ -126,21 +125,15 @@ async function main(): Promise<void> {
   const concurrency = numberArg('concurrency', 8);
   const database = await createScratchDatabase(BENCH_ADMIN_URL, 'ips_bench_signin');
 
-  const config = parseConfig({
-    Auth: { AdminApiKeys: ['bench-admin'], SignInRateLimit: { PermitLimit: 1_000_000, WindowSeconds: 60 } },
-    Api: { Port: 0 },
-    DataProtection: { Keys: [{ Id: 'bench', Key: randomBytes(32).toString('base64') }] },
-    Oidc: { CookieKeys: [randomBytes(32).toString('base64url')] },
-    Clients: [
-      {
-        ClientId: CLIENT.id,
-        ClientSecrets: [{ Value: createHash('sha256').update(CLIENT.secret).digest('base64') }],
-        AllowedGrantTypes: ['authorization_code'],
-        RedirectUris: [CLIENT.redirect],
-        AllowedScopes: ['openid', 'profile'],
-      },
-    ],
-  });
+  const config = benchServiceConfig([
+    {
+      ClientId: CLIENT.id,
+      ClientSecrets: [{ Value: sha256Secret(CLIENT.secret) }],
+      AllowedGrantTypes: ['authorization_code'],
+      RedirectUris: [CLIENT.redirect],
+      AllowedScopes: ['openid', 'profile'],
+    },
+  ]);
   const context = await createServiceContext(config, database.url);
   const hash = await hashPassword(PASSWORD);
   // Seeded straight into the store, as a migration leaves users: no workflow runs.

@@ -1,4 +1,6 @@
+import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
+import { parseConfig } from '../platform/config/load';
 
 export function percentile(sortedMs: number[], p: number): number {
   if (sortedMs.length === 0) return NaN;
@@ -131,3 +133,20 @@ export function cpuSeconds(names: string[]): Record<string, number> {
 
 /** Linux's USER_HZ, 100 on every architecture Node runs on. */
 const CLOCK_TICKS_PER_SECOND = 100;
+
+/**
+ * The service's configuration in the sign-in and token benchmarks: these clients, fresh keys, an admin key, and a
+ * sign-in budget no benchmark reaches (it measures the flows, not the limiter).
+ */
+export function benchServiceConfig(clients: Array<Record<string, unknown>>) {
+  return parseConfig({
+    Auth: { AdminApiKeys: ['bench-admin'], SignInRateLimit: { PermitLimit: 1_000_000, WindowSeconds: 60 } },
+    Api: { Port: 0 },
+    DataProtection: { Keys: [{ Id: 'bench', Key: randomBytes(32).toString('base64') }] },
+    Oidc: { CookieKeys: [randomBytes(32).toString('base64url')] },
+    Clients: clients,
+  });
+}
+
+/** A client secret as IdentityServer's configuration holds it: `"secret".Sha256()`. */
+export const sha256Secret = (secret: string): string => createHash('sha256').update(secret).digest('base64');

@@ -6,12 +6,19 @@ import { createScratchDatabase } from '../test/fixtures/source/generate';
 import { startApi } from '../api/server';
 import { closeServer, listen, listeningUrl } from '../platform/net/listen';
 import { createServiceContext } from '../composition/service-context';
-import { parseConfig } from '../platform/config/load';
 import { hashPassword } from '../platform/security/password-hashing';
 import { insertUser } from '../platform/store/users';
 import { browser } from '../test/support/sign-in-flow';
 import { seedApiResource } from '../test/support/api-resources';
-import { BENCH_ADMIN_URL, numberArg, percentile, runBenchmark, type TaskResult } from './stats';
+import {
+  BENCH_ADMIN_URL,
+  benchServiceConfig,
+  numberArg,
+  percentile,
+  runBenchmark,
+  sha256Secret,
+  type TaskResult,
+} from './stats';
 
 /**
  * `npm run bench:tokens [-- --seconds 15 --concurrency 16 --rounds 2]`: the token surface a client and an API use
@@ -28,8 +35,6 @@ const MACHINE = { id: 'machine', secret: 'machine-secret-sixteen' };
 const WEB = { id: 'web', secret: 'web-secret-sixteen', redirect: 'https://bench.example/cb' };
 const REFERENCE = { id: 'web-reference', secret: 'web-secret-sixteen', redirect: 'https://bench.example/cb' };
 
-/** A configured secret as IdentityServer's configuration holds it: `"secret".Sha256()`. */
-const sha256 = (secret: string) => createHash('sha256').update(secret).digest('base64');
 const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`;
 const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
 
@@ -153,7 +158,7 @@ async function startService(slots: number): Promise<Target> {
   const database = await createScratchDatabase(BENCH_ADMIN_URL, 'ips_bench_tokens');
   const webClient = (client: typeof WEB, extra: Record<string, unknown>) => ({
     ClientId: client.id,
-    ClientSecrets: [{ Value: sha256(client.secret) }],
+    ClientSecrets: [{ Value: sha256Secret(client.secret) }],
     AllowedGrantTypes: ['authorization_code'],
     RedirectUris: [client.redirect],
     AllowedScopes: ['openid', 'profile', 'offline_access'],
@@ -161,22 +166,16 @@ async function startService(slots: number): Promise<Target> {
     RequireConsent: false,
     ...extra,
   });
-  const config = parseConfig({
-    Auth: { AdminApiKeys: ['bench-admin'], SignInRateLimit: { PermitLimit: 1_000_000, WindowSeconds: 60 } },
-    Api: { Port: 0 },
-    DataProtection: { Keys: [{ Id: 'bench', Key: randomBytes(32).toString('base64') }] },
-    Oidc: { CookieKeys: [randomBytes(32).toString('base64url')] },
-    Clients: [
-      {
-        ClientId: MACHINE.id,
-        ClientSecrets: [{ Value: sha256(MACHINE.secret) }],
-        AllowedGrantTypes: ['client_credentials'],
-        AllowedScopes: [API.scope],
-      },
-      webClient(WEB, {}),
-      webClient(REFERENCE, { AccessTokenType: 1, AllowedScopes: ['openid', 'profile', API.scope] }),
-    ],
-  });
+  const config = benchServiceConfig([
+    {
+      ClientId: MACHINE.id,
+      ClientSecrets: [{ Value: sha256Secret(MACHINE.secret) }],
+      AllowedGrantTypes: ['client_credentials'],
+      AllowedScopes: [API.scope],
+    },
+    webClient(WEB, {}),
+    webClient(REFERENCE, { AccessTokenType: 1, AllowedScopes: ['openid', 'profile', API.scope] }),
+  ]);
   const context = await createServiceContext(config, database.url);
   await seedApiResource(context.db, API);
   const hash = await hashPassword(PASSWORD);

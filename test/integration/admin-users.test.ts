@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { SIGN_IN_HARNESS, uniqueEmail, useHarness } from '../support/harness';
+import { eventually, SIGN_IN_HARNESS, uniqueEmail, useHarness } from '../support/harness';
 import { codeFlow } from '../support/code-flow';
 import { relyingParty } from '../support/relying-party';
 
@@ -181,7 +181,10 @@ describe('PATCH /api/v1/profile/{userId} changes a user', () => {
     expect(off.status).toBe(200);
     expect(off.body).toMatchObject({ active: false, provisionedApps: [] });
     expect(await sessionsOf()).toEqual([]);
-    expect(h.apps.crm.state.calls.filter((c) => c.method === 'DELETE' && c.path === `/users/${id}`)).toHaveLength(1);
+    // The app's DELETE may land a moment after the answer (as after SCIM's deactivation): wait for it, then exactly one.
+    await eventually(() =>
+      expect(h.apps.crm.state.calls.filter((c) => c.method === 'DELETE' && c.path === `/users/${id}`)).toHaveLength(1),
+    );
     // Signing in again is refused: the password form does not lead back to the client.
     const again = await flow.start(rp, 'openid profile');
     const refused = await flow.signIn(again, email, PASSWORD);

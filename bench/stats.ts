@@ -110,11 +110,15 @@ export function report(result: object): void {
   process.stderr.write(`${JSON.stringify(result)}\n`);
 }
 
-/** CPU seconds used so far: this process (all its threads), and every process of this machine with the given name. */
-export function cpuSeconds(names: string[]): Record<string, number> {
+/** CPU seconds used so far: this process (all its threads), and every process of this machine by id. */
+export interface CpuReading {
+  self: number;
+  processes: Map<number, { name: string; parent: number; seconds: number }>;
+}
+
+export function readCpu(): CpuReading {
   const { user, system } = process.cpuUsage();
-  const totals: Record<string, number> = { 'this process': (user + system) / 1e6 };
-  for (const name of names) totals[name] = 0;
+  const processes: CpuReading['processes'] = new Map();
   for (const pid of readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))) {
     let stat: string;
     try {
@@ -123,12 +127,38 @@ export function cpuSeconds(names: string[]): Record<string, number> {
       continue; // ended while the list was read
     }
     const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    if (!names.includes(name)) continue;
-    // Fields after the name: state is the 3rd field of the line, utime the 14th and stime the 15th, in clock ticks.
+    // Fields after the name: state is the 3rd field of the line, the parent's id the 4th, utime the 14th and stime
+    // the 15th, in clock ticks.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    totals[name] += (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+    const seconds = (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+    processes.set(Number(pid), { name, parent: Number(fields[1]), seconds });
   }
-  return totals;
+  return { self: (user + system) / 1e6, processes };
+}
+
+/** This process's children with the given name (a server it started), as the reading saw them. */
+export function childrenNamed(reading: CpuReading, name: string): number[] {
+  return [...reading.processes].filter(([, p]) => p.parent === process.pid && p.name === name).map(([pid]) => pid);
+}
+
+/**
+ * The CPU seconds spent between two readings by this process and by each named group of processes. Only the given
+ * processes count, not every process of a name: on a shared machine other runs' servers would count too. A process
+ * started in between counts from zero; one that ended in between is missed.
+ */
+export function cpuSpent(
+  before: CpuReading,
+  after: CpuReading,
+  groups: Record<string, number[]>,
+): Record<string, number> {
+  const spent: Record<string, number> = { 'this process': after.self - before.self };
+  for (const [group, pids] of Object.entries(groups)) {
+    spent[group] = pids.reduce((sum, pid) => {
+      const now = after.processes.get(pid)?.seconds ?? 0;
+      return sum + Math.max(0, now - (before.processes.get(pid)?.seconds ?? 0));
+    }, 0);
+  }
+  return spent;
 }
 
 /** Linux's USER_HZ, 100 on every architecture Node runs on. */

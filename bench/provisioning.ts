@@ -78,9 +78,11 @@ async function main(): Promise<void> {
   const rounds = numberArg('rounds', 3);
   const instances = numberArg('instances', 0);
   const setup = await startVariants(instances);
-  // `--only <variant>` measures one (for a CPU profile of it alone).
-  const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
-  const variants = setup.variants.filter(([variant]) => only === undefined || variant === only);
+  // `--only <variant>[,<variant>…]` measures those alone (one for a CPU profile of it, two to compare them).
+  const only = process.argv.includes('--only')
+    ? process.argv[process.argv.indexOf('--only') + 1].split(',')
+    : undefined;
+  const variants = setup.variants.filter(([variant]) => only === undefined || only.includes(variant));
   for (const [, task] of variants) await runLoad(Math.min(50, users), concurrency, task);
 
   // Interleaved rounds, so a machine that speeds up or slows down during the run weighs on every variant alike.
@@ -112,7 +114,7 @@ async function main(): Promise<void> {
     report({ bench: 'provisioning', variant, concurrency, ...concurrent, cpuMsPerOperation });
     report({ bench: 'provisioning', variant, concurrency: 1, ...oneByOne });
   }
-  if (only === undefined) reportRatios(results);
+  reportRatios(results);
   await setup.stop();
 }
 
@@ -316,6 +318,7 @@ async function directCalls(context: ServiceContext): Promise<Task> {
 function reportRatios(results: Record<string, { concurrent: LoadResult; serial: LoadResult }>): void {
   const ceiling = results[ONE_STEP];
   const direct = results[DIRECT];
+  if (!ceiling) return;
   const oneInstance = results[`${SERVICE}-1-instance`];
   const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100;
   const failures = Object.values(results).reduce((n, r) => n + r.concurrent.failures + r.serial.failures, 0);
@@ -328,8 +331,10 @@ function reportRatios(results: Record<string, { concurrent: LoadResult; serial: 
       ratios: {
         throughputOfOneStep,
         p50OverOneStep,
-        throughputOfDirect: ratio(ours.concurrent.perSecond, direct.concurrent.perSecond),
-        p50OverDirect: ratio(ours.serial.p50, direct.serial.p50),
+        ...(direct && {
+          throughputOfDirect: ratio(ours.concurrent.perSecond, direct.concurrent.perSecond),
+          p50OverDirect: ratio(ours.serial.p50, direct.serial.p50),
+        }),
         ...(oneInstance &&
           ours !== oneInstance && {
             throughputOfOneInstance: ratio(ours.concurrent.perSecond, oneInstance.concurrent.perSecond),

@@ -20,7 +20,10 @@ export interface RoundRobinProxy {
  */
 export async function startRoundRobinProxy(upstreams: string[]): Promise<RoundRobinProxy> {
   const targets = upstreams.map((upstream) => new URL(upstream));
-  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+  // An idle kept-alive socket is dropped after 4 s, before the instances' HTTP servers close theirs (Node's
+  // keepAliveTimeout, 5 s): a request sent on a socket the server is closing at that moment fails with "socket hang
+  // up". Node's Agent destroys a free socket on its `timeout` event.
+  const agent = new Agent({ keepAlive: true, maxSockets: 64, timeout: 4_000 });
   const counts = targets.map(() => 0);
   let next = 0;
   const proxy: RoundRobinProxy = { url: '', counts, errors: 0, close: () => Promise.resolve() };

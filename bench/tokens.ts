@@ -1,6 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import { Client, Connection } from '@temporalio/client';
+import pg from 'pg';
 import Provider from 'oidc-provider';
 import { createScratchDatabase } from '../test/fixtures/source/generate';
 import { startApi } from '../api/server';
@@ -339,11 +340,30 @@ async function startBare(slots: number): Promise<Target> {
   return target;
 }
 
+/**
+ * Statements this process sends to PostgreSQL (the service in process; the bare provider sends none), and of them the
+ * transactions begun: per request, the store round trips an endpoint costs.
+ */
+const sent = { statements: 0, transactions: 0 };
+/** With `--statements`: each statement's text (its first 100 characters) and how often it was sent, to print. */
+const texts = process.argv.includes('--statements') ? new Map<string, number>() : undefined;
+// eslint-disable-next-line @typescript-eslint/unbound-method -- called with the client as `this` below
+const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
+pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+  sent.statements++;
+  const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string } | undefined)?.text;
+  if (text?.trim().toLowerCase() === 'begin') sent.transactions++;
+  if (texts && text) texts.set(text.slice(0, 100), (texts.get(text.slice(0, 100)) ?? 0) + 1);
+  return query.apply(this, args);
+} as typeof pg.Client.prototype.query;
+
 /** Calls `endpoint` for `seconds` with `concurrency` in flight, each slot reusing its own tokens. */
 async function loadFor(target: Target, endpoint: Endpoint, seconds: number, concurrency: number) {
   const latencies: number[] = [];
   const reasons = new Set<string>();
   let failures = 0;
+  texts?.clear();
+  const before = { ...sent };
   const started = performance.now();
   const end = started + seconds * 1000;
   await Promise.all(
@@ -359,7 +379,16 @@ async function loadFor(target: Target, endpoint: Endpoint, seconds: number, conc
       }
     }),
   );
-  return { latencies, seconds: (performance.now() - started) / 1000, failures, reasons };
+  if (texts && texts.size > 0)
+    console.log(JSON.stringify({ endpoint: endpoint.name, requests: latencies.length, statements: [...texts] }));
+  return {
+    latencies,
+    seconds: (performance.now() - started) / 1000,
+    failures,
+    reasons,
+    statements: sent.statements - before.statements,
+    transactions: sent.transactions - before.transactions,
+  };
 }
 
 async function main(): Promise<void> {
@@ -369,7 +398,8 @@ async function main(): Promise<void> {
   const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
   const targets = [await startService(concurrency), await startBare(concurrency)];
   const endpoints = ENDPOINTS.filter((e) => !only || e.name === only);
-  const samples = new Map<string, { latencies: number[]; seconds: number; failures: number; reasons: Set<string> }>();
+  type Sample = Omit<Awaited<ReturnType<typeof loadFor>>, 'reasons'> & { reasons: Set<string> };
+  const samples = new Map<string, Sample>();
   for (const endpoint of endpoints)
     for (const target of targets) await loadFor(target, endpoint, Math.min(2, seconds), concurrency); // warm-up
   for (let round = 0; round < rounds; round++)
@@ -377,10 +407,19 @@ async function main(): Promise<void> {
       for (const target of round % 2 === 0 ? targets : [...targets].reverse()) {
         const run = await loadFor(target, endpoint, seconds, concurrency);
         const key = `${endpoint.name}|${target.name}`;
-        const sum = samples.get(key) ?? { latencies: [], seconds: 0, failures: 0, reasons: new Set<string>() };
+        const sum = samples.get(key) ?? {
+          latencies: [],
+          seconds: 0,
+          failures: 0,
+          reasons: new Set<string>(),
+          statements: 0,
+          transactions: 0,
+        };
         sum.latencies.push(...run.latencies);
         sum.seconds += run.seconds;
         sum.failures += run.failures;
+        sum.statements += run.statements;
+        sum.transactions += run.transactions;
         run.reasons.forEach((r) => sum.reasons.add(r));
         samples.set(key, sum);
       }
@@ -398,6 +437,8 @@ async function main(): Promise<void> {
         p50: round1(percentile(sorted, 50)),
         p99: round1(percentile(sorted, 99)),
         failures: s.failures,
+        statementsPerRequest: round1(s.statements / sorted.length),
+        transactionsPerRequest: round1(s.transactions / sorted.length),
         ...(s.reasons.size > 0 ? { failureReasons: [...s.reasons] } : {}),
       };
       console.log(JSON.stringify(result));

@@ -237,6 +237,11 @@ export const configSchema = z
         EmitScopesAsSpaceDelimitedStringInJwt: flag.default(false),
       })
       .prefault({}),
+    /**
+     * Duende IdentityServer's Discovery:ResponseCacheInterval, in seconds: discovery and the JWKS carry
+     * `Cache-Control: max-age` of it (0: no-store); unset, as IdentityServer's default, they carry none.
+     */
+    Discovery: z.object({ ResponseCacheInterval: z.coerce.number().int().min(0).max(86_400).optional() }).prefault({}),
     KeyManagement: keyManagementSchema,
     Auth: z
       .object({

@@ -21,6 +21,7 @@ import { parseAllowList } from '../../platform/security/callback-address';
 import { accountRouter } from './account/account-router';
 import { interactionRouter } from './interactions/interaction-router';
 import { createOidcProvider, withOfflineConsent } from './provider';
+import { answerFromCopy, publishedDocuments } from './provider-documents';
 import { providerSettingsVersion } from '../store/sign-in-users';
 import { storedApiResources } from './resources';
 import { logger } from '../../platform/observability/logger';
@@ -136,13 +137,16 @@ async function buildSignIn(
     signOut,
     readThrough: deps.readThrough,
   });
+  const callback = provider.callback();
   return {
     provider,
     /** When the timeline's answer changes with no change in the store: the provider is rebuilt then. */
     changesAt: keys.changesAt,
     /** What a client or an API sees of the keys: which sign and which are published, in order. */
     keySet: `signs with ${keys.signing?.kid}, publishes ${keys.published.map((k) => k.kid).join(', ')}`,
-    callback: provider.callback(),
+    callback,
+    /** Discovery and the JWKS as this build answers them: the key set changes only with a new build. */
+    documents: await publishedDocuments(callback, issuer),
     interactions: interactionRouter({
       provider,
       db,
@@ -268,6 +272,7 @@ export async function createSignIn(deps: SignInDependencies): Promise<Router> {
     const current = await fresh();
     if (forProvider) {
       req.url = inCanonicalForm(req.url);
+      if (answerFromCopy(current.documents, req, res, config.Discovery.ResponseCacheInterval)) return;
       if (req.method === 'GET') req.url = withOfflineConsent(req.url);
       forwardedAsExpressSees(req, deps.issuer);
       if (req.method === 'POST' && req.path === `${OIDC_ROUTES.end_session}/confirm`)

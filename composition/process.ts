@@ -1,7 +1,7 @@
 import { ConfigError } from '../platform/config/load';
 import type { AppConfig } from '../platform/config/config-schema';
 import { requireKeyRing, requirePayloadKeyRing } from '../platform/config/key-ring';
-import { logger } from '../platform/observability/logger';
+import { flushLogs, logger } from '../platform/observability/logger';
 import { markShuttingDown } from '../platform/observability/shutdown';
 
 /** Names a list as a sentence does: "a", "a and b", "a, b and c". */
@@ -23,11 +23,11 @@ export function runMain(name: string, main: () => Promise<() => Promise<string[]
         shutdown()
           .then((stopped) => {
             logger.info(`${name}: stopped${stopped?.length ? ` ${listed(stopped)}` : ''} (${signal})`);
-            process.exit(0);
+            return flushLogs().then(() => process.exit(0));
           })
           .catch((error) => {
             logger.error({ err: error }, `${name}: shutdown failed`);
-            process.exit(1);
+            void flushLogs().then(() => process.exit(1));
           });
       };
       process.on('SIGINT', () => stop('SIGINT'));
@@ -39,7 +39,7 @@ export function runMain(name: string, main: () => Promise<() => Promise<string[]
       logger.error(
         `${name}: ${error instanceof ConfigError ? error.message : String((error as Error)?.stack ?? error)}`,
       );
-      process.exit(1);
+      void flushLogs().then(() => process.exit(1));
     });
 }
 

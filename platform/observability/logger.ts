@@ -56,7 +56,11 @@ export function createLogger({ level = 'info', pretty = false, destination }: Lo
   };
   if (destination) return pino(options, destination);
   if (pretty) return pino(options, prettyStream({ colorize: true, sync: true, ignore: 'pid,hostname' }));
-  return pino(options, pino.destination({ dest: 1, sync: true }));
+  // Asynchronous: lines queue in memory while one write is under way and go out together, instead of one blocking
+  // write per line on the request's path (the access line of every request). pino writes what is still queued
+  // synchronously when the process exits (its on-exit hook for asynchronous destinations); a clean stop first waits
+  // for the writes under way (flushLogs).
+  return pino(options, pino.destination({ dest: 1, sync: false }));
 }
 
 /**
@@ -67,3 +71,17 @@ export const logger: Logger = createLogger({
   level: process.env.LOG_LEVEL ?? 'info',
   pretty: process.env.LOG_FORMAT ? process.env.LOG_FORMAT === 'pretty' : process.stdout.isTTY === true,
 });
+
+/**
+ * Resolves once every line logged so far is written (at most `timeoutMs` later: a stalled reader of standard output
+ * must not hold up a stop). A clean stop calls it before process.exit.
+ */
+export function flushLogs(timeoutMs = 2000): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, timeoutMs);
+    logger.flush(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}

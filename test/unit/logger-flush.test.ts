@@ -1,0 +1,21 @@
+import { spawnService } from '../support/service-process';
+
+// The JSON log is written asynchronously; no line logged before the process ends is lost, whether it ends by a
+// clean stop (flushLogs, then exit) or at once (process.exit, as after a fatal error).
+test.each([
+  ['stop', 0],
+  ['exit', 3],
+])(
+  '%s: every one of 20,000 lines reaches standard output, in order',
+  async (how, code) => {
+    const burst = spawnService('test/fixtures/logging/burst-then-exit.ts', { LOG_FORMAT: 'json' }, [], [how, '20000']);
+    expect(await burst.exited).toBe(code);
+    const lines = burst
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => (JSON.parse(line) as { n: number }).n);
+    expect(lines).toEqual(Array.from({ length: 20_000 }, (_, n) => n));
+  },
+  60_000,
+);

@@ -14,12 +14,25 @@ export const ADMIN_RESOURCE = 'IdentityAdmin';
 /** API resource name → the scopes it serves. */
 export type ApiResources = () => Promise<Map<string, string[]>>;
 
+async function readApiResources(db: Db): Promise<Map<string, string[]>> {
+  const rows = await listApiResourceClients(db);
+  return new Map([[ADMIN_RESOURCE, [ADMIN_RESOURCE]], ...rows.map((r) => [r.client_id, r.allowed_scopes] as const)]);
+}
+
 /** The API resources of the store (ApiResources migrated as clients marked apiResource), with the admin API's own. */
 export function storedApiResources(db: Db): ApiResources {
-  return async () => {
-    const rows = await listApiResourceClients(db);
-    return new Map([[ADMIN_RESOURCE, [ADMIN_RESOURCE]], ...rows.map((r) => [r.client_id, r.allowed_scopes] as const)]);
-  };
+  return () => readApiResources(db);
+}
+
+/**
+ * The API resources as the store has them now, read once for a provider build: a token request looks at them up to
+ * three times (its scopes, its default resource, the resource server's details). A change (an API resource added,
+ * disabled, or serving other scopes) reaches every instance with the scopes, within Oidc:ReloadSeconds
+ * (providerSettingsVersion covers both, sign-in-router.ts rebuilds on it).
+ */
+export async function apiResourcesOfBuild(db: Db): Promise<ApiResources> {
+  const resources = await readApiResources(db);
+  return () => Promise.resolve(resources);
 }
 
 /**

@@ -23,7 +23,7 @@ import { interactionRouter } from './interactions/interaction-router';
 import { createOidcProvider, withOfflineConsent } from './provider';
 import { answerFromCopy, publishedDocuments } from './provider-documents';
 import { providerSettingsVersion } from '../store/sign-in-users';
-import { storedApiResources } from './resources';
+import { apiResourcesOfBuild } from './resources';
 import { logger } from '../../platform/observability/logger';
 import type { Mailer } from '../../platform/email/mailer';
 import { recoveryRouter, type RecoveryMails } from '../recovery/recovery-router';
@@ -131,7 +131,7 @@ async function buildSignIn(
     signingKeys: keys.published,
     cookieKeys: cookieKeyList,
     scopes: await loadScopeClaims(db),
-    apiResources: storedApiResources(db),
+    apiResources: await apiResourcesOfBuild(db),
     scopesAsString: deps.config.Oidc.EmitScopesAsSpaceDelimitedStringInJwt,
     config: deps.config,
     signOut,
@@ -165,8 +165,8 @@ async function buildSignIn(
 type BuiltSignIn = Awaited<ReturnType<typeof buildSignIn>>;
 
 /**
- * oidc-provider reads scopes and keys once, when it is built; this keeps the build as the store has it: scopes are
- * looked at every Oidc:ReloadSeconds, the key set every KeyManagement:KeyCacheDuration and whenever a key's phase
+ * oidc-provider reads scopes and keys once, when it is built; this keeps the build as the store has it: scopes and
+ * API resources are looked at every Oidc:ReloadSeconds, the key set every KeyManagement:KeyCacheDuration and whenever a key's phase
  * changes by time alone (signing-key-timeline.ts), one look at a time, so a request never runs on keys older than
  * that. `fresh` looks when it is time and answers the build; `latest` answers it as it stands.
  */

@@ -154,8 +154,9 @@ export function listScopes(db: Db) {
 }
 
 /**
- * A digest of the scopes the provider is built from and reads only at construction (enabled scopes with their
- * claims): it changes when a migration adds scopes. The signing keys have their own, looked at more often
+ * A digest of what the provider is built from and reads only at construction: the enabled scopes with their claims,
+ * and the API resources (enabled clients marked apiResource, with the scopes they serve). It changes when a migration
+ * adds scopes or an API resource is added, disabled or changed. The signing keys have their own, looked at more often
  * (signingKeysVersion).
  */
 export async function providerSettingsVersion(db: Db): Promise<string> {
@@ -163,6 +164,9 @@ export async function providerSettingsVersion(db: Db): Promise<string> {
     select md5(
       coalesce((select string_agg(name || ':' || kind || ':' || user_claims::text || ':' || show_in_discovery::text, ',' order by name)
                 from scopes where enabled), '')
+      || '|' ||
+      coalesce((select string_agg(client_id || ':' || allowed_scopes::text, ',' order by client_id)
+                from clients where enabled and settings->>'apiResource' = 'true'), '')
     ) as version`.execute(db);
   return rows[0].version;
 }

@@ -169,13 +169,19 @@ const CLOCK_TICKS_PER_SECOND = 100;
  * sign-in budget no benchmark reaches (it measures the flows, not the limiter).
  */
 export function benchServiceConfig(clients: Array<Record<string, unknown>>) {
-  return parseConfig({
+  return parseConfig(benchServiceSettings(clients));
+}
+
+/** benchServiceConfig's settings as appsettings.json would hold them, for service processes of their own. */
+export function benchServiceSettings(clients: Array<Record<string, unknown>>) {
+  return {
     Auth: { AdminApiKeys: ['bench-admin'], SignInRateLimit: { PermitLimit: 1_000_000, WindowSeconds: 60 } },
     Api: { Port: 0 },
     DataProtection: { Keys: [{ Id: 'bench', Key: randomBytes(32).toString('base64') }] },
     Oidc: { CookieKeys: [randomBytes(32).toString('base64url')] },
+    Temporal: { PayloadKeys: [{ Id: 'bench', Key: randomBytes(32).toString('base64') }] },
     Clients: clients,
-  });
+  };
 }
 
 /** A client secret as IdentityServer's configuration holds it: `"secret".Sha256()`. */

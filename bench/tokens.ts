@@ -1,19 +1,28 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
 import Provider from 'oidc-provider';
 import { createScratchDatabase } from '../test/fixtures/source/generate';
 import { startApi } from '../api/server';
 import { closeServer, listen, listeningUrl } from '../platform/net/listen';
-import { createServiceContext } from '../composition/service-context';
+import { createServiceContext, type ServiceContext } from '../composition/service-context';
+import type { AppConfig } from '../platform/config/config-schema';
+import { parseConfig } from '../platform/config/load';
+import { freePort } from '../dev/ports';
+import { startDevServer } from '../dev/temporal-dev-server';
+import { spawnService, waitForOutput } from '../test/support/service-process';
+import { startRoundRobinProxy } from './round-robin-proxy';
 import { hashPassword } from '../platform/security/password-hashing';
 import { insertUser } from '../platform/store/users';
 import { browser } from '../test/support/sign-in-flow';
 import { seedApiResource } from '../test/support/api-resources';
 import {
   BENCH_ADMIN_URL,
-  benchServiceConfig,
+  benchServiceSettings,
   numberArg,
   percentile,
   runBenchmark,
@@ -29,6 +38,8 @@ import {
  * userinfo and introspection, refresh tokens rotated on every use as IdentityServer's OneTimeOnly does). Each endpoint
  * runs for `--seconds` at `--concurrency` on each target, the targets interleaved in `--rounds` rounds. Prints JSON
  * lines: per endpoint and target the requests per second, p50 and p99, and the ratio service / bare.
+ * `--instances 2` adds, beside the one instance, two service processes over one database and one Temporal behind a
+ * round-robin proxy (bench/round-robin-proxy.ts), with their ratios to the bare provider and to one instance.
  */
 const PASSWORD = 'a long bench passphrase';
 const API = { id: 'orders-api', secret: 'orders-api-secret-sixteen', scope: 'orders.read' };
@@ -44,6 +55,10 @@ interface Target {
   name: string;
   url: string;
   jwksPath: string;
+  /** Whether it runs in this process, whose statements to PostgreSQL are counted. */
+  inProcess: boolean;
+  /** Requests the round-robin proxy in front could not hand on (counted as failures of the run). */
+  proxyErrors(): number;
   refreshTokens: string[];
   userinfoTokens: string[];
   referenceTokens: string[];
@@ -101,7 +116,7 @@ const ENDPOINTS: Endpoint[] = [
         await post(
           `${t.url}/connect/introspect`,
           form({ token: t.referenceTokens[slot] }),
-          basic(t.name === 'service' ? API.id : REFERENCE.id, t.name === 'service' ? API.secret : REFERENCE.secret),
+          t.name.startsWith('service') ? basic(API.id, API.secret) : basic(REFERENCE.id, REFERENCE.secret),
         ),
         (b) => b.active === true,
       ),
@@ -155,8 +170,8 @@ async function serviceTokens(base: string, client: typeof WEB, email: string, sc
   return body;
 }
 
-async function startService(slots: number): Promise<Target> {
-  const database = await createScratchDatabase(BENCH_ADMIN_URL, 'ips_bench_tokens');
+/** The service's clients, in IdentityServer's appsettings shape. */
+function serviceClients(): Array<Record<string, unknown>> {
   const webClient = (client: typeof WEB, extra: Record<string, unknown>) => ({
     ClientId: client.id,
     ClientSecrets: [{ Value: sha256Secret(client.secret) }],
@@ -167,7 +182,7 @@ async function startService(slots: number): Promise<Target> {
     RequireConsent: false,
     ...extra,
   });
-  const config = benchServiceConfig([
+  return [
     {
       ClientId: MACHINE.id,
       ClientSecrets: [{ Value: sha256Secret(MACHINE.secret) }],
@@ -176,22 +191,85 @@ async function startService(slots: number): Promise<Target> {
     },
     webClient(WEB, {}),
     webClient(REFERENCE, { AccessTokenType: 1, AllowedScopes: ['openid', 'profile', API.scope] }),
-  ]);
-  const context = await createServiceContext(config, database.url);
-  await seedApiResource(context.db, API);
-  const hash = await hashPassword(PASSWORD);
+  ];
+}
+
+/** Where the service answers (its public URL) and how to stop it. */
+interface Deployment {
+  url: string;
+  /** Requests the proxy in front could not hand to an instance (none in front: 0). */
+  proxyErrors(): number;
+  close(): Promise<void>;
+}
+
+/** One instance in this process, as the figures before two instances were taken. */
+async function inProcess(config: AppConfig, context: ServiceContext): Promise<Deployment> {
   // No client has provisioning apps, so no flow starts a workflow: the Temporal connection is never opened.
   const temporal = new Client({ connection: Connection.lazy({ address: '127.0.0.1:7233' }) });
   const api = await startApi(config, context, temporal);
+  return { url: api.publicUrl, proxyErrors: () => 0, close: () => api.close() };
+}
+
+/**
+ * `instances` API processes (`api/server.ts`, as `npm run api` runs it) over one database and one Temporal dev
+ * server, with the same settings, behind the round-robin proxy whose URL is their public URL (the issuer): every
+ * step of a flow, and every request of the load, goes to the next instance in turn.
+ */
+async function behindProxy(settings: object, databaseUrl: string, instances: number): Promise<Deployment> {
+  const temporal = await startDevServer({ port: await freePort(), readyTimeoutMs: 120_000 });
+  const ports = await Promise.all(Array.from({ length: instances }, () => freePort()));
+  const proxy = await startRoundRobinProxy(ports.map((port) => `http://127.0.0.1:${port}`));
+  const file = join(mkdtempSync(join(tmpdir(), 'ips-bench-tokens-')), 'appsettings.json');
+  writeFileSync(file, JSON.stringify(settings));
+  const processes = ports.map((port) =>
+    spawnService('api/server.ts', {
+      APPSETTINGS: file,
+      DATABASE_URL: databaseUrl,
+      TEMPORAL_ADDRESS: temporal.address,
+      PORT: String(port),
+      Api__PublicUrl: proxy.url,
+      LOG_FORMAT: 'json',
+    }),
+  );
+  const close = async () => {
+    await Promise.all(processes.map((p) => p.stop()));
+    await proxy.close();
+    await temporal.stop();
+  };
+  try {
+    await Promise.all(processes.map((p) => waitForOutput(p, /api: listening on/, 120_000)));
+  } catch (error) {
+    await close();
+    throw error;
+  }
+  return { url: proxy.url, proxyErrors: () => proxy.errors, close };
+}
+
+/**
+ * The service (every artefact in PostgreSQL) with one instance in this process, or `instances` processes behind the
+ * proxy; its tokens come from real code flows through its pages.
+ */
+async function startService(slots: number, instances: number): Promise<Target> {
+  const database = await createScratchDatabase(BENCH_ADMIN_URL, 'ips_bench_tokens');
+  const settings = benchServiceSettings(serviceClients());
+  const config = parseConfig(settings);
+  const context = await createServiceContext(config, database.url);
+  // Before the instances start: each reads the API resources when it builds its provider.
+  await seedApiResource(context.db, API);
+  const hash = await hashPassword(PASSWORD);
+  const deployment =
+    instances === 1 ? await inProcess(config, context) : await behindProxy(settings, database.url, instances);
   const target: Target = {
-    name: 'service',
-    url: api.publicUrl,
+    name: instances === 1 ? 'service' : `service-${instances}-instances`,
+    url: deployment.url,
     jwksPath: '/.well-known/openid-configuration/jwks',
+    inProcess: instances === 1,
+    proxyErrors: () => deployment.proxyErrors(),
     refreshTokens: [],
     userinfoTokens: [],
     referenceTokens: [],
     close: async () => {
-      await api.close();
+      await deployment.close();
       await context.close();
       await database.drop();
     },
@@ -211,11 +289,11 @@ async function startService(slots: number): Promise<Target> {
       },
       hash,
     );
-    const web = await serviceTokens(api.publicUrl, WEB, email, 'openid profile offline_access');
+    const web = await serviceTokens(deployment.url, WEB, email, 'openid profile offline_access');
     target.refreshTokens.push(web.refresh_token);
     target.userinfoTokens.push(web.access_token);
     target.referenceTokens.push(
-      (await serviceTokens(api.publicUrl, REFERENCE, email, `openid ${API.scope}`)).access_token,
+      (await serviceTokens(deployment.url, REFERENCE, email, `openid ${API.scope}`)).access_token,
     );
   }
   return target;
@@ -317,6 +395,8 @@ async function startBare(slots: number): Promise<Target> {
     name: 'bare-oidc-provider-in-memory',
     url: issuer,
     jwksPath: '/jwks',
+    inProcess: true,
+    proxyErrors: () => 0,
     refreshTokens: [],
     userinfoTokens: [],
     referenceTokens: [],
@@ -395,8 +475,11 @@ async function main(): Promise<void> {
   const seconds = numberArg('seconds', 15);
   const concurrency = numberArg('concurrency', 16);
   const rounds = numberArg('rounds', 2);
+  const instances = numberArg('instances', 1);
   const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
-  const targets = [await startService(concurrency), await startBare(concurrency)];
+  const targets = [await startService(concurrency, 1)];
+  if (instances > 1) targets.push(await startService(concurrency, instances));
+  targets.push(await startBare(concurrency));
   const endpoints = ENDPOINTS.filter((e) => !only || e.name === only);
   type Sample = Omit<Awaited<ReturnType<typeof loadFor>>, 'reasons'> & { reasons: Set<string> };
   const samples = new Map<string, Sample>();
@@ -437,24 +520,40 @@ async function main(): Promise<void> {
         p50: round1(percentile(sorted, 50)),
         p99: round1(percentile(sorted, 99)),
         failures: s.failures,
-        statementsPerRequest: round1(s.statements / sorted.length),
-        transactionsPerRequest: round1(s.transactions / sorted.length),
+        ...(target.inProcess
+          ? {
+              statementsPerRequest: round1(s.statements / sorted.length),
+              transactionsPerRequest: round1(s.transactions / sorted.length),
+            }
+          : {}),
         ...(s.reasons.size > 0 ? { failureReasons: [...s.reasons] } : {}),
       };
       console.log(JSON.stringify(result));
       return result;
     });
-    const [service, bare] = results;
-    const ratio = Math.round((service.perSecond / bare.perSecond) * 100) / 100;
-    console.log(
-      JSON.stringify({
-        bench: 'tokens',
-        endpoint: endpoint.name,
-        ratio: { throughput: ratio, p50: round1(service.p50 / bare.p50) },
-        target: { throughput: 0.7, met: ratio >= 0.7 && service.failures === 0 },
-      }),
-    );
+    const bare = results.at(-1)!;
+    const ratioOf = (a: number, b: number) => Math.round((a / b) * 100) / 100;
+    for (const service of results.slice(0, -1)) {
+      const ratio = ratioOf(service.perSecond, bare.perSecond);
+      console.log(
+        JSON.stringify({
+          bench: 'tokens',
+          endpoint: endpoint.name,
+          variant: service.variant,
+          ratio: {
+            throughput: ratio,
+            p50: round1(service.p50 / bare.p50),
+            ...(service !== results[0] ? { toOneInstance: ratioOf(service.perSecond, results[0].perSecond) } : {}),
+          },
+          target: { throughput: 0.7, met: ratio >= 0.7 && service.failures === 0 },
+        }),
+      );
+    }
   }
+  // A request the proxy fails during a measured run is a failure of that run; these include the warm-up's.
+  for (const target of targets)
+    if (target.proxyErrors() > 0)
+      console.log(JSON.stringify({ bench: 'tokens', variant: target.name, proxyErrors: target.proxyErrors() }));
   for (const target of targets) await target.close();
 }
 

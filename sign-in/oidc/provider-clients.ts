@@ -99,12 +99,20 @@ export function clientMetadata(row: ClientRow, identityScopes: ReadonlySet<strin
   };
 }
 
+/**
+ * The stored hashes of a client's unexpired secrets, read with the client (findClientWithLiveSecrets) when the provider
+ * looks it up for a request, so authenticating it costs no second read. Only hashes, only in this process's copy of
+ * the client for the request: no endpoint shows client metadata (dynamic registration is off).
+ */
+export const SECRET_HASHES = 'urn:identity-service:secret-hashes';
+
 /** The extra client metadata properties clientMetadata sets, declared to the provider. */
 export const EXTRA_CLIENT_METADATA = [
   'urn:identity-service:settings',
   'urn:identity-service:cors-origins',
   'urn:identity-service:allowed-scopes',
   'urn:identity-service:client-claims',
+  SECRET_HASHES,
 ];
 
 /** Every scope a client may ask for (IdentityServer's AllowedScopes), API scopes included. */
@@ -113,10 +121,15 @@ export const allowedScopesOf = (client: { metadata(): Record<string, unknown> })
 
 /** A presented secret authenticates the client when it matches any of its unexpired stored hashes. */
 export async function verifyClientSecret(db: Db, clientId: string, secret: string): Promise<boolean> {
-  const secrets = await liveClientSecrets(db, clientId);
-  // Every hash is checked, so the time taken does not tell which one matched.
-  return secrets.map((s) => clientSecretMatches(secret, s.value)).includes(true);
+  return matchesAnyHash(
+    (await liveClientSecrets(db, clientId)).map((s) => s.value),
+    secret,
+  );
 }
+
+/** Every hash is checked, so the time taken does not tell which one matched. */
+export const matchesAnyHash = (hashes: string[], secret: string): boolean =>
+  hashes.map((hash) => clientSecretMatches(secret, hash)).includes(true);
 
 /**
  * A client in IdentityServer's appsettings shape as a row of the clients store. Its secrets are not part of it: the

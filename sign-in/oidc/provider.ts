@@ -3,7 +3,7 @@ import Provider, { type Configuration, type KoaContextWithOIDC } from 'oidc-prov
 import { logger } from '../../platform/observability/logger';
 import { OIDC_ROUTES } from '../sign-in-paths';
 import { tokenClaimsOf } from './claims';
-import { EXTRA_CLIENT_METADATA, verifyClientSecret } from './provider-clients';
+import { EXTRA_CLIENT_METADATA, matchesAnyHash, SECRET_HASHES, verifyClientSecret } from './provider-clients';
 import { renderErrorPage } from './sign-in-pages';
 import { errorReference } from './error-page';
 import { userCodeBudget } from './device-flow';
@@ -76,9 +76,16 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
     return deps.signOut.notify(sub, [{ clientId: this.clientId, sid }]);
   };
   acceptHintsOfEveryPublishedKey(provider);
-  // Stored secrets are IdentityServer hashes: a presented secret is hashed and compared with each unexpired one.
-  provider.Client.prototype.compareClientSecret = function (this: { clientId: string }, actual: string) {
-    return verifyClientSecret(db, this.clientId, actual);
+  // Stored secrets are IdentityServer hashes: a presented secret is hashed and compared with each unexpired one, as
+  // read with the client for this request (a client built otherwise has them read now).
+  provider.Client.prototype.compareClientSecret = function (
+    this: { clientId: string; metadata(): Record<string, unknown> },
+    actual: string,
+  ) {
+    const hashes = this.metadata()[SECRET_HASHES];
+    return Array.isArray(hashes)
+      ? Promise.resolve(matchesAnyHash(hashes as string[], actual))
+      : verifyClientSecret(db, this.clientId, actual);
   };
   return provider;
 }

@@ -1,4 +1,4 @@
-import { createHash, createPublicKey, generateKeyPairSync, verify as verifySignature } from 'node:crypto';
+import { createHash, createPublicKey, generateKeyPairSync, randomUUID, verify as verifySignature } from 'node:crypto';
 import * as oidc from 'openid-client';
 import { sql } from 'kysely';
 import { Client as PgClient } from 'pg';
@@ -432,6 +432,31 @@ describe('client credentials with the migrated hashed secrets', () => {
       await expect(oidc.clientCredentialsGrant(refused, { scope: 'orders.read' })).rejects.toMatchObject({
         error: 'invalid_client',
       });
+    }
+  });
+
+  // Issue 42: the secrets are read with the client, in one statement per request; nothing is kept between requests.
+  test('a secret added, then deleted, and a client disabled in the store take effect at the next request', async () => {
+    const db = h.context.db;
+    const grant = async (secret: string) =>
+      oidc.clientCredentialsGrant(await relyingParty('machine', secret), { scope: 'orders.read' }).then(
+        () => 'granted',
+        (error: { error?: string }) => error.error,
+      );
+    const value = `SHA256$${createHash('sha256').update('machine-added-secret').digest('base64')}`;
+    await db
+      .insertInto('client_secrets')
+      .values({ id: randomUUID(), client_id: 'machine', value, description: null, expiration: null })
+      .execute();
+    expect(await grant('machine-added-secret')).toBe('granted');
+    await db.deleteFrom('client_secrets').where('value', '=', value).execute();
+    expect(await grant('machine-added-secret')).toBe('invalid_client');
+    expect(await grant('machine-secret')).toBe('granted');
+    await db.updateTable('clients').set({ enabled: false }).where('client_id', '=', 'machine').execute();
+    try {
+      expect(await grant('machine-secret')).toBe('invalid_client');
+    } finally {
+      await db.updateTable('clients').set({ enabled: true }).where('client_id', '=', 'machine').execute();
     }
   });
 });

@@ -1,6 +1,6 @@
-import { findClient } from '../../../platform/store/clients';
+import { findClientWithLiveSecrets } from '../../../platform/store/clients';
 import { createPostgresAdapter, isStorableKey } from '../adapter';
-import { clientMetadata } from '../provider-clients';
+import { clientMetadata, SECRET_HASHES } from '../provider-clients';
 import { ADMIN_PAGES_CLIENT_ID, adminPagesClientMetadata } from '../admin-pages';
 import { adoptMigratedRefreshToken } from '../migrated-refresh-tokens';
 import { resourceOfScopes } from '../resources';
@@ -18,10 +18,12 @@ export function providerAdapter({ db, ring, issuer, scopes, apiResources, readTh
         // The admin pages' own client is built in: a stored client of the same id never takes its place.
         if (id === ADMIN_PAGES_CLIENT_ID) return adminPagesClientMetadata(issuer);
         if (!isStorableKey(id)) return undefined;
-        const row = await findClient(db, id);
+        const row = await findClientWithLiveSecrets(db, id);
         // An API resource is a client only to authenticate at introspection: it has no grant type and no response
         // type, so the token and authorization endpoints refuse it.
-        return row && row.enabled ? clientMetadata(row, scopes.names) : undefined;
+        return row && row.enabled
+          ? { ...clientMetadata(row, scopes.names), [SECRET_HASHES]: row.live_secrets }
+          : undefined;
       },
     },
     RefreshToken: {

@@ -43,6 +43,9 @@ const ageOf = (key: TimedKey, now: Date) => now.getTime() - key.createdAt.getTim
 const byAge = (a: TimedKey, b: TimedKey) =>
   a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
+/** First stored first: of keys no instance may have seen yet, the one stored earliest is likeliest to be published. */
+const byArrival = (a: TimedKey, b: TimedKey) => a.storedAt.getTime() - b.storedAt.getTime() || byAge(a, b);
+
 /** The signing key among the published keys of one algorithm (oldest first), by the rules above. */
 function signerOf<K extends TimedKey>(keys: K[], now: Date, times: KeyManagementTimes): K | undefined {
   const seen = (k: K) => seenByEveryInstance(k, now, times);
@@ -53,8 +56,10 @@ function signerOf<K extends TimedKey>(keys: K[], now: Date, times: KeyManagement
     [...statics].reverse().find(seen) ??
     managed.find((k) => seen(k) && notExpired(k) && ageOf(k, now) >= times.PropagationTime) ??
     managed.find((k) => seen(k) && notExpired(k)) ??
-    statics.at(-1) ??
-    managed.find(notExpired) ??
+    // Nothing seen everywhere yet (a fresh store, or keys imported moments after the first was made): the key that
+    // arrived first, not the oldest by creation, which may have been stored a moment ago and be unknown elsewhere.
+    [...statics].sort(byArrival)[0] ??
+    managed.filter(notExpired).sort(byArrival)[0] ??
     managed.at(-1)
   );
 }

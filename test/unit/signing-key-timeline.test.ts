@@ -71,6 +71,15 @@ describe('keys new to the store sign only once every instance has seen them', ()
     expect(after.signing?.id).toBe('source-kid');
   });
 
+  test('with no key seen everywhere yet, the first stored signs, not an older key migrated a moment later', () => {
+    const own = key('own', 10);
+    const migrated = key('migrated', 0, { storedAt: at(10.2), origin: 'migrated' });
+    expect(signingKeysAt([own, migrated], at(10.5), times).signing?.id).toBe('own');
+    expect(ids(signingKeysAt([own, migrated], at(10.5), times).published)).toEqual(['own', 'migrated']);
+    // Two key-cache looks after it arrived, the migrated key (older, in its signing phase) takes over.
+    expect(signingKeysAt([own, migrated], at(12.2), times).signing?.id).toBe('migrated');
+  });
+
   test('a static key wins over managed keys of its algorithm once seen; the newest static one signs', () => {
     const own = key('own', 0);
     const older = key('static-1', -100, { origin: 'static', storedAt: at(1) });

@@ -1,4 +1,5 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
+import { tombstoned } from '../../platform/store/read-through-guards';
 import type { Db } from '../../platform/store/database';
 import { copyUnlessAnyExists } from './insert-new';
 import { jsonRows } from './json-rows';
@@ -51,6 +52,48 @@ export async function missingUserIds(db: Db, ids: string[]): Promise<string[]> {
     id: string;
   }>`select u.id from unnest(${ids}::text[]) as u(id) where not ${userExists(sql.ref('u.id'))}`.execute(db);
   return missing.rows.map((r) => r.id);
+}
+
+/** What the target holds of a page's source users (usersInTarget). */
+export interface PageInTarget {
+  /** Ids no user has. */
+  missing: Set<string>;
+  /** Users deleted or deactivated here (source_user_tombstones). */
+  tombstoned: Set<string>;
+  /** For each of the conditions asked about, the existing users meeting it. */
+  meeting: Array<Set<string>>;
+}
+
+/**
+ * The target's side of a page of source users in one statement: one key probe per id (a lateral subquery behind
+ * `offset 0`: a join of a whole page, or `id = any(…)`, is planned as a scan of every user). Only ids that are
+ * missing, tombstoned or meet a condition come back, so an unchanged page answers with no rows.
+ */
+export async function usersInTarget(
+  db: Db,
+  ids: string[],
+  conditions: Array<RawBuilder<boolean>>,
+): Promise<PageInTarget> {
+  const flags = conditions.map((_, i) => sql`coalesce(u.c${sql.raw(String(i))}, false)`);
+  const found = await sql<{ id: string; missing: boolean; tombstoned: boolean; meets: boolean[] }>`
+    select * from (
+      select page.id, u.id is null as missing, ${tombstoned(sql.ref('page.id'))} as tombstoned,
+        array[${sql.join([sql`false`, ...flags])}] as meets
+      from unnest(${ids}::text[]) as page(id)
+      left join lateral (
+        select ${sql.join([sql.ref('users.id'), ...conditions.map((c, i) => sql`(${c}) as ${sql.raw(`c${i}`)}`)])}
+        from users where users.id = page.id offset 0
+      ) u on true
+    ) s
+    where s.missing or s.tombstoned or true = any(s.meets)`.execute(db);
+  const state: PageInTarget = { missing: new Set(), tombstoned: new Set(), meeting: conditions.map(() => new Set()) };
+  for (const row of found.rows) {
+    if (row.missing) state.missing.add(row.id);
+    if (row.tombstoned) state.tombstoned.add(row.id);
+    // The array's first element is a placeholder: `array[]` of no conditions would have no type.
+    for (let i = 0; i < conditions.length; i++) if (row.meets[i + 1]) state.meeting[i].add(row.id);
+  }
+  return state;
 }
 
 /** Whether any user was created by this migration Version. */
@@ -156,18 +199,11 @@ export async function upsertUsers(db: Db, rows: MigratedUser[]): Promise<{ creat
 }
 
 /**
- * Of these ids, the migrated users with both sign-in flags off (as the schema change that added them left them).
- * One key probe per id (`offset 0` keeps the subquery from being planned as a join): `id = any(…)` or a join of a
- * whole page is planned as a scan of every user.
+ * Migrated users with both sign-in flags off (as the schema change that added them left them), a condition on the
+ * `users` row for usersInTarget.
  */
-export async function usersWithoutSignInFlags(db: Db, ids: string[]): Promise<Set<string>> {
-  const stale = await sql<{ id: string }>`
-    select page.id from unnest(${ids}::text[]) as page(id)
-    where exists (
-      select from users where users.id = page.id and users.migration_version is not null
-        and not users.two_factor_enabled and not users.email_confirmed offset 0)`.execute(db);
-  return new Set(stale.rows.map((u) => u.id));
-}
+export const withoutSignInFlags = sql<boolean>`users.migration_version is not null
+  and not users.two_factor_enabled and not users.email_confirmed`;
 
 /** Switches the flags on where a row has them on; never off, so the service's own changes stay. */
 export async function raiseSignInFlags(
@@ -183,17 +219,11 @@ export async function raiseSignInFlags(
 }
 
 /**
- * Of these ids, the migrated users with no security stamp whose sessions nothing here has ended: users migrated
- * before the stamp was carried over, whose source cookies would otherwise never be carried over.
+ * Migrated users with no security stamp whose sessions nothing here has ended (users migrated before the stamp was
+ * carried over, whose source cookies would otherwise never be carried over), a condition for usersInTarget.
  */
-export async function usersWithoutSecurityStamp(db: Db, ids: string[]): Promise<Set<string>> {
-  const stale = await sql<{ id: string }>`
-    select page.id from unnest(${ids}::text[]) as page(id)
-    where exists (
-      select from users where users.id = page.id and users.migration_version is not null
-        and users.security_stamp is null and users.sessions_revoked_at is null offset 0)`.execute(db);
-  return new Set(stale.rows.map((u) => u.id));
-}
+export const withoutSecurityStamp = sql<boolean>`users.migration_version is not null
+  and users.security_stamp is null and users.sessions_revoked_at is null`;
 
 /** Sets the source's stamp where the user still has none and nothing here has ended its sessions; else nothing. */
 export async function fillSecurityStamps(db: Db, rows: Array<{ id: string; security_stamp: string }>): Promise<void> {

@@ -28,11 +28,15 @@ const sourceDataProtection = { ApplicationName: '/srv/identity-server' };
  * users, holders), and every user it asks about is missing.
  */
 const emptyTarget = () =>
-  recordingMssql<unknown>((q) =>
-    q.sql.includes('from unnest') && q.sql.includes('as u(id)')
-      ? (q.parameters[0] as string[]).map((id) => ({ id }))
-      : [],
-  ).db as unknown as Db;
+  recordingMssql<unknown>((q) => {
+    if (!q.sql.includes('from unnest')) return [];
+    const ids = q.parameters[0] as string[];
+    if (q.sql.includes('as u(id)')) return ids.map((id) => ({ id }));
+    // usersInTarget, the real run's question: every id missing, none tombstoned.
+    if (q.sql.includes('as missing'))
+      return ids.map((id) => ({ id, missing: true, tombstoned: false, meets: [false] }));
+    return [];
+  }).db as unknown as Db;
 
 // No SQL Server runs here: these check the T-SQL kysely compiles for every source query of every pass.
 describe('source queries compile to valid SQL Server SQL', () => {

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, RawBuilder } from 'kysely';
 import type { SourceDatabase } from '../../source/source-schema';
 import { inKeyOrder, readSecurityStamps, readUsersWithSignInFlags, type UserPageBounds } from '../../source/user-reads';
 import type { Db } from '../../../platform/store/database';
@@ -10,8 +10,8 @@ import {
   raiseSignInFlags,
   removeUsersCreatedBy,
   upsertUsers as writeUpserts,
-  usersWithoutSecurityStamp,
-  usersWithoutSignInFlags,
+  withoutSecurityStamp,
+  withoutSignInFlags,
   type MigratedUser,
 } from '../../store/migrated-users';
 import type { PageResult } from '../types';
@@ -147,31 +147,32 @@ async function createCarefully(ctx: WriteContext, rows: MigratedUser[], page: Pa
 
 /**
  * What a version that did not carry a fact left out of existing users, and how it is filled in from the source: the
- * target names the page's users still lacking it; only when there are any are the source's users of the page
- * (`bounds`) read, in one range read, and only users in both are written. Each write only fills in (never undoes), so
- * a re-run changes nothing and the service's own changes stay; a CreateOnly run never reads existing users otherwise.
+ * target names the page's users still lacking it (`stale`, a condition on the users row that usersInTarget asks with
+ * the page's other questions); only when there are any are the source's users of the page (`bounds`) read, in one
+ * range read, and only users in both are written. Each write only fills in (never undoes), so a re-run changes nothing
+ * and the service's own changes stay; a CreateOnly run never reads existing users otherwise.
  */
 interface Backfill<S extends { Id: string }, R> {
-  stale: (target: Db, ids: string[]) => Promise<Set<string>>;
+  stale: RawBuilder<boolean>;
   read: (source: Kysely<SourceDatabase>, bounds: UserPageBounds, pageSize: number) => Promise<S[]>;
   row: (user: S) => R;
   write: (target: Db, rows: R[]) => Promise<void>;
 }
 
-/** A backfill step as one runner (its source and target row shapes stay its own). */
-const backfill =
-  <S extends { Id: string }, R>(step: Backfill<S, R>) =>
-  async (ctx: WriteContext, existingIds: string[], bounds: UserPageBounds, pageSize: number): Promise<void> => {
-    const staleIds = await step.stale(ctx.target, existingIds);
+/** A backfill step as a condition and one runner over the ids meeting it (its row shapes stay its own). */
+const backfill = <S extends { Id: string }, R>(step: Backfill<S, R>) => ({
+  stale: step.stale,
+  run: async (ctx: WriteContext, staleIds: Set<string>, bounds: UserPageBounds, pageSize: number): Promise<void> => {
     if (staleIds.size === 0) return;
     const rows = (await step.read(ctx.source, bounds, pageSize)).filter((u) => staleIds.has(u.Id)).map(step.row);
     if (rows.length > 0) await step.write(ctx.target, rows);
-  };
+  },
+});
 
 const BACKFILLS = [
   // Two-step sign-in and a confirmed e-mail the source has on are switched on for users migrated with both off.
   backfill({
-    stale: usersWithoutSignInFlags,
+    stale: withoutSignInFlags,
     read: readUsersWithSignInFlags,
     row: (u) => ({
       id: u.Id,
@@ -183,22 +184,27 @@ const BACKFILLS = [
   // The source's security stamp, so that source cookies can be carried over at cutover (a cookie is honoured only
   // under the stamp it was issued with); not where the user's sessions ended here since.
   backfill({
-    stale: usersWithoutSecurityStamp,
+    stale: withoutSecurityStamp,
     read: readSecurityStamps,
     row: (u) => ({ id: u.Id, security_stamp: u.SecurityStamp! }),
     write: fillSecurityStamps,
   }),
 ];
 
-/** Fills in, for the page's users that exist already, what earlier versions did not carry over (BACKFILLS). */
+/** The conditions on an existing user that name what BACKFILLS fill in, in their order (see usersInTarget). */
+export const BACKFILL_CONDITIONS = BACKFILLS.map((step) => step.stale);
+
+/**
+ * Fills in, for the page's users that exist already, what earlier versions did not carry over (BACKFILLS); `stale`
+ * holds the users meeting each of BACKFILL_CONDITIONS.
+ */
 export async function backfillExistingUsers(
   ctx: WriteContext,
-  existingIds: string[],
+  stale: Array<Set<string>>,
   bounds: UserPageBounds,
   pageSize: number,
 ): Promise<void> {
-  if (existingIds.length === 0) return;
-  for (const step of BACKFILLS) await step(ctx, existingIds, bounds, pageSize);
+  for (const [i, step] of BACKFILLS.entries()) await step.run(ctx, stale[i], bounds, pageSize);
 }
 
 /** Upsert: every duplicate is found first, because `on conflict (id) do update` cannot skip a clash on another key. */

@@ -1,12 +1,10 @@
 import { detectPasswordFormat } from '../../../platform/security/password-formats';
 import { normalize } from '../../../platform/store/users';
-import { missingUserIds, type MigratedUser } from '../../store/migrated-users';
+import { usersInTarget, type MigratedUser } from '../../store/migrated-users';
 import { DROPPED_CLAIMS, foldClaimsByUser, noClaims } from '../claim-folding';
 import { identifierProblem } from '../identifiers';
 import { emptyPage, IN_LIST_LIMIT, nextCursor, type PageResult, type Pass, type PassContext } from '../types';
-import type { Db } from '../../../platform/store/database';
-import { tombstonedUserIds } from '../../../platform/store/read-through-guards';
-import { backfillExistingUsers, createUsers, upsertUsers } from './user-writes';
+import { BACKFILL_CONDITIONS, backfillExistingUsers, createUsers, upsertUsers } from './user-writes';
 import { simulateUserWrites } from './dry-run-users';
 import {
   parseUserCursor,
@@ -20,36 +18,34 @@ import {
 const looksLikeEmail = (v: string | null) => v !== null && /^[^@\s]+@[^@\s]+$/.test(v);
 
 /**
- * A user deleted or deactivated here is never migrated again, under either UsersMode: the source still holds its
- * hash, roles and MFA. Skipped, and the page says how many.
- */
-async function withoutTombstoned(target: Db, ids: string[], page: PageResult): Promise<string[]> {
-  const gone = await tombstonedUserIds(target, ids);
-  if (gone.size === 0) return ids;
-  page.skipped += gone.size;
-  page.warnings.push(`${gone.size} user(s) deleted or deactivated here were not migrated again (tombstoned)`);
-  return ids.filter((id) => !gone.has(id));
-}
-
-/**
- * The page's users this run writes. CreateOnly never touches a user that exists, so a delta sweep skips them before
- * reading their rows (the target answers with the missing ids only, which on a re-run is usually none); the existing
- * ones only gain what earlier versions did not carry (sign-in flags, security stamps).
+ * The page's users this run writes, with the target asked once about all of them (usersInTarget). A user deleted or
+ * deactivated here is never migrated again, under either UsersMode: the source still holds its hash, roles and MFA;
+ * skipped, and the page says how many. CreateOnly never touches a user that exists, so a delta sweep skips them before
+ * reading their rows (on a re-run usually all of them); the existing ones only gain what earlier versions did not
+ * carry (sign-in flags, security stamps). A dry run reads the target as the real run would, and writes nothing.
  */
 async function usersToWrite(
   { source, target, options }: Pick<PassContext, 'source' | 'target' | 'options'>,
-  ids: string[],
+  keys: string[],
   bounds: UserPageBounds,
   page: PageResult,
-): Promise<Set<string>> {
-  if (options.usersMode !== 'CreateOnly') return new Set(ids);
-  const wanted = new Set(await missingUserIds(target, ids));
+): Promise<{ ids: string[]; wanted: Set<string> }> {
+  const createOnly = options.usersMode === 'CreateOnly';
+  const inTarget = await usersInTarget(target, keys, createOnly ? BACKFILL_CONDITIONS : []);
+  const gone = inTarget.tombstoned;
+  if (gone.size > 0) {
+    page.skipped += gone.size;
+    page.warnings.push(`${gone.size} user(s) deleted or deactivated here were not migrated again (tombstoned)`);
+  }
+  const ids = gone.size === 0 ? keys : keys.filter((id) => !gone.has(id));
+  if (!createOnly) return { ids, wanted: new Set(ids) };
+  const wanted = new Set(ids.filter((id) => inTarget.missing.has(id)));
   page.skipped += ids.length - wanted.size;
   if (!options.dryRun) {
-    const existing = ids.filter((id) => !wanted.has(id));
-    await backfillExistingUsers({ source, target, version: options.version }, existing, bounds, options.pageSize);
+    const stale = inTarget.meeting.map((meeting) => new Set([...meeting].filter((id) => !gone.has(id))));
+    await backfillExistingUsers({ source, target, version: options.version }, stale, bounds, options.pageSize);
   }
-  return wanted;
+  return { ids, wanted };
 }
 
 /**
@@ -67,10 +63,7 @@ async function usersPage(
   const none = { page, written: [] };
   if (keys.length === 0) return none;
   const last = keys[keys.length - 1];
-  // A dry run reads the target as the real run would, and writes nothing: its counts and warnings are the real run's.
-  const ids = await withoutTombstoned(target, keys, page);
-
-  const wanted = await usersToWrite({ source, target, options }, ids, { after, until: last }, page);
+  const { ids, wanted } = await usersToWrite({ source, target, options }, keys, { after, until: last }, page);
   if (wanted.size === 0) return none;
   // A few users of the page (a delta sweep's new users, or the duplicates every sweep meets again) are read by id;
   // most of it, by key range.

@@ -15,8 +15,9 @@ RUN npm run build
 FROM node:22-bookworm-slim
 WORKDIR /app
 ENV NODE_ENV=production
-# The heap limit every entry point that runs a migration worker starts with (workers/heap-limit.ts).
+# The heap limit and malloc arenas every entry point that runs a migration worker starts with (workers/heap-limit.ts).
 ENV NODE_OPTIONS=--max-old-space-size=448
+ENV MALLOC_ARENA_MAX=2
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist

@@ -1,16 +1,22 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { heapLimitNotice, oldSpaceFlagMb, WORKER_HEAP_LIMIT_MB } from '../../workers/heap-limit';
+import { heapLimitNotice, oldSpaceFlagMb, WORKER_HEAP_LIMIT_MB, WORKER_MALLOC_ARENAS } from '../../workers/heap-limit';
 
 const ROOT = join(__dirname, '..', '..');
 const flag = `--max-old-space-size=${WORKER_HEAP_LIMIT_MB}`;
 
-test('every way of starting a migration worker gives it the heap limit', () => {
+test('every way of starting a migration worker gives it the heap limit and the malloc arenas', () => {
   const { scripts } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
     scripts: Record<string, string>;
   };
-  for (const script of ['start', 'worker', 'migrate', 'bench:migration']) expect(scripts[script]).toContain(flag);
-  expect(readFileSync(join(ROOT, 'Dockerfile'), 'utf8')).toContain(`ENV NODE_OPTIONS=${flag}`);
+  const arenas = `MALLOC_ARENA_MAX=${WORKER_MALLOC_ARENAS} node `;
+  for (const script of ['start', 'worker', 'migrate', 'bench:migration']) {
+    expect(scripts[script]).toContain(flag);
+    expect(scripts[script]).toContain(arenas);
+  }
+  const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
+  expect(dockerfile).toContain(`ENV NODE_OPTIONS=${flag}`);
+  expect(dockerfile).toContain(`ENV MALLOC_ARENA_MAX=${WORKER_MALLOC_ARENAS}`);
 });
 
 test('the start-up line states the limit, and warns with the setting to use when the limit is V8 own', () => {

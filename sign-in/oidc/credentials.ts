@@ -51,11 +51,14 @@ let dummyHash: Promise<string> | undefined;
 const dummy = () => (dummyHash ??= hashPassword(`no user ${Math.random()}`));
 
 /**
- * Every password check takes as long as the slowest recent one, whatever the account and its hash format: a migrated
- * ASP.NET V2 hash verifies in a few milliseconds, BCrypt in tens, the native hash in between, and without this a
- * single request would tell migrated users apart. The ceiling keeps a pathological hash from slowing every sign-in.
+ * Every failed password check takes as long as the slowest recent check, whatever the account and its hash format: a
+ * migrated ASP.NET V2 hash verifies in a few milliseconds, BCrypt in tens, the native hash in between, and without
+ * this a single request would tell migrated users apart. A right password is answered as soon as it is checked (the
+ * next page says it was right, so its time tells nothing more), and still sets the floor. The ceiling keeps a
+ * pathological hash from slowing every sign-in.
  */
 const atPasswordFloor = equalDuration({ halfLifeMs: 60_000, ceilingMs: 2_000 });
+const rightPassword = (check: PasswordCheck) => check.status === 'valid';
 
 function lockedMessage(until: Date): string {
   const minutes = Math.max(1, Math.ceil((until.getTime() - Date.now()) / 60_000));
@@ -108,7 +111,7 @@ export function checkPassword(
     if (needsSecondFactor) await releaseSignInAttempt(db, user.id, reservation, MaxFailedAttempts);
     else await settleSignInSuccess(db, user.id, reservation);
     return { status: 'valid', userId: user.id, needsSecondFactor, emailConfirmed: user.email_confirmed };
-  });
+  }, rightPassword);
 }
 
 /**

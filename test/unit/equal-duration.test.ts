@@ -23,3 +23,12 @@ test("the check's own time still sets the floor the others are padded to", async
   await atFloor(() => sleep(300));
   expect(await timed(() => atFloor(() => Promise.resolve()))).toBeGreaterThanOrEqual(280);
 });
+
+test('a result the answer discloses is not padded, and still sets the floor the others wait for', async () => {
+  const atFloor = equalDuration({ halfLifeMs: 60_000, ceilingMs: 2_000 });
+  const disclosed = (result: string) => result === 'right';
+  await atFloor(() => sleep(300).then(() => 'wrong'), disclosed);
+  expect(await timed(() => atFloor(() => Promise.resolve('right'), disclosed))).toBeLessThan(250);
+  await atFloor(() => sleep(400).then(() => 'right'), disclosed);
+  expect(await timed(() => atFloor(() => Promise.resolve('wrong'), disclosed))).toBeGreaterThanOrEqual(380);
+});

@@ -22,6 +22,7 @@ import * as keyManagement from './schema-migrations/0021_key_management';
 import * as sourceSessions from './schema-migrations/0024_source_sessions';
 import * as accountPage from './schema-migrations/0027_account_page';
 import * as readThroughTallies from './schema-migrations/0029_read_through_tallies';
+import * as budgetsInOneRoundTrip from './schema-migrations/0031_budgets_in_one_round_trip';
 import type { Database } from './schema';
 import { logger } from '../observability/logger';
 import { shuttingDown } from '../observability/shutdown';
@@ -112,6 +113,7 @@ const provider: MigrationProvider = {
       '0024_source_sessions': sourceSessions,
       '0027_account_page': accountPage,
       '0029_read_through_tallies': readThroughTallies,
+      '0031_budgets_in_one_round_trip': budgetsInOneRoundTrip,
     }),
 };
 

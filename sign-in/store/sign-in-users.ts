@@ -121,20 +121,13 @@ export async function upgradePasswordHash(db: Db, userId: string, oldHash: strin
 }
 
 /**
- * Records a sign-in attempt of a client address and says how many it made in the window, this one included (the
- * count reads the snapshot from before the insert, so it adds one).
+ * Records a sign-in attempt of a client address and says how many it made in the window, this one included. Parallel
+ * attempts from one address, at any API process, take turns on an advisory lock, so each counts the others' rows
+ * (count_sign_in_attempt, schema migration 0031: one round trip).
  */
-export function countSignInAttempt(db: Db, address: string, windowSeconds: number): Promise<number> {
-  // Parallel attempts from one address, at any API process, take turns on a transaction-scoped advisory lock, so each
-  // counts the others' rows: one statement counts from a snapshot without them, and a burst all saw the same count.
-  return db.transaction().execute(async (trx) => {
-    await sql`select pg_advisory_xact_lock(hashtextextended(${`sign-in\n${address}`}, 0))`.execute(trx);
-    const { rows } = await sql<{ n: string }>`
-      with recorded as (insert into sign_in_attempts (address) values (${address}))
-      select count(*) + 1 as n from sign_in_attempts
-      where address = ${address} and at > now() - make_interval(secs => ${windowSeconds})`.execute(trx);
-    return Number(rows[0].n);
-  });
+export async function countSignInAttempt(db: Db, address: string, windowSeconds: number): Promise<number> {
+  const counted = sql<{ n: string }>`select count_sign_in_attempt(${address}, ${windowSeconds}) as n`;
+  return Number((await counted.execute(db)).rows[0].n);
 }
 
 export async function purgeSignInAttempts(db: Db, olderThanSeconds: number): Promise<void> {

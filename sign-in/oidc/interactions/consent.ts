@@ -161,12 +161,7 @@ async function grantConsent(
   if (!accountId) return void res.redirect(303, `/interaction/${encodeURIComponent(details.uid)}`);
   const refusal = await provisionAtAuthorization(ctx, req, accountId, client);
   if (refusal)
-    return provider.interactionFinished(
-      req,
-      res,
-      { error: 'access_denied', error_description: errorDescriptionOf(refusal) },
-      { mergeWithLastSubmission: false },
-    );
+    return ctx.finish(res, details, { error: 'access_denied', error_description: errorDescriptionOf(refusal) });
   const grant = details.grantId
     ? (await provider.Grant.find(details.grantId))!
     : new provider.Grant({ accountId, clientId });
@@ -176,7 +171,7 @@ async function grantConsent(
   for (const [indicator, scopes] of Object.entries((missing.missingResourceScopes as Record<string, string[]>) ?? {}))
     grant.addResourceScope(indicator, scopes.join(' '));
   const grantId = await grant.save();
-  await provider.interactionFinished(req, res, { consent: { grantId } }, { mergeWithLastSubmission: true });
+  await ctx.finish(res, details, { consent: { grantId } }, { merge: true });
 }
 
 /**

@@ -35,9 +35,9 @@ export const postEmail =
 
 /** "Use another e-mail": the first step again, forgetting any pending second factor or confirmation. */
 export const postRestart =
-  ({ provider, emailStep }: InteractionContext) =>
+  ({ provider, record, emailStep }: InteractionContext) =>
   async (req: Request, res: Response) => {
     const details = await provider.interactionDetails(req, res);
-    await provider.interactionResult(req, res, {}, { mergeWithLastSubmission: false });
+    await record(details, {});
     return emailStep(res, 200, details);
   };

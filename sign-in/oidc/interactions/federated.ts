@@ -4,7 +4,7 @@ import type { InteractionContext } from './interaction-context';
 
 /** Back from an upstream provider: the callback left a ticket naming the user for this interaction. */
 export const federatedReturn =
-  ({ provider, federation, html, audit }: InteractionContext) =>
+  ({ provider, federation, html, audit, finish }: InteractionContext) =>
   async (req: Request, res: Response) => {
     const details = await provider.interactionDetails(req, res);
     const ticket = typeof req.query.ticket === 'string' ? req.query.ticket : '';
@@ -18,10 +18,5 @@ export const federatedReturn =
         }),
       );
     await audit(req, details, { type: 'sign-in-succeeded', userId, detail: { method: 'external' } });
-    await provider.interactionFinished(
-      req,
-      res,
-      { login: { accountId: userId, amr: ['external'] } },
-      { mergeWithLastSubmission: false },
-    );
+    await finish(res, details, { login: { accountId: userId, amr: ['external'] } });
   };

@@ -30,6 +30,21 @@ export interface InteractionDependencies {
 
 export type InteractionDetails = Awaited<ReturnType<Provider['interactionDetails']>>;
 
+/** What a step leaves in the interaction for the authorization to resume with (a login, a consent, an error). */
+export type InteractionOutcome = Parameters<Provider['interactionResult']>[2];
+
+/**
+ * oidc-provider's interactionResult on the interaction this request has read already: the provider's own reads the
+ * interaction and its session again, one or two store round trips per step. Not looking again loses no check: the
+ * authorization's resume reads both, refuses an interaction of another browser session, asks to sign out first when
+ * the login names another account than the session's, and refuses a grant of another account.
+ */
+async function recordOutcome(details: InteractionDetails, outcome: InteractionOutcome, merge: boolean) {
+  details.result = merge && !('error' in outcome) ? { ...details.lastSubmission, ...outcome } : outcome;
+  await details.persist();
+  return details.returnTo;
+}
+
 /** What a password check leaves in the interaction while the second factor is asked for. */
 export interface PendingSecondFactor {
   secondFactor: { accountId: string };
@@ -55,6 +70,14 @@ export function createInteractionContext(deps: InteractionDependencies) {
     action,
     html,
     forgot,
+    /** The step's outcome, kept in the interaction (a pending second factor or confirmation, a fresh start). */
+    record: (details: InteractionDetails, outcome: InteractionOutcome, { merge = false } = {}) =>
+      recordOutcome(details, outcome, merge),
+    /** As oidc-provider's interactionFinished: the outcome, then back to the authorization to resume. */
+    finish: async (res: Response, details: InteractionDetails, outcome: InteractionOutcome, { merge = false } = {}) => {
+      const returnTo = await recordOutcome(details, outcome, merge);
+      res.status(303).set({ Location: returnTo, 'Content-Length': '0' }).end();
+    },
     /** An event of the audit trail, with the client and the client address of the sign-in. */
     audit: (req: Request, details: InteractionDetails, event: Omit<AuditEvent, 'clientId' | 'clientAddress'>) =>
       recordAuditEvent(db, { ...event, clientId: String(details.params.client_id), clientAddress: req.ip }),

@@ -43,16 +43,11 @@ export const postPassword = (ctx: InteractionContext) => async (req: Request, re
     return awaitConfirmation(ctx, req, res, details, { accountId: check.userId, email });
   if (check.needsSecondFactor) {
     const pending: PendingSecondFactor = { secondFactor: { accountId: check.userId } };
-    await provider.interactionResult(req, res, pending as never, { mergeWithLastSubmission: false });
+    await ctx.record(details, pending as never);
     return html(res, 200, ctx.codeStep(details.uid));
   }
   await audit(req, details, { type: 'sign-in-succeeded', userId: check.userId, detail: { method: 'password' } });
-  await provider.interactionFinished(
-    req,
-    res,
-    { login: { accountId: check.userId, amr: ['pwd'] } },
-    { mergeWithLastSubmission: false },
-  );
+  await ctx.finish(res, details, { login: { accountId: check.userId, amr: ['pwd'] } });
 };
 
 async function ssoDomainPassword(
@@ -72,7 +67,7 @@ async function ssoDomainPassword(
 }
 
 async function awaitConfirmation(
-  { provider, audit, html, action }: InteractionContext,
+  { record, audit, html, action }: InteractionContext,
   req: Request,
   res: Response,
   details: InteractionDetails,
@@ -84,6 +79,6 @@ async function awaitConfirmation(
     detail: { reason: 'email-unconfirmed' },
   });
   const pending: PendingConfirmation = { unconfirmed };
-  await provider.interactionResult(req, res, pending as never, { mergeWithLastSubmission: false });
+  await record(details, pending as never);
   return html(res, 200, unconfirmedEmailPage(action(details.uid, 'confirmation'), unconfirmed.email));
 }

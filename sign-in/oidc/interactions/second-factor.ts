@@ -41,10 +41,5 @@ export const postCode = (ctx: InteractionContext) => async (req: Request, res: R
       userId,
       detail: { left: await countRecoveryCodes(db, userId) },
     });
-  await provider.interactionFinished(
-    req,
-    res,
-    { login: { accountId: userId, amr: ['pwd', 'mfa'] } },
-    { mergeWithLastSubmission: false },
-  );
+  await ctx.finish(res, details, { login: { accountId: userId, amr: ['pwd', 'mfa'] } });
 };

@@ -158,12 +158,7 @@ async function afterCreation(
   if (outcome.status === 'provisioned') {
     const userId = outcome.user.userId;
     await ctx.audit(req, details, { type: 'sign-in-succeeded', userId, detail: { method: 'sign-up' } });
-    return ctx.provider.interactionFinished(
-      req,
-      res,
-      { login: { accountId: userId, amr: ['pwd'] } },
-      { mergeWithLastSubmission: false },
-    );
+    return ctx.finish(res, details, { login: { accountId: userId, amr: ['pwd'] } });
   }
   if (outcome.status === 'duplicate') return ctx.html(res, 409, addressTakenPage(links, email));
   const inAppsWords = refusalInAppsWords(outcome);

@@ -176,7 +176,7 @@ async function main(): Promise<void> {
       bench: 'signin',
       nativeHashVerificationMs: hashMs,
       ratio: { p50: Math.round((service.p50 / baseline.p50) * 100) / 100, costPerFlow: ratio },
-      target: { costPerFlow: 1.5, met: ratio <= 1.5 && service.failures === 0 },
+      target: { costPerFlow: 1.3, met: ratio <= 1.3 && service.failures === 0 },
     }),
   );
 

@@ -108,14 +108,19 @@ export async function deleteOidcPayloadsOfGrant(db: Db, model: string, grantId: 
   await db.deleteFrom('oidc_payloads').where('model', '=', model).where('grant_id', '=', grantId).execute();
 }
 
-/** Every artefact of the given models that belongs to a grant, and the grant itself (keyed by its own id). */
-export async function deleteGrantWithTokens(db: Db, grantId: string, tokenModels: string[]): Promise<void> {
+/** Every artefact of the given models that belongs to one of the grants, and the grants themselves (keyed by their own id). */
+export async function deleteGrantsWithTokens(
+  db: Db,
+  grantIds: readonly string[],
+  tokenModels: readonly string[],
+): Promise<void> {
+  if (grantIds.length === 0) return;
   await db
     .deleteFrom('oidc_payloads')
     .where((eb) =>
       eb.or([
-        eb.and([eb('grant_id', '=', grantId), eb('model', 'in', tokenModels)]),
-        eb.and([eb('model', '=', 'Grant'), eb('id', '=', grantId)]),
+        eb.and([eb('grant_id', 'in', grantIds), eb('model', 'in', tokenModels)]),
+        eb.and([eb('model', '=', 'Grant'), eb('id', 'in', grantIds)]),
       ]),
     )
     .execute();
@@ -234,16 +239,7 @@ export async function endSessionOf(db: Db, userId: string, sessionId: string): P
     const grantIds = Object.values(authorizations ?? {})
       .map((a) => a?.grantId)
       .filter((id): id is string => typeof id === 'string');
-    if (grantIds.length > 0)
-      await trx
-        .deleteFrom('oidc_payloads')
-        .where((eb) =>
-          eb.or([
-            eb.and([eb('grant_id', 'in', grantIds), eb('model', 'in', SIGN_IN_MODELS)]),
-            eb.and([eb('model', '=', 'Grant'), eb('id', 'in', grantIds)]),
-          ]),
-        )
-        .execute();
+    await deleteGrantsWithTokens(trx, grantIds, SIGN_IN_MODELS);
     return { sessions: 1, signOuts: await signOutNoticesOf(trx, [session.payload]) };
   });
 }

@@ -4,7 +4,7 @@ import { TEXT_PROBLEM_MESSAGES, textProblem } from '../../platform/security/stor
 import type { Db } from '../../platform/store/database';
 import {
   consumeOidcPayload,
-  deleteGrantWithTokens,
+  deleteGrantsWithTokens,
   deleteOidcPayload,
   deleteOidcPayloadsOfGrant,
   findLiveOidcPayload,
@@ -119,7 +119,7 @@ export function createPostgresAdapter(db: Db, overrides: ModelOverrides = {}) {
         const consumed = await consumeOidcPayload(db, model, id);
         if (consumed.status === 'consumed') return;
         if (consumed.status === 'reused' && consumed.grantId)
-          await deleteGrantWithTokens(db, consumed.grantId, GRANT_TOKEN_MODELS);
+          await deleteGrantsWithTokens(db, [consumed.grantId], GRANT_TOKEN_MODELS);
         throw new errors.InvalidGrant(
           `${model === 'RefreshToken' ? 'refresh token' : 'authorization code'} already used`,
         );

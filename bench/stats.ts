@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
+import pg from 'pg';
 import { parseConfig } from '../platform/config/load';
 
 export function percentile(sortedMs: number[], p: number): number {
@@ -186,3 +187,26 @@ export function benchServiceSettings(clients: Array<Record<string, unknown>>) {
 
 /** A client secret as IdentityServer's configuration holds it: `"secret".Sha256()`. */
 export const sha256Secret = (secret: string): string => createHash('sha256').update(secret).digest('base64');
+
+/**
+ * Counts the statements this process sends to PostgreSQL (the service in process; a bare provider sends none), and of
+ * them the transactions begun: per request, the store round trips an endpoint costs. With `withTexts`, also each
+ * statement's text (its first 100 characters) and how often it was sent, to print.
+ */
+export function countStatements(withTexts: boolean): {
+  sent: { statements: number; transactions: number };
+  texts: Map<string, number> | undefined;
+} {
+  const sent = { statements: 0, transactions: 0 };
+  const texts = withTexts ? new Map<string, number>() : undefined;
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- called with the client as `this` below
+  const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
+  pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+    sent.statements++;
+    const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string } | undefined)?.text;
+    if (text?.trim().toLowerCase() === 'begin') sent.transactions++;
+    if (texts && text) texts.set(text.slice(0, 100), (texts.get(text.slice(0, 100)) ?? 0) + 1);
+    return query.apply(this, args);
+  } as typeof pg.Client.prototype.query;
+  return { sent, texts };
+}

@@ -4,7 +4,6 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import pg from 'pg';
 import Provider from 'oidc-provider';
 import { createScratchDatabase } from '../test/fixtures/source/generate';
 import { startApi } from '../api/server';
@@ -23,6 +22,7 @@ import { seedApiResource } from '../test/support/api-resources';
 import {
   BENCH_ADMIN_URL,
   benchServiceSettings,
+  countStatements,
   numberArg,
   percentile,
   runBenchmark,
@@ -420,22 +420,7 @@ async function startBare(slots: number): Promise<Target> {
   return target;
 }
 
-/**
- * Statements this process sends to PostgreSQL (the service in process; the bare provider sends none), and of them the
- * transactions begun: per request, the store round trips an endpoint costs.
- */
-const sent = { statements: 0, transactions: 0 };
-/** With `--statements`: each statement's text (its first 100 characters) and how often it was sent, to print. */
-const texts = process.argv.includes('--statements') ? new Map<string, number>() : undefined;
-// eslint-disable-next-line @typescript-eslint/unbound-method -- called with the client as `this` below
-const query = pg.Client.prototype.query as (...args: unknown[]) => unknown;
-pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-  sent.statements++;
-  const text = typeof args[0] === 'string' ? args[0] : (args[0] as { text?: string } | undefined)?.text;
-  if (text?.trim().toLowerCase() === 'begin') sent.transactions++;
-  if (texts && text) texts.set(text.slice(0, 100), (texts.get(text.slice(0, 100)) ?? 0) + 1);
-  return query.apply(this, args);
-} as typeof pg.Client.prototype.query;
+const { sent, texts } = countStatements(process.argv.includes('--statements'));
 
 /** Calls `endpoint` for `seconds` with `concurrency` in flight, each slot reusing its own tokens. */
 async function loadFor(target: Target, endpoint: Endpoint, seconds: number, concurrency: number) {

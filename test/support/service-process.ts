@@ -42,7 +42,20 @@ export function spawnService(
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // 'exit' can come before the last of the output has been read from the pipes (a process that writes its last log
+  // lines just before it exits): wait for both pipes to end too, at most a moment, since a grandchild that inherited
+  // them may keep them open.
+  const ended = (stream: NodeJS.ReadableStream) => new Promise<void>((done) => stream.once('end', () => done()));
+  const outputEnded = Promise.all([ended(child.stdout), ended(child.stderr)]);
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => {
+      const timer = setTimeout(() => resolve(code), 2_000);
+      void outputEnded.then(() => {
+        clearTimeout(timer);
+        resolve(code);
+      });
+    }),
+  );
   return {
     child,
     output: () => output,

@@ -77,7 +77,8 @@ export interface AssembledApi {
  */
 export async function assembleApi(
   config: AppConfig,
-  context: Pick<ServiceContext, 'db' | 'http' | 'apps' | 'dataProtection' | 'sourceDataProtection'>,
+  context: Pick<ServiceContext, 'db' | 'http' | 'apps' | 'dataProtection' | 'sourceDataProtection'> &
+    Partial<Pick<ServiceContext, 'clients'>>,
   temporal: Client,
   publicUrl: string,
 ): Promise<AssembledApi> {
@@ -94,6 +95,7 @@ export async function assembleApi(
     ? await createSignIn({
         config,
         db,
+        clients: context.clients,
         ring: dataProtection,
         run,
         issuer: publicUrl,

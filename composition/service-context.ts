@@ -7,6 +7,7 @@ import { createGuardedFetch, type GuardedFetch } from '../platform/security/guar
 import type { Kysely } from 'kysely';
 import { connectSource } from '../migration/source/connection';
 import type { SourceDatabase } from '../migration/source/source-schema';
+import { clientReads, type ClientReads } from '../platform/store/client-reads';
 import { createDb, migrateToLatest, type Db } from '../platform/store/database';
 import type { KeyRing } from '../platform/security/data-protection';
 import { keyRingFromConfig, MISSING_KEY_MESSAGE } from '../platform/config/key-ring';
@@ -30,6 +31,8 @@ export interface ServiceContext {
   outbound: GuardedFetch;
   /** KeyManagement: which key signs (logout tokens) and how rotation runs. */
   keyManagement: AppConfig['KeyManagement'];
+  /** Clients and their live secrets as the token and authorization endpoints read them (Caching:ClientStoreExpiration). */
+  clients: ClientReads;
   close: () => Promise<void>;
 }
 
@@ -74,6 +77,10 @@ export async function createServiceContext(
     (config.Provisioning.AppProvider === 'Store'
       ? createStoreAppProvider(db, dataProtection!)
       : createConfigAppProvider(config.ProvisioningApps));
+  const clients = clientReads(db, {
+    expirationSeconds: config.Caching.ClientStoreExpiration,
+    log: (level, line) => logger[level](line),
+  });
   const source = config.Migration.Source.ConnectionString
     ? connectSource(config.Migration.Source.ConnectionString).db
     : undefined;
@@ -87,9 +94,11 @@ export async function createServiceContext(
     sourceSigningKeys: config.Migration.SourceSigningKeys,
     outbound,
     keyManagement: config.KeyManagement,
+    clients,
     async close() {
       http.close();
       outbound.close();
+      await clients.close();
       await source?.destroy();
       await db.destroy();
     },

@@ -242,6 +242,12 @@ export const configSchema = z
      * `Cache-Control: max-age` of it (0: no-store); unset, as IdentityServer's default, they carry none.
      */
     Discovery: z.object({ ResponseCacheInterval: z.coerce.number().int().min(0).max(86_400).optional() }).prefault({}),
+    /**
+     * Duende IdentityServer's Caching:ClientStoreExpiration, in seconds: how long an API process may use its copy of
+     * a client and its secrets. A change to either reaches every process at once (the store announces it), so this
+     * only bounds what a lost announcement could cost; 0 reads the store at every request.
+     */
+    Caching: z.object({ ClientStoreExpiration: z.coerce.number().int().min(0).max(86_400).default(300) }).prefault({}),
     KeyManagement: keyManagementSchema,
     Auth: z
       .object({

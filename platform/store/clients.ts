@@ -18,14 +18,14 @@ export function listClients(db: Db): Promise<ClientRow[]> {
   return db.selectFrom('clients').selectAll().orderBy('client_id').execute();
 }
 
+/** A client with the values of its unexpired secrets, and when the first of those expires (null: none does). */
+export type ClientWithLiveSecrets = ClientRow & { live_secrets: string[]; next_secret_expiry: Date | null };
+
 /**
  * A client with the values of its unexpired secrets, in one statement: authenticating a client at the token or
  * introspection endpoint needs both, and they were two round trips per request.
  */
-export function findClientWithLiveSecrets(
-  db: Db,
-  clientId: string,
-): Promise<(ClientRow & { live_secrets: string[] }) | undefined> {
+export function findClientWithLiveSecrets(db: Db, clientId: string): Promise<ClientWithLiveSecrets | undefined> {
   return db
     .selectFrom('clients')
     .selectAll('clients')
@@ -33,6 +33,12 @@ export function findClientWithLiveSecrets(
       sql<string[]>`coalesce((select json_agg(value) from client_secrets
                               where client_secrets.client_id = clients.client_id and ${unexpired('expiration')}),
                              '[]'::json)`.as('live_secrets'),
+    )
+    .select(
+      sql<Date | null>`(select min(expiration) from client_secrets
+                        where client_secrets.client_id = clients.client_id and expiration > now())`.as(
+        'next_secret_expiry',
+      ),
     )
     .where('client_id', '=', clientId)
     .executeTakeFirst();

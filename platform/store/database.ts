@@ -1,4 +1,13 @@
-import { Kysely, Migrator, PostgresDialect, sql, type Migration, type MigrationProvider } from 'kysely';
+import {
+  Kysely,
+  Migrator,
+  PostgresDialect,
+  sql,
+  type KyselyPlugin,
+  type Migration,
+  type MigrationProvider,
+  type OperationNode,
+} from 'kysely';
 import { Pool, type PoolClient } from 'pg';
 import * as usersAndProvisions from './schema-migrations/0001_users_and_provisions';
 import * as scimAndApps from './schema-migrations/0002_scim_and_apps';
@@ -23,6 +32,7 @@ import * as sourceSessions from './schema-migrations/0024_source_sessions';
 import * as accountPage from './schema-migrations/0027_account_page';
 import * as readThroughTallies from './schema-migrations/0029_read_through_tallies';
 import * as budgetsInOneRoundTrip from './schema-migrations/0031_budgets_in_one_round_trip';
+import * as clientChanges from './schema-migrations/0032_client_changes';
 import type { Database } from './schema';
 import { logger } from '../observability/logger';
 import { shuttingDown } from '../observability/shutdown';
@@ -73,10 +83,51 @@ export function survivesLostConnections(pool: Pool, name: string): Pool {
   return pool;
 }
 
+/** The tables whose rows the API processes keep copies of (platform/store/client-reads.ts). */
+const CLIENT_TABLES = new Set(['clients', 'client_secrets']);
+const WRITES = new Set(['InsertQueryNode', 'UpdateQueryNode', 'DeleteQueryNode']);
+
+/** The names of the tables a query node names anywhere (its target, its joins, its subqueries). */
+function tablesIn(node: unknown, found = new Set<string>()): Set<string> {
+  if (Array.isArray(node)) for (const item of node) tablesIn(item, found);
+  else if (node && typeof node === 'object') {
+    const { kind, table } = node as { kind?: string; table?: { identifier?: { name?: string } } };
+    if (kind === 'TableNode' && table?.identifier?.name) found.add(table.identifier.name);
+    for (const value of Object.values(node)) if (value && typeof value === 'object') tablesIn(value, found);
+  }
+  return found;
+}
+
+const clientWriteHooks = new WeakMap<Db, Set<() => void>>();
+
+/**
+ * Calls `hook` when this process writes to the clients or their secrets through `db`, as the write is sent. Other
+ * processes hear of it when it commits (ips_client_changes); this one knows at once, so a request after the write
+ * never meets the copy from before it.
+ */
+export function onClientWrites(db: Db, hook: () => void): () => void {
+  const hooks = clientWriteHooks.get(db);
+  hooks?.add(hook);
+  return () => hooks?.delete(hook);
+}
+
+function clientWritesPlugin(hooks: Set<() => void>): KyselyPlugin {
+  return {
+    transformQuery({ node }) {
+      if (hooks.size > 0 && WRITES.has(node.kind) && [...tablesIn(node)].some((t) => CLIENT_TABLES.has(t)))
+        for (const hook of hooks) hook();
+      return node as OperationNode as typeof node;
+    },
+    transformResult: ({ result }) => Promise.resolve(result),
+  };
+}
+
 export function createDb(connectionString: string, poolSize = 10): Db {
   const pool = survivesLostConnections(new Pool({ connectionString, max: poolSize }), 'store');
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const hooks = new Set<() => void>();
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [clientWritesPlugin(hooks)] });
   pools.set(db, pool);
+  clientWriteHooks.set(db, hooks);
   return db;
 }
 
@@ -114,6 +165,7 @@ const provider: MigrationProvider = {
       '0027_account_page': accountPage,
       '0029_read_through_tallies': readThroughTallies,
       '0031_budgets_in_one_round_trip': budgetsInOneRoundTrip,
+      '0032_client_changes': clientChanges,
     }),
 };
 

@@ -19,6 +19,7 @@ import {
 import { adminPagesRouter, type AdminPage } from './admin-pages';
 import { parseAllowList } from '../../platform/security/callback-address';
 import { accountRouter } from './account/account-router';
+import { interactionOf } from './interactions/interaction-context';
 import { interactionRouter } from './interactions/interaction-router';
 import { createOidcProvider, withOfflineConsent } from './provider';
 import { answerFromCopy, publishedDocuments } from './provider-documents';
@@ -31,6 +32,7 @@ import { createSignOut, type SignOut } from '../sign-out-notices';
 import type { Registration } from '../registration';
 import { forgetSourceCookie, sourceSessionCarrier, type SourceSessionCarrier } from './source-sessions';
 import type Provider from 'oidc-provider';
+import type { ClientReads } from '../../platform/store/client-reads';
 
 /**
  * Federation's dependencies (the issuer is Api:PublicUrl), with the configuration in place of the allow-list, and
@@ -44,6 +46,8 @@ export type SignInDependencies = Omit<FederationDependencies, 'allow'> & {
   adminPages?: Record<string, AdminPage>;
   /** Self-service registration, the one the API's register route uses (sign-in/registration.ts). */
   registration: Registration;
+  /** Clients as the provider reads them (kept between requests, platform/store/client-reads.ts); unset: the store. */
+  clients?: ClientReads;
 };
 
 /**
@@ -94,7 +98,7 @@ async function resumedWithSourceSession(
   res: Response,
   carryOver: SourceSessionCarrier,
 ): Promise<boolean> {
-  const details = await provider.interactionDetails(req, res).catch(() => undefined);
+  const details = await interactionOf(provider, req, res).catch(() => undefined);
   if (!details || details.prompt.name !== 'login') return false;
   if (!(await carryOver(provider, req, res, requestOf(details.params)))) return false;
   const query = new URLSearchParams(
@@ -126,6 +130,7 @@ async function buildSignIn(
   const keys = await currentSigningKeys(db, ring, deps.config.KeyManagement);
   const provider = createOidcProvider({
     db,
+    clients: deps.clients,
     ring,
     issuer,
     signingKeys: keys.published,

@@ -435,7 +435,8 @@ describe('client credentials with the migrated hashed secrets', () => {
     }
   });
 
-  // Issue 42: the secrets are read with the client, in one statement per request; nothing is kept between requests.
+  // Issue 42: the client and its secrets are kept between requests (Caching:ClientStoreExpiration), but a change in the
+  // store is heard at once (client-reads.test.ts covers another process's changes).
   test('a secret added, then deleted, and a client disabled in the store take effect at the next request', async () => {
     const db = h.context.db;
     const grant = async (secret: string) =>

@@ -13,7 +13,7 @@ import { listProvisionedApps } from '../../../platform/store/provisions';
 import { findScopeTexts } from '../../store/sign-in-users';
 import { settingsOf } from '../provider-clients';
 import { consentPage } from '../sign-in-pages';
-import type { InteractionContext, InteractionDetails } from './interaction-context';
+import { interactionOf, type InteractionContext, type InteractionDetails } from './interaction-context';
 
 /**
  * RFC 6749 §4.1.2.1: error_description holds printable ASCII without `"` and `\`. An app's refusal reason is the
@@ -97,7 +97,7 @@ const consentForm = z.object({ remember: z.literal('yes').optional() });
  * consent response to UpdateConsentAsync.
  */
 export const postConsent = (ctx: InteractionContext) => async (req: Request, res: Response) => {
-  const details = await ctx.provider.interactionDetails(req, res);
+  const details = await interactionOf(ctx.provider, req, res);
   const client = await findClient(ctx.db, String(details.params.client_id));
   const accountId = details.session?.accountId;
   if (client && accountId && settingsOf(client).RequireConsent && settingsOf(client).AllowRememberConsent !== false) {
@@ -132,7 +132,7 @@ export const postAbort =
  */
 export const postSwitchAccount = (ctx: InteractionContext) => async (req: Request, res: Response) => {
   const { provider } = ctx;
-  const details = await provider.interactionDetails(req, res);
+  const details = await interactionOf(provider, req, res);
   const session = await provider.Session.get(provider.createContext(req, res));
   if (session.accountId) await session.destroy();
   const params = new URLSearchParams();

@@ -2,7 +2,12 @@ import type { Request, Response } from 'express';
 import { logger } from '../../../platform/observability/logger';
 import { FederationCheckError } from '../../federation/federation-errors';
 import { emailForm } from '../forms';
-import type { InteractionContext, InteractionDetails, PendingSecondFactor } from './interaction-context';
+import {
+  interactionOf,
+  type InteractionContext,
+  type InteractionDetails,
+  type PendingSecondFactor,
+} from './interaction-context';
 
 /** The first page: the e-mail, or the second factor when a password check left one pending. */
 export const showSignIn =
@@ -17,7 +22,7 @@ export const showSignIn =
 export const postEmail =
   ({ provider, federation, html, passwordStep, emailStep }: InteractionContext) =>
   async (req: Request, res: Response) => {
-    const details = await provider.interactionDetails(req, res);
+    const details = await interactionOf(provider, req, res);
     const parsed = emailForm.safeParse(req.body);
     if (!parsed.success) return emailStep(res, 400, details, 'Enter a valid e-mail address.');
     let upstream: string | undefined;
@@ -37,7 +42,7 @@ export const postEmail =
 export const postRestart =
   ({ provider, record, emailStep }: InteractionContext) =>
   async (req: Request, res: Response) => {
-    const details = await provider.interactionDetails(req, res);
+    const details = await interactionOf(provider, req, res);
     await record(details, {});
     return emailStep(res, 200, details);
   };

@@ -1,12 +1,12 @@
 import type { Request, Response } from 'express';
 import { renderErrorPage } from '../sign-in-pages';
-import type { InteractionContext } from './interaction-context';
+import { interactionOf, type InteractionContext } from './interaction-context';
 
 /** Back from an upstream provider: the callback left a ticket naming the user for this interaction. */
 export const federatedReturn =
   ({ provider, federation, html, audit, finish }: InteractionContext) =>
   async (req: Request, res: Response) => {
-    const details = await provider.interactionDetails(req, res);
+    const details = await interactionOf(provider, req, res);
     const ticket = typeof req.query.ticket === 'string' ? req.query.ticket : '';
     const userId = ticket.length <= 64 ? await federation.takeTicket(ticket, details.uid) : undefined;
     if (!userId)

@@ -30,6 +30,22 @@ export interface InteractionDependencies {
 
 export type InteractionDetails = Awaited<ReturnType<Provider['interactionDetails']>>;
 
+const readThisRequest = new WeakMap<Request, Promise<InteractionDetails>>();
+
+/**
+ * oidc-provider's interactionDetails, read once per request: the sign-in router looks at a page's interaction before
+ * the page does (a browser with the source's session cookie goes straight back to its authorization), and each read is
+ * the interaction and its session again. The same request sees the same interaction, refusal included.
+ */
+export function interactionOf(provider: Provider, req: Request, res: Response): Promise<InteractionDetails> {
+  let details = readThisRequest.get(req);
+  if (!details) {
+    details = provider.interactionDetails(req, res);
+    readThisRequest.set(req, details);
+  }
+  return details;
+}
+
 /** What a step leaves in the interaction for the authorization to resume with (a login, a consent, an error). */
 export type InteractionOutcome = Parameters<Provider['interactionResult']>[2];
 

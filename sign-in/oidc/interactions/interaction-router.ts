@@ -2,7 +2,7 @@ import express, { Router } from 'express';
 import { signInErrorPage } from '../error-page';
 import { postConfirmation } from './confirmation';
 import { postAbort, postConsent, postSwitchAccount, showConsent } from './consent';
-import { createInteractionContext, type InteractionDependencies } from './interaction-context';
+import { createInteractionContext, interactionOf, type InteractionDependencies } from './interaction-context';
 import { postEmail, postRestart, showSignIn } from './email';
 import { federatedReturn } from './federated';
 import { postPassword } from './password';
@@ -25,7 +25,7 @@ export function interactionRouter(deps: InteractionDependencies): Router {
   const signIn = showSignIn(ctx);
   const consent = showConsent(ctx);
   router.get('/interaction/:uid', async (req, res) => {
-    const details = await deps.provider.interactionDetails(req, res);
+    const details = await interactionOf(deps.provider, req, res);
     if (details.prompt.name === 'login') return signIn(res, details);
     await consent(req, res, details);
   });

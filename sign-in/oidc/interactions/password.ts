@@ -6,11 +6,12 @@ import { unconfirmedEmailPage } from '../../recovery/recovery-pages';
 import { isSsoDomainEmail } from '../../store/sso-provider-configs';
 import { checkPassword, type PasswordCheck } from '../credentials';
 import { emailAddressField, formField } from '../forms';
-import type {
-  InteractionContext,
-  InteractionDetails,
-  PendingConfirmation,
-  PendingSecondFactor,
+import {
+  interactionOf,
+  type InteractionContext,
+  type InteractionDetails,
+  type PendingConfirmation,
+  type PendingSecondFactor,
 } from './interaction-context';
 
 const passwordForm = z.object({
@@ -24,7 +25,7 @@ const passwordForm = z.object({
  */
 export const postPassword = (ctx: InteractionContext) => async (req: Request, res: Response) => {
   const { provider, db, config, html, audit, emailStep, passwordStep, wrongCredentials } = ctx;
-  const details = await provider.interactionDetails(req, res);
+  const details = await interactionOf(provider, req, res);
   const parsed = passwordForm.safeParse(req.body);
   if (!parsed.success) return emailStep(res, 400, details, wrongCredentials());
   const { email, password } = parsed.data;

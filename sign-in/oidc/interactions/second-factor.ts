@@ -5,14 +5,14 @@ import { countRecoveryCodes } from '../../store/accounts';
 import { isSsoDomainEmail } from '../../store/sso-provider-configs';
 import { checkSecondFactor, type SecondFactorCheck } from '../credentials';
 import { formField } from '../forms';
-import type { InteractionContext, PendingSecondFactor } from './interaction-context';
+import { interactionOf, type InteractionContext, type PendingSecondFactor } from './interaction-context';
 
 const codeForm = z.object({ code: formField(64) });
 
 /** The second factor (a one-time code or a recovery code) for the account whose password was right. */
 export const postCode = (ctx: InteractionContext) => async (req: Request, res: Response) => {
   const { provider, db, config, html, audit, codeStep } = ctx;
-  const details = await provider.interactionDetails(req, res);
+  const details = await interactionOf(provider, req, res);
   const pending = (details.result as Partial<PendingSecondFactor> | undefined)?.secondFactor;
   if (!pending) return res.redirect(303, `/interaction/${encodeURIComponent(details.uid)}`);
   const parsed = codeForm.safeParse(req.body);

@@ -20,7 +20,7 @@ import { outcomeProblem, refusalInAppsWords } from '../../../provisioning/outcom
 import { errorReference } from '../error-page';
 import { renderErrorPage } from '../sign-in-pages';
 import { errorDescriptionOf } from './consent';
-import type { InteractionContext, InteractionDetails } from './interaction-context';
+import { interactionOf, type InteractionContext, type InteractionDetails } from './interaction-context';
 
 const nameField = formField(FIELD_BOUNDS.name).transform((v) => v.trim() || undefined);
 
@@ -74,7 +74,7 @@ async function formAgain(
 }
 
 export const showSignUp = (ctx: InteractionContext) => async (req: Request, res: Response) => {
-  const details = await ctx.provider.interactionDetails(req, res);
+  const details = await interactionOf(ctx.provider, req, res);
   await formAgain(ctx, req, res, details);
 };
 
@@ -93,7 +93,7 @@ export const signUpLimit = (ctx: InteractionContext) =>
  * goes on: signed in at once, or after the address is confirmed.
  */
 export const postSignUp = (ctx: InteractionContext) => async (req: Request, res: Response) => {
-  const details = await ctx.provider.interactionDetails(req, res);
+  const details = await interactionOf(ctx.provider, req, res);
   const body: unknown = req.body;
   const given = body && typeof body === 'object' ? (body as Record<string, unknown>)[FORM_TOKEN_FIELD] : undefined;
   if (!isFormToken(ctx.ring.primary.key, `sign-up:${details.uid}`, given)) return ctx.html(res, 400, formExpiredPage());

@@ -1,5 +1,6 @@
 import type { AppConfig } from '../../../platform/config/config-schema';
 import type { KeyRing } from '../../../platform/security/data-protection';
+import type { ClientReads } from '../../../platform/store/client-reads';
 import type { Db } from '../../../platform/store/database';
 import type { SigningJwk } from '../../../platform/store/signing-keys';
 import type { SignOut } from '../../sign-out-notices';
@@ -9,6 +10,8 @@ import type { ApiResources } from '../resources';
 
 export interface ProviderDependencies {
   db: Db;
+  /** Clients with their live secrets, kept between requests (platform/store/client-reads.ts); unset: the store. */
+  clients?: ClientReads;
   /** The service's data-protection ring: it seals what the migration carried over (refresh-token data). */
   ring: KeyRing;
   issuer: string;

@@ -10,7 +10,15 @@ import type { ProviderDependencies } from './provider-dependencies';
  * Every artefact in PostgreSQL; clients from the clients store (and the admin pages' built-in one), and refresh tokens the migration carried over (or,
  * during the read-through window, the source still holds) adopted when first presented.
  */
-export function providerAdapter({ db, ring, issuer, scopes, apiResources, readThrough }: ProviderDependencies) {
+export function providerAdapter({
+  db,
+  clients,
+  ring,
+  issuer,
+  scopes,
+  apiResources,
+  readThrough,
+}: ProviderDependencies) {
   const stored = createPostgresAdapter(db);
   return createPostgresAdapter(db, {
     Client: {
@@ -18,7 +26,7 @@ export function providerAdapter({ db, ring, issuer, scopes, apiResources, readTh
         // The admin pages' own client is built in: a stored client of the same id never takes its place.
         if (id === ADMIN_PAGES_CLIENT_ID) return adminPagesClientMetadata(issuer);
         if (!isStorableKey(id)) return undefined;
-        const row = await findClientWithLiveSecrets(db, id);
+        const row = await (clients ? clients.find(id) : findClientWithLiveSecrets(db, id));
         // An API resource is a client only to authenticate at introspection: it has no grant type and no response
         // type, so the token and authorization endpoints refuse it.
         return row && row.enabled

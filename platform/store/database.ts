@@ -6,7 +6,6 @@ import {
   type KyselyPlugin,
   type Migration,
   type MigrationProvider,
-  type OperationNode,
 } from 'kysely';
 import { Pool, type PoolClient } from 'pg';
 import * as usersAndProvisions from './schema-migrations/0001_users_and_provisions';
@@ -116,7 +115,7 @@ function clientWritesPlugin(hooks: Set<() => void>): KyselyPlugin {
     transformQuery({ node }) {
       if (hooks.size > 0 && WRITES.has(node.kind) && [...tablesIn(node)].some((t) => CLIENT_TABLES.has(t)))
         for (const hook of hooks) hook();
-      return node as OperationNode as typeof node;
+      return node;
     },
     transformResult: ({ result }) => Promise.resolve(result),
   };

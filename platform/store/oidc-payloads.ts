@@ -72,6 +72,22 @@ export function findLiveOidcPayload(db: Db, model: string, by: 'id' | 'user_code
     .executeTakeFirst();
 }
 
+/** Several artefacts by model and id in one statement; each row says which it is. */
+export function findLiveOidcPayloadsById(db: Db, keys: Array<{ model: string; id: string }>) {
+  return db
+    .selectFrom('oidc_payloads')
+    .select(['model', 'id', 'payload', 'consumed_at'])
+    .where((eb) =>
+      eb(
+        eb.refTuple('model', 'id'),
+        'in',
+        keys.map((k) => eb.tuple(k.model, k.id)),
+      ),
+    )
+    .where(unexpired('expires_at'))
+    .execute();
+}
+
 /**
  * Marks an artefact consumed, atomically: `consumed` when this call flipped it, else `reused` with the grant it
  * belongs to (another call consumed it first), or `missing`.

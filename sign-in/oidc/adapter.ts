@@ -8,6 +8,7 @@ import {
   deleteOidcPayload,
   deleteOidcPayloadsOfGrant,
   findLiveOidcPayload,
+  findLiveOidcPayloadsById,
   upsertOidcPayload,
 } from '../../platform/store/oidc-payloads';
 
@@ -75,6 +76,64 @@ const GRANT_TOKEN_MODELS = [
   'PreAuthorizedCode',
 ];
 
+type PayloadRow = { payload: unknown; consumed_at: Date | null };
+/** An artefact read by id, and the other models the same id was found as in the same statement. */
+export interface FoundById {
+  row: PayloadRow | undefined;
+  alsoFoundAs: string[];
+}
+
+const batches = new WeakMap<Db, (model: string, id: string) => Promise<FoundById>>();
+
+/**
+ * The reads by id asked for in one turn of the event loop, in one statement: oidc-provider looks a presented token up
+ * as an access token, a client-credentials token and a refresh token at once (introspection and revocation without a
+ * `token_type_hint`), and concurrent requests' reads share the round trip too. Each caller gets a payload of its own
+ * (a copy where two asked for the same artefact), since oidc-provider changes what it reads.
+ */
+export function findById(db: Db, model: string, id: string): Promise<FoundById> {
+  let find = batches.get(db);
+  if (!find) {
+    let queue: Array<{ model: string; id: string; done: (found: FoundById) => void; fail: (e: unknown) => void }> = [];
+    const flush = async () => {
+      const batch = queue;
+      queue = [];
+      try {
+        if (batch.length === 1) {
+          const [{ model, id, done }] = batch;
+          return done({ row: await findLiveOidcPayload(db, model, 'id', id), alsoFoundAs: [] });
+        }
+        const keys = [...new Map(batch.map((k) => [`${k.model}\n${k.id}`, { model: k.model, id: k.id }])).values()];
+        const rows = await findLiveOidcPayloadsById(db, keys);
+        const handedOut = new Set<PayloadRow>();
+        for (const waiter of batch) {
+          const found = rows.find((r) => r.model === waiter.model && r.id === waiter.id);
+          const row = found && handedOut.has(found) ? { ...found, payload: structuredClone(found.payload) } : found;
+          if (found) handedOut.add(found);
+          const alsoFoundAs = rows.filter((r) => r.id === waiter.id && r.model !== waiter.model).map((r) => r.model);
+          waiter.done({ row, alsoFoundAs });
+        }
+      } catch (error) {
+        for (const waiter of batch) waiter.fail(error);
+      }
+    };
+    find = (model, id) =>
+      new Promise<FoundById>((done, fail) => {
+        if (queue.length === 0) setImmediate(() => void flush());
+        queue.push({ model, id, done, fail });
+      });
+    batches.set(db, find);
+  }
+  return find(model, id);
+}
+
+/** A stored artefact as oidc-provider reads it: its payload, with when it was consumed. */
+export const withConsumed = (row: PayloadRow | undefined): AdapterPayload | undefined =>
+  row && {
+    ...(row.payload as AdapterPayload),
+    ...(row.consumed_at ? { consumed: Math.floor(row.consumed_at.getTime() / 1000) } : {}),
+  };
+
 /** Models whose reads come from elsewhere than `oidc_payloads` (clients from the clients store). */
 export type ModelOverrides = Partial<Record<string, Partial<OidcAdapter>>>;
 
@@ -83,15 +142,12 @@ export type ModelOverrides = Partial<Record<string, Partial<OidcAdapter>>>;
  * processes behind one URL share them and a restart signs nobody out. Expired rows are never returned and are purged.
  */
 export function createPostgresAdapter(db: Db, overrides: ModelOverrides = {}) {
-  const withConsumed = (row: { payload: unknown; consumed_at: Date | null } | undefined): AdapterPayload | undefined =>
-    row && {
-      ...(row.payload as AdapterPayload),
-      ...(row.consumed_at ? { consumed: Math.floor(row.consumed_at.getTime() / 1000) } : {}),
-    };
-
   return (model: string): OidcAdapter => {
-    const findBy = async (by: 'id' | 'user_code' | 'uid', value: string) =>
-      isStorableKey(value) ? withConsumed(await findLiveOidcPayload(db, model, by, value)) : undefined;
+    const findBy = async (by: 'id' | 'user_code' | 'uid', value: string) => {
+      if (!isStorableKey(value)) return undefined;
+      if (by === 'id') return withConsumed((await findById(db, model, value)).row);
+      return withConsumed(await findLiveOidcPayload(db, model, by, value));
+    };
     return {
       async upsert(id, payload, expiresIn) {
         refuseUnstorable(payload);

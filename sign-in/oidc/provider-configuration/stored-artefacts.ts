@@ -1,5 +1,5 @@
 import { findClientWithLiveSecrets } from '../../../platform/store/clients';
-import { createPostgresAdapter, isStorableKey } from '../adapter';
+import { createPostgresAdapter, findById, isStorableKey, withConsumed } from '../adapter';
 import { clientMetadata, SECRET_HASHES } from '../provider-clients';
 import { ADMIN_PAGES_CLIENT_ID, adminPagesClientMetadata } from '../admin-pages';
 import { adoptMigratedRefreshToken } from '../migrated-refresh-tokens';
@@ -45,8 +45,12 @@ export function providerAdapter({
           identityScopes: scopes.names,
           resourceOf: (requested: string[]) => resourceOfScopes(apiResources, requested),
         };
+        const { row, alsoFoundAs } = await findById(db, 'RefreshToken', id);
+        if (row) return withConsumed(row);
+        // Found as an access or client-credentials token of this service (introspection tries all three at once):
+        // not a handle the migration carried over.
+        if (alsoFoundAs.length > 0) return undefined;
         return (
-          (await stored('RefreshToken').find(id)) ??
           // During the read-through window a token the sweep carried over is adopted only while the source holds it live.
           (await adoptMigratedRefreshToken({ ...adoption, liveAtSource: readThrough?.liveAtSource }, id)) ??
           // During the read-through window, a token the source rotated after the last sweep is carried over now.

@@ -72,16 +72,17 @@ export function findLiveOidcPayload(db: Db, model: string, by: 'id' | 'user_code
     .executeTakeFirst();
 }
 
-/** Several artefacts by model and id in one statement; each row says which it is. */
-export function findLiveOidcPayloadsById(db: Db, keys: Array<{ model: string; id: string }>) {
+/** Several artefacts by model and id (or uid) in one statement; each row says which it is (`key`: its id or uid). */
+export function findLiveOidcPayloadsBy(db: Db, by: 'id' | 'uid', keys: Array<{ model: string; value: string }>) {
   return db
     .selectFrom('oidc_payloads')
-    .select(['model', 'id', 'payload', 'consumed_at'])
+    .select(['model', 'payload', 'consumed_at'])
+    .select(sql.ref<string>(by).as('key'))
     .where((eb) =>
       eb(
-        eb.refTuple('model', 'id'),
+        eb.refTuple('model', by),
         'in',
-        keys.map((k) => eb.tuple(k.model, k.id)),
+        keys.map((k) => eb.tuple(k.model, k.value)),
       ),
     )
     .where(unexpired('expires_at'))

@@ -8,7 +8,7 @@ import {
   deleteOidcPayload,
   deleteOidcPayloadsOfGrant,
   findLiveOidcPayload,
-  findLiveOidcPayloadsById,
+  findLiveOidcPayloadsBy,
   upsertOidcPayload,
 } from '../../platform/store/oidc-payloads';
 
@@ -77,55 +77,67 @@ const GRANT_TOKEN_MODELS = [
 ];
 
 type PayloadRow = { payload: unknown; consumed_at: Date | null };
-/** An artefact read by id, and the other models the same id was found as in the same statement. */
+/** An artefact read by id (or uid), and the other models the same key was found as in the same statement. */
 export interface FoundById {
   row: PayloadRow | undefined;
   alsoFoundAs: string[];
 }
 
-const batches = new WeakMap<Db, (model: string, id: string) => Promise<FoundById>>();
+type Key = 'id' | 'uid';
+type Finder = (model: string, value: string) => Promise<FoundById>;
+const batches = new WeakMap<Db, Record<Key, Finder>>();
 
 /**
- * The reads by id asked for in one turn of the event loop, in one statement: oidc-provider looks a presented token up
- * as an access token, a client-credentials token and a refresh token at once (introspection and revocation without a
- * `token_type_hint`), and concurrent requests' reads share the round trip too. Each caller gets a payload of its own
- * (a copy where two asked for the same artefact), since oidc-provider changes what it reads.
+ * The reads by id (or by uid) asked for in one turn of the event loop, in one statement: oidc-provider looks a
+ * presented token up as an access token, a client-credentials token and a refresh token at once (introspection and
+ * revocation without a `token_type_hint`), and concurrent requests' reads share the round trip too. Each caller gets
+ * a payload of its own (a copy where two asked for the same artefact), since oidc-provider changes what it reads.
  */
-export function findById(db: Db, model: string, id: string): Promise<FoundById> {
-  let find = batches.get(db);
-  if (!find) {
-    let queue: Array<{ model: string; id: string; done: (found: FoundById) => void; fail: (e: unknown) => void }> = [];
-    const flush = async () => {
-      const batch = queue;
-      queue = [];
-      try {
-        if (batch.length === 1) {
-          const [{ model, id, done }] = batch;
-          return done({ row: await findLiveOidcPayload(db, model, 'id', id), alsoFoundAs: [] });
-        }
-        const keys = [...new Map(batch.map((k) => [`${k.model}\n${k.id}`, { model: k.model, id: k.id }])).values()];
-        const rows = await findLiveOidcPayloadsById(db, keys);
-        const handedOut = new Set<PayloadRow>();
-        for (const waiter of batch) {
-          const found = rows.find((r) => r.model === waiter.model && r.id === waiter.id);
-          const row = found && handedOut.has(found) ? { ...found, payload: structuredClone(found.payload) } : found;
-          if (found) handedOut.add(found);
-          const alsoFoundAs = rows.filter((r) => r.id === waiter.id && r.model !== waiter.model).map((r) => r.model);
-          waiter.done({ row, alsoFoundAs });
-        }
-      } catch (error) {
-        for (const waiter of batch) waiter.fail(error);
+function batchedFinder(db: Db, by: Key): Finder {
+  type Waiter = { model: string; value: string; done: (found: FoundById) => void; fail: (e: unknown) => void };
+  let queue: Waiter[] = [];
+  const flush = async () => {
+    const batch = queue;
+    queue = [];
+    try {
+      if (batch.length === 1) {
+        const [{ model, value, done }] = batch;
+        return done({ row: await findLiveOidcPayload(db, model, by, value), alsoFoundAs: [] });
       }
-    };
-    find = (model, id) =>
-      new Promise<FoundById>((done, fail) => {
-        if (queue.length === 0) setImmediate(() => void flush());
-        queue.push({ model, id, done, fail });
-      });
-    batches.set(db, find);
-  }
-  return find(model, id);
+      const keys = [
+        ...new Map(batch.map((w) => [`${w.model}\n${w.value}`, { model: w.model, value: w.value }])).values(),
+      ];
+      const rows = await findLiveOidcPayloadsBy(db, by, keys);
+      const handedOut = new Set<PayloadRow>();
+      for (const waiter of batch) {
+        const found = rows.find((r) => r.model === waiter.model && r.key === waiter.value);
+        const row = found && handedOut.has(found) ? { ...found, payload: structuredClone(found.payload) } : found;
+        if (found) handedOut.add(found);
+        const alsoFoundAs = rows.filter((r) => r.key === waiter.value && r.model !== waiter.model).map((r) => r.model);
+        waiter.done({ row, alsoFoundAs });
+      }
+    } catch (error) {
+      for (const waiter of batch) waiter.fail(error);
+    }
+  };
+  return (model, value) =>
+    new Promise<FoundById>((done, fail) => {
+      if (queue.length === 0) setImmediate(() => void flush());
+      queue.push({ model, value, done, fail });
+    });
 }
+
+function finders(db: Db): Record<Key, Finder> {
+  let found = batches.get(db);
+  if (!found) {
+    found = { id: batchedFinder(db, 'id'), uid: batchedFinder(db, 'uid') };
+    batches.set(db, found);
+  }
+  return found;
+}
+
+/** An artefact by model and id, read together with the other reads by id of this turn of the event loop. */
+export const findById = (db: Db, model: string, id: string): Promise<FoundById> => finders(db).id(model, id);
 
 /** A stored artefact as oidc-provider reads it: its payload, with when it was consumed. */
 export const withConsumed = (row: PayloadRow | undefined): AdapterPayload | undefined =>
@@ -145,8 +157,8 @@ export function createPostgresAdapter(db: Db, overrides: ModelOverrides = {}) {
   return (model: string): OidcAdapter => {
     const findBy = async (by: 'id' | 'user_code' | 'uid', value: string) => {
       if (!isStorableKey(value)) return undefined;
-      if (by === 'id') return withConsumed((await findById(db, model, value)).row);
-      return withConsumed(await findLiveOidcPayload(db, model, by, value));
+      if (by === 'user_code') return withConsumed(await findLiveOidcPayload(db, model, by, value));
+      return withConsumed((await finders(db)[by](model, value)).row);
     };
     return {
       async upsert(id, payload, expiresIn) {

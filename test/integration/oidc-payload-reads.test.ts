@@ -69,3 +69,25 @@ test('reads in separate turns are separate statements, each as before', async ()
   expect(statements).toBe(2);
   expect(result).toEqual([{ accountId: 'u' }, { accountId: 'u' }]);
 });
+
+test('reads by uid in one turn share a statement too (the session behind each token at introspection)', async () => {
+  for (const [id, uid] of [
+    ['s-a', 'uid-a'],
+    ['s-b', 'uid-b'],
+  ])
+    await upsertOidcPayload(db(), {
+      model: 'Session',
+      id,
+      payload: JSON.stringify({ uid, accountId: id }),
+      grantId: null,
+      userCode: null,
+      uid,
+      expiresAt: new Date(Date.now() + 60_000),
+    });
+  const adapter = createPostgresAdapter(db())('Session');
+  const { result, statements } = await statementsDuring(() =>
+    Promise.all([adapter.findByUid('uid-a'), adapter.findByUid('uid-b'), adapter.findByUid('uid-none')]),
+  );
+  expect(statements).toBe(1);
+  expect(result).toEqual([{ uid: 'uid-a', accountId: 's-a' }, { uid: 'uid-b', accountId: 's-b' }, undefined]);
+});

@@ -6,7 +6,7 @@ import { recordAuditEvent } from '../store/audit-events';
 import type { Db } from '../../platform/store/database';
 import { isSsoDomainEmail } from '../store/sso-provider-configs';
 import { claimsOf, type ScopeClaims } from './claims';
-import { allowedScopesOf, type ClientSettings } from './provider-clients';
+import { allowedScopesOf, metadataOf, type ClientSettings } from './provider-clients';
 import { checkPassword, overSignInBudget } from './credentials';
 import type { SourceReadThrough } from '../source-read-through';
 import { formField } from './forms';
@@ -154,7 +154,7 @@ async function issueTokens(
         allowedScopes: allowed,
         requestedScopes: api,
         reference:
-          (client.metadata()['urn:identity-service:settings'] as ClientSettings | undefined)?.AccessTokenType === 1,
+          (metadataOf(client)['urn:identity-service:settings'] as ClientSettings | undefined)?.AccessTokenType === 1,
       }),
     );
     at.scope = api.join(' ');

@@ -3,7 +3,13 @@ import Provider, { type Configuration, type KoaContextWithOIDC } from 'oidc-prov
 import { logger } from '../../platform/observability/logger';
 import { OIDC_ROUTES } from '../sign-in-paths';
 import { tokenClaimsOf } from './claims';
-import { EXTRA_CLIENT_METADATA, matchesAnyHash, SECRET_HASHES, verifyClientSecret } from './provider-clients';
+import {
+  EXTRA_CLIENT_METADATA,
+  matchesAnyHash,
+  metadataOf,
+  SECRET_HASHES,
+  verifyClientSecret,
+} from './provider-clients';
 import { renderErrorPage } from './sign-in-pages';
 import { errorReference } from './error-page';
 import { userCodeBudget } from './device-flow';
@@ -82,7 +88,7 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
     this: { clientId: string; metadata(): Record<string, unknown> },
     actual: string,
   ) {
-    const hashes = this.metadata()[SECRET_HASHES];
+    const hashes = metadataOf(this)[SECRET_HASHES];
     return Array.isArray(hashes)
       ? Promise.resolve(matchesAnyHash(hashes as string[], actual))
       : verifyClientSecret(db, this.clientId, actual);
@@ -160,7 +166,7 @@ function configurationOf(deps: ProviderDependencies): Configuration {
     // refused it, or migrated) gets no CORS answer for it, or every site could read its token answers.
     clientBasedCORS: (_ctx, origin, client) =>
       origin !== 'null' &&
-      ((client.metadata()['urn:identity-service:cors-origins'] as string[] | undefined) ?? []).includes(origin),
+      ((metadataOf(client)['urn:identity-service:cors-origins'] as string[] | undefined) ?? []).includes(origin),
     // A person reads plain words and a reference; the integrator's detail goes to the log line under that reference.
     renderError: (ctx, out) => {
       const text = errorPageText(out, ctx.oidc?.params?.client_id, ctx.oidc?.client);

@@ -2,6 +2,7 @@ import type { KoaContextWithOIDC } from 'oidc-provider';
 import { isReservedClaim } from '../../platform/security/reserved-claims';
 import { AUDIENCE_SEPARATOR } from './resources';
 import { carriedIdpOf } from './session-idp';
+import { metadataOf } from './provider-clients';
 
 /**
  * JWT access tokens in the shape Duende IdentityServer writes by default, so an API that validated the source's
@@ -71,7 +72,7 @@ export function accessTokenShape(options: { scopesAsString: boolean }) {
       if (sid) payload.sid = sid;
     }
 
-    const metadata = token.client?.metadata() ?? {};
+    const metadata = token.client ? metadataOf(token.client) : {};
     const settings = (metadata['urn:identity-service:settings'] ?? {}) as {
       AlwaysSendClientClaims?: boolean;
       ClientClaimsPrefix?: string | null;

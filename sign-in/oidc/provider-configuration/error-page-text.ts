@@ -1,4 +1,4 @@
-import type { ClientSettings } from '../provider-clients';
+import { metadataOf, type ClientSettings } from '../provider-clients';
 import { TO_ACCOUNT, type Onward } from '../sign-in-pages';
 
 /** What the provider's error page shows a person, and the detail for the log line that carries its reference. */
@@ -12,7 +12,7 @@ export interface ErrorPageText {
 export function clientHome(
   client: { clientId: string; clientName?: string; metadata(): Record<string, unknown> } | undefined,
 ): Onward | undefined {
-  const settings = client?.metadata()['urn:identity-service:settings'] as ClientSettings | undefined;
+  const settings = (client && metadataOf(client))?.['urn:identity-service:settings'] as ClientSettings | undefined;
   const uri = settings?.ClientUri;
   if (typeof uri !== 'string' || !/^https?:\/\//i.test(uri) || !URL.canParse(uri)) return undefined;
   return { href: uri, label: `Back to ${client?.clientName ?? client?.clientId}` };

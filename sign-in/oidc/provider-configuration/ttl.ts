@@ -1,9 +1,9 @@
 import type { Configuration } from 'oidc-provider';
 import { MAX_LIFETIME_SECONDS } from '../../../platform/security/field-bounds';
-import type { ClientSettings } from '../provider-clients';
+import { metadataOf, type ClientSettings } from '../provider-clients';
 
 export const settingsOfClient = (client: { metadata(): Record<string, unknown> } | undefined): ClientSettings =>
-  (client?.metadata()['urn:identity-service:settings'] as ClientSettings | undefined) ?? {};
+  ((client && metadataOf(client))?.['urn:identity-service:settings'] as ClientSettings | undefined) ?? {};
 
 /**
  * A client's lifetime setting, at most MAX_LIFETIME_SECONDS: the admin API and the configuration refuse longer ones,

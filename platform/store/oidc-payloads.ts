@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type Transaction } from 'kysely';
 import type { Db } from './database';
 import { unexpired } from './expiry';
+import { firstRow, prepared } from './prepared';
 import type { Database, SignOutNotice } from './schema';
 
 export type { SignOutNotice };
@@ -36,40 +37,51 @@ export interface OidcPayloadRow {
   expiresAt: Date | null;
 }
 
+const UPSERT = prepared(
+  (
+    db: Db,
+    model: string,
+    id: string,
+    payload: string,
+    grantId: string,
+    userCode: string,
+    uid: string,
+    expiresAt: Date,
+  ) =>
+    db
+      .insertInto('oidc_payloads')
+      .values({ model, id, payload, grant_id: grantId, user_code: userCode, uid, expires_at: expiresAt })
+      .onConflict((oc) =>
+        oc.columns(['model', 'id']).doUpdateSet({
+          payload,
+          grant_id: grantId,
+          user_code: userCode,
+          uid,
+          expires_at: expiresAt,
+        }),
+      ),
+);
+
 export async function upsertOidcPayload(db: Db, row: OidcPayloadRow): Promise<void> {
-  const values = {
-    model: row.model,
-    id: row.id,
-    payload: row.payload,
-    grant_id: row.grantId,
-    user_code: row.userCode,
-    uid: row.uid,
-    expires_at: row.expiresAt,
-  };
-  await db
-    .insertInto('oidc_payloads')
-    .values(values)
-    .onConflict((oc) =>
-      oc.columns(['model', 'id']).doUpdateSet({
-        payload: values.payload,
-        grant_id: values.grant_id,
-        user_code: values.user_code,
-        uid: values.uid,
-        expires_at: values.expires_at,
-      }),
-    )
-    .execute();
+  await db.executeQuery(
+    UPSERT(db, row.model, row.id, row.payload, row.grantId!, row.userCode!, row.uid!, row.expiresAt!),
+  );
 }
 
 /** An artefact that has not expired, by its id, user code or uid: its document and when it was consumed. */
+const findLiveBy = (by: 'id' | 'user_code' | 'uid') =>
+  prepared((db: Db, model: string, value: string) =>
+    db
+      .selectFrom('oidc_payloads')
+      .select(['payload', 'consumed_at'])
+      .where('model', '=', model)
+      .where(by, '=', value)
+      .where(unexpired('expires_at')),
+  );
+const FIND_LIVE = { id: findLiveBy('id'), user_code: findLiveBy('user_code'), uid: findLiveBy('uid') };
+
 export function findLiveOidcPayload(db: Db, model: string, by: 'id' | 'user_code' | 'uid', value: string) {
-  return db
-    .selectFrom('oidc_payloads')
-    .select(['payload', 'consumed_at'])
-    .where('model', '=', model)
-    .where(by, '=', value)
-    .where(unexpired('expires_at'))
-    .executeTakeFirst();
+  return firstRow(db, FIND_LIVE[by](db, model, value));
 }
 
 /** Several artefacts by model and id (or uid) in one statement; each row says which it is (`key`: its id or uid). */
@@ -116,8 +128,12 @@ export async function consumeOidcPayload(
   return row ? { status: 'reused', grantId: row.grant_id } : { status: 'missing' };
 }
 
+const DELETE = prepared((db: Db, model: string, id: string) =>
+  db.deleteFrom('oidc_payloads').where('model', '=', model).where('id', '=', id),
+);
+
 export async function deleteOidcPayload(db: Db, model: string, id: string): Promise<void> {
-  await db.deleteFrom('oidc_payloads').where('model', '=', model).where('id', '=', id).execute();
+  await db.executeQuery(DELETE(db, model, id));
 }
 
 /** The artefacts of one model that belong to a grant. */

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../../platform/store/database';
+import { firstRow, prepared } from '../../platform/store/prepared';
 import { normalize, PROFILE_COLUMNS } from '../../platform/store/users';
 
 /** What sign-in reads of a user: identity, credential and the ASP.NET Identity sign-in state. */
@@ -21,8 +22,8 @@ export function findSignInUser(db: Db, email: string) {
 }
 
 /** The user as the provider's claims see it: profile, organization, custom attributes and role names (one query). */
-export function findClaimsUser(db: Db, userId: string) {
-  return db
+const FIND_CLAIMS_USER = prepared((db: Db, userId: string) =>
+  db
     .selectFrom('users')
     .select([
       ...PROFILE_COLUMNS,
@@ -40,8 +41,11 @@ export function findClaimsUser(db: Db, userId: string) {
           .as('roles'),
     ])
     .where('id', '=', userId)
-    .where('active', '=', true)
-    .executeTakeFirst();
+    .where('active', '=', true),
+);
+
+export function findClaimsUser(db: Db, userId: string) {
+  return firstRow(db, FIND_CLAIMS_USER(db, userId));
 }
 
 export type ClaimsUser = NonNullable<Awaited<ReturnType<typeof findClaimsUser>>>;

@@ -155,6 +155,7 @@ async function buildSignIn(
     interactions: interactionRouter({
       provider,
       db,
+      clients: deps.clients,
       config: deps.config,
       ring,
       run: deps.run,

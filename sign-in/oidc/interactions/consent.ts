@@ -8,7 +8,7 @@ import { errorReference } from '../error-page';
 import { provisioningWorkflowId } from '../../../provisioning/workflows/ids';
 import { provisionExistingUser } from '../../../provisioning/workflows/provisioning';
 import { AttemptInProgressError } from '../../../platform/temporal/run-errors';
-import { findClient, type ClientRow } from '../../../platform/store/clients';
+import type { ClientRow } from '../../../platform/store/clients';
 import { listProvisionedApps } from '../../../platform/store/provisions';
 import { findScopeTexts } from '../../store/sign-in-users';
 import { settingsOf } from '../provider-clients';
@@ -65,7 +65,7 @@ async function mustAsk(ctx: InteractionContext, details: InteractionDetails, cli
 export const showConsent =
   (ctx: InteractionContext) => async (req: Request, res: Response, details: InteractionDetails) => {
     const { db, html, action } = ctx;
-    const client = await findClient(db, String(details.params.client_id));
+    const client = await ctx.client(String(details.params.client_id));
     const names = client ? requestedScopes(details, client) : [];
     if (!client || !(await mustAsk(ctx, details, client, names))) return grantConsent(ctx, req, res, details, client);
     const user = details.session?.accountId ? await findAccountUser(db, details.session.accountId) : undefined;
@@ -98,7 +98,7 @@ const consentForm = z.object({ remember: z.literal('yes').optional() });
  */
 export const postConsent = (ctx: InteractionContext) => async (req: Request, res: Response) => {
   const details = await interactionOf(ctx.provider, req, res);
-  const client = await findClient(ctx.db, String(details.params.client_id));
+  const client = await ctx.client(String(details.params.client_id));
   const accountId = details.session?.accountId;
   if (client && accountId && settingsOf(client).RequireConsent && settingsOf(client).AllowRememberConsent !== false) {
     const remember = consentForm.safeParse(req.body).data?.remember === 'yes';

@@ -2,6 +2,8 @@ import type { Request, Response } from 'express';
 import type Provider from 'oidc-provider';
 import type { AppConfig } from '../../../platform/config/config-schema';
 import type { KeyRing } from '../../../platform/security/data-protection';
+import type { ClientReads } from '../../../platform/store/client-reads';
+import { findClient, type ClientRow } from '../../../platform/store/clients';
 import type { Db } from '../../../platform/store/database';
 import type { WorkflowRunner } from '../../../provisioning/workflow-runner';
 import type { Federation } from '../../federation/federation';
@@ -15,6 +17,8 @@ import { codePage, emailPage, passwordPage } from '../sign-in-pages';
 export interface InteractionDependencies {
   provider: Provider;
   db: Db;
+  /** Clients as the provider reads them (kept between requests); unset: the store. */
+  clients?: ClientReads;
   config: AppConfig;
   ring: KeyRing;
   run: WorkflowRunner;
@@ -83,6 +87,9 @@ export function createInteractionContext(deps: InteractionDependencies) {
     `${RECOVERY_PATHS.forgot}?email=${encodeURIComponent(email)}&return=${encodeURIComponent(uid)}`;
   return {
     ...deps,
+    /** The client an interaction is for, as the provider read it for the same request (kept between requests). */
+    client: (clientId: string): Promise<ClientRow | undefined> =>
+      deps.clients ? deps.clients.find(clientId) : findClient(db, clientId),
     action,
     html,
     forgot,

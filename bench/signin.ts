@@ -18,9 +18,12 @@ import {
   BENCH_ADMIN_URL,
   benchServiceConfig,
   countStatements,
+  loadSamples,
   numberArg,
   runBenchmark,
   runLoad,
+  summarize,
+  type LoadSamples,
   sha256Secret,
 } from './stats';
 
@@ -28,10 +31,12 @@ import {
 const { sent, texts } = countStatements(process.argv.includes('--statements'));
 
 /**
- * `npm run bench:signin [-- --flows 200 --concurrency 8]`: complete authorization-code flows (authorize, e-mail and
+ * `npm run bench:signin [-- --flows 200 --concurrency 8 --rounds 4]`: complete authorization-code flows (authorize, e-mail and
  * password forms, code, token with PKCE and a client secret) through the service's provider, and in the same run the
  * same flows against a bare oidc-provider with its in-memory adapter whose sign-in looks the user up in the same
- * store and verifies the same native hash. Users need no provisioning. Prints JSON lines.
+ * store and verifies the same native hash. Users need no provisioning. The two alternate in `--rounds` rounds of
+ * `flows / rounds` each (the order reversed every other round), so a machine that slows down or speeds up during the
+ * run weighs on both alike. Prints JSON lines.
  */
 const PASSWORD = 'a long bench passphrase';
 const CLIENT = { id: 'bench', secret: 'bench-client-secret', redirect: 'https://bench.example/cb' };
@@ -134,6 +139,7 @@ async function startBareProvider(db: Db) {
 async function main(): Promise<void> {
   const flows = numberArg('flows', 200);
   const concurrency = numberArg('concurrency', 8);
+  const rounds = numberArg('rounds', 4);
   const database = await createScratchDatabase(BENCH_ADMIN_URL, 'ips_bench_signin');
 
   const config = benchServiceConfig([
@@ -175,22 +181,35 @@ async function main(): Promise<void> {
   await runLoad(Math.min(40, flows), concurrency, (i) => codeFlow(api.url, i));
   await runLoad(Math.min(40, flows), concurrency, (i) => codeFlow(bare.url, i));
   texts?.clear();
-  const before = sent.statements;
-  const service = await runLoad(flows, concurrency, (i) => codeFlow(api.url, i));
-  const statementsPerFlow = Math.round(((sent.statements - before) / flows) * 10) / 10;
+  const perRound = Math.ceil(flows / rounds);
+  const serviceRuns: LoadSamples[] = [];
+  const baselineRuns: LoadSamples[] = [];
+  const statements = { service: 0, baseline: 0 };
+  for (let round = 0; round < rounds; round++) {
+    const variants = [
+      { url: api.url, runs: serviceRuns, key: 'service' as const },
+      { url: bare.url, runs: baselineRuns, key: 'baseline' as const },
+    ];
+    for (const variant of round % 2 === 0 ? variants : variants.reverse()) {
+      const before = sent.statements;
+      variant.runs.push(await loadSamples(perRound, concurrency, (i) => codeFlow(variant.url, i), round * perRound));
+      statements[variant.key] += sent.statements - before;
+    }
+  }
+  const service = summarize(serviceRuns);
+  const baseline = summarize(baselineRuns);
+  const statementsPerFlow = Math.round((statements.service / service.count) * 10) / 10;
+  // The bare provider's sign-in reads the user from the same store: one statement per flow.
+  const baselineStatementsPerFlow = Math.round((statements.baseline / baseline.count) * 10) / 10;
   if (texts)
     console.log(
       JSON.stringify({
-        flows,
+        flows: service.count,
         statements: [...texts]
           .sort((a, b) => b[1] - a[1])
-          .map(([text, n]) => [text, Math.round((n / flows) * 10) / 10]),
+          .map(([text, n]) => [text, Math.round((n / service.count) * 10) / 10]),
       }),
     );
-  const beforeBaseline = sent.statements;
-  const baseline = await runLoad(flows, concurrency, (i) => codeFlow(bare.url, i));
-  // The bare provider's sign-in reads the user from the same store: one statement per flow.
-  const baselineStatementsPerFlow = Math.round(((sent.statements - beforeBaseline) / flows) * 10) / 10;
 
   console.log(
     JSON.stringify({ bench: 'signin', variant: 'service', flows, concurrency, statementsPerFlow, ...service }),

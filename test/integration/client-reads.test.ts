@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { clientReads, type ClientReads } from '../../platform/store/client-reads';
 import { createDb, poolOf, type Db } from '../../platform/store/database';
 import { eventually } from '../support/harness';
+import { storedClientRow } from '../support/client-rows';
 import { createScratchStore } from '../support/scratch-store';
 
 // Issue 42: the clients an API process authenticates are kept between requests (Duende's client store cache), and a
@@ -35,19 +36,7 @@ function keeper(expirationSeconds = 300) {
 async function addClient(clientId: string, secrets: Array<{ value: string; expiration?: Date }> = []) {
   await other
     .insertInto('clients')
-    .values({
-      client_id: clientId,
-      client_name: null,
-      settings: JSON.stringify({}),
-      allowed_scopes: JSON.stringify([]),
-      grant_types: JSON.stringify(['client_credentials']),
-      redirect_uris: JSON.stringify([]),
-      post_logout_redirect_uris: JSON.stringify([]),
-      cors_origins: JSON.stringify([]),
-      claims: JSON.stringify([]),
-      provisioning_apps: JSON.stringify([]),
-      origin: 'api',
-    })
+    .values(storedClientRow(clientId, { grant_types: JSON.stringify(['client_credentials']) }))
     .execute();
   for (const [i, secret] of secrets.entries())
     await other

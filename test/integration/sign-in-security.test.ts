@@ -23,6 +23,7 @@ import {
   type Visit,
 } from '../support/sign-in-flow';
 import { AUTHENTICATOR_KEY, fixtureTotp as totp } from '../support/totp';
+import { storedClientRow } from '../support/client-rows';
 
 // The attacks of the sign-in pentest (issue "Sign-in security"), each reproduced against a service of this file's own:
 // real HTTP, the real provider, openid-client as the relying party. A database of its own: the lockout and the
@@ -205,20 +206,14 @@ describe('a public client never gets client credentials (item 2)', () => {
   test('a stored client in that shape (as a migration could leave it) is refused the grant at the token endpoint', async () => {
     await h.context.db
       .insertInto('clients')
-      .values({
-        client_id: 'pubcc-migrated',
-        client_name: null,
-        enabled: true,
-        settings: JSON.stringify({ RequireClientSecret: false }),
-        allowed_scopes: JSON.stringify(['IdentityAdmin']),
-        grant_types: JSON.stringify(['client_credentials']),
-        redirect_uris: JSON.stringify([]),
-        post_logout_redirect_uris: JSON.stringify([]),
-        cors_origins: JSON.stringify([]),
-        claims: JSON.stringify([]),
-        provisioning_apps: JSON.stringify([]),
-        origin: 'migration',
-      })
+      .values(
+        storedClientRow('pubcc-migrated', {
+          settings: JSON.stringify({ RequireClientSecret: false }),
+          allowed_scopes: JSON.stringify(['IdentityAdmin']),
+          grant_types: JSON.stringify(['client_credentials']),
+          origin: 'migration',
+        }),
+      )
       .execute();
     expect(await secretlessClientCredentials(h.api.url, 'pubcc-migrated', 'IdentityAdmin')).toEqual({
       status: 400,

@@ -99,11 +99,11 @@ function batchedFinder(db: Db, by: Key): Finder {
   const flush = async () => {
     const batch = queue;
     queue = [];
+    if (batch.length === 1) {
+      const [{ model, value, done, fail }] = batch;
+      return findLiveOidcPayload(db, model, by, value).then((row) => done({ row, alsoFoundAs: [] }), fail);
+    }
     try {
-      if (batch.length === 1) {
-        const [{ model, value, done }] = batch;
-        return done({ row: await findLiveOidcPayload(db, model, by, value), alsoFoundAs: [] });
-      }
       const keys = [
         ...new Map(batch.map((w) => [`${w.model}\n${w.value}`, { model: w.model, value: w.value }])).values(),
       ];
@@ -116,8 +116,14 @@ function batchedFinder(db: Db, by: Key): Finder {
         const alsoFoundAs = rows.filter((r) => r.key === waiter.value && r.model !== waiter.model).map((r) => r.model);
         waiter.done({ row, alsoFoundAs });
       }
-    } catch (error) {
-      for (const waiter of batch) waiter.fail(error);
+    } catch {
+      // A statement shared by several requests fails none of them for good: each is read again on its own (a lost
+      // connection is not reused), so a failure stays with the request whose own read fails.
+      for (const waiter of batch)
+        findLiveOidcPayload(db, waiter.model, by, waiter.value).then(
+          (row) => waiter.done({ row, alsoFoundAs: [] }),
+          waiter.fail,
+        );
     }
   };
   return (model, value) =>

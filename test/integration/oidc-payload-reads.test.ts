@@ -91,3 +91,16 @@ test('reads by uid in one turn share a statement too (the session behind each to
   expect(statements).toBe(1);
   expect(result).toEqual([{ uid: 'uid-a', accountId: 's-a' }, { uid: 'uid-b', accountId: 's-b' }, undefined]);
 });
+
+test('when a shared statement fails, each read is made again on its own: only the one that fails alone fails', async () => {
+  await store('AccessToken', 'at-shared', { jti: 'at-shared' });
+  // A NUL is refused by PostgreSQL: the statement it shares fails, and so does its own read; the others' succeed.
+  const [good, bad, missing] = await Promise.allSettled([
+    findById(db(), 'AccessToken', 'at-shared'),
+    findById(db(), 'AccessToken', 'bad\u0000key'),
+    findById(db(), 'RefreshToken', 'at-shared'),
+  ]);
+  expect(good).toMatchObject({ status: 'fulfilled', value: { row: { payload: { jti: 'at-shared' } } } });
+  expect(bad.status).toBe('rejected');
+  expect(missing).toEqual({ status: 'fulfilled', value: { row: undefined, alsoFoundAs: [] } });
+});

@@ -44,7 +44,7 @@ const startingUp: RequestListener = (_req, res) => {
  */
 export async function startApi(
   config: AppConfig,
-  context: Pick<ServiceContext, 'db' | 'http' | 'apps' | 'dataProtection' | 'sourceDataProtection'>,
+  context: Pick<ServiceContext, 'db' | 'http' | 'apps' | 'dataProtection' | 'sourceDataProtection' | 'clients'>,
   temporal: Client,
 ): Promise<RunningApi> {
   if (config.Auth.AdminApiKeys.length === 0)

@@ -77,8 +77,7 @@ export interface AssembledApi {
  */
 export async function assembleApi(
   config: AppConfig,
-  context: Pick<ServiceContext, 'db' | 'http' | 'apps' | 'dataProtection' | 'sourceDataProtection'> &
-    Partial<Pick<ServiceContext, 'clients'>>,
+  context: Pick<ServiceContext, 'db' | 'http' | 'apps' | 'dataProtection' | 'sourceDataProtection' | 'clients'>,
   temporal: Client,
   publicUrl: string,
 ): Promise<AssembledApi> {

@@ -46,8 +46,8 @@ export type SignInDependencies = Omit<FederationDependencies, 'allow'> & {
   adminPages?: Record<string, AdminPage>;
   /** Self-service registration, the one the API's register route uses (sign-in/registration.ts). */
   registration: Registration;
-  /** Clients as the provider reads them (kept between requests, platform/store/client-reads.ts); unset: the store. */
-  clients?: ClientReads;
+  /** Clients as the provider reads them (kept between requests, platform/store/client-reads.ts). */
+  clients: ClientReads;
 };
 
 /**

@@ -3,7 +3,7 @@ import type Provider from 'oidc-provider';
 import type { AppConfig } from '../../../platform/config/config-schema';
 import type { KeyRing } from '../../../platform/security/data-protection';
 import type { ClientReads } from '../../../platform/store/client-reads';
-import { findClient, type ClientRow } from '../../../platform/store/clients';
+import type { ClientRow } from '../../../platform/store/clients';
 import type { Db } from '../../../platform/store/database';
 import type { WorkflowRunner } from '../../../provisioning/workflow-runner';
 import type { Federation } from '../../federation/federation';
@@ -17,8 +17,8 @@ import { codePage, emailPage, passwordPage } from '../sign-in-pages';
 export interface InteractionDependencies {
   provider: Provider;
   db: Db;
-  /** Clients as the provider reads them (kept between requests); unset: the store. */
-  clients?: ClientReads;
+  /** Clients as the provider reads them (kept between requests, platform/store/client-reads.ts). */
+  clients: ClientReads;
   config: AppConfig;
   ring: KeyRing;
   run: WorkflowRunner;
@@ -87,9 +87,8 @@ export function createInteractionContext(deps: InteractionDependencies) {
     `${RECOVERY_PATHS.forgot}?email=${encodeURIComponent(email)}&return=${encodeURIComponent(uid)}`;
   return {
     ...deps,
-    /** The client an interaction is for, as the provider read it for the same request (kept between requests). */
-    client: (clientId: string): Promise<ClientRow | undefined> =>
-      deps.clients ? deps.clients.find(clientId) : findClient(db, clientId),
+    /** The client an interaction is for, from the same copies the provider reads (platform/store/client-reads.ts). */
+    client: (clientId: string): Promise<ClientRow | undefined> => deps.clients.find(clientId),
     action,
     html,
     forgot,

@@ -10,8 +10,8 @@ import type { ApiResources } from '../resources';
 
 export interface ProviderDependencies {
   db: Db;
-  /** Clients with their live secrets, kept between requests (platform/store/client-reads.ts); unset: the store. */
-  clients?: ClientReads;
+  /** Clients with their live secrets, kept between requests (platform/store/client-reads.ts). */
+  clients: ClientReads;
   /** The service's data-protection ring: it seals what the migration carried over (refresh-token data). */
   ring: KeyRing;
   issuer: string;

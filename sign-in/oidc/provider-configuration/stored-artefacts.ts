@@ -1,4 +1,3 @@
-import { findClientWithLiveSecrets } from '../../../platform/store/clients';
 import { createPostgresAdapter, findById, isStorableKey, withConsumed } from '../adapter';
 import { clientMetadata, SECRET_HASHES } from '../provider-clients';
 import { ADMIN_PAGES_CLIENT_ID, adminPagesClientMetadata } from '../admin-pages';
@@ -26,7 +25,7 @@ export function providerAdapter({
         // The admin pages' own client is built in: a stored client of the same id never takes its place.
         if (id === ADMIN_PAGES_CLIENT_ID) return adminPagesClientMetadata(issuer);
         if (!isStorableKey(id)) return undefined;
-        const row = await (clients ? clients.find(id) : findClientWithLiveSecrets(db, id));
+        const row = await clients.find(id);
         // An API resource is a client only to authenticate at introspection: it has no grant type and no response
         // type, so the token and authorization endpoints refuse it.
         return row && row.enabled

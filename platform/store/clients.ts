@@ -44,16 +44,6 @@ export function findClientWithLiveSecrets(db: Db, clientId: string): Promise<Cli
     .executeTakeFirst();
 }
 
-/** The client's secrets that have not expired. */
-export function liveClientSecrets(db: Db, clientId: string): Promise<StoredSecret[]> {
-  return db
-    .selectFrom('client_secrets')
-    .select(['value', 'description', 'expiration'])
-    .where('client_id', '=', clientId)
-    .where(unexpired('expiration'))
-    .execute();
-}
-
 /**
  * Replaces the whole client and its secrets (undefined secrets keep the stored ones: they are write-only, so a client
  * read and written back has none to give); returns whether it existed before. `keepProvisioningApps` leaves an

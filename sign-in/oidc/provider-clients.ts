@@ -1,7 +1,6 @@
 import type { ClientConfig } from '../../platform/config/config-schema';
 import { clientSecretMatches, tagSecret } from '../../platform/security/client-secrets';
-import { liveClientSecrets, type ClientRow, type NewClientRow, type StoredSecret } from '../../platform/store/clients';
-import type { Db } from '../../platform/store/database';
+import type { ClientRow, NewClientRow, StoredSecret } from '../../platform/store/clients';
 import {
   DEVICE_CODE_GRANT,
   isBackChannelLogoutUri,
@@ -100,9 +99,9 @@ export function clientMetadata(row: ClientRow, identityScopes: ReadonlySet<strin
 }
 
 /**
- * The stored hashes of a client's unexpired secrets, read with the client (findClientWithLiveSecrets) when the provider
- * looks it up for a request, so authenticating it costs no second read. Only hashes, only in this process's copy of
- * the client for the request: no endpoint shows client metadata (dynamic registration is off).
+ * The stored hashes of a client's unexpired secrets, read with the client (findClientWithLiveSecrets, kept by
+ * client-reads.ts until the first of them expires), so authenticating it costs no second read. Only hashes, only in
+ * this process's copy of the client: no endpoint shows client metadata (dynamic registration is off).
  */
 export const SECRET_HASHES = 'urn:identity-service:secret-hashes';
 
@@ -136,15 +135,10 @@ export function metadataOf(client: { metadata(): Record<string, unknown> }): Rea
 export const allowedScopesOf = (client: { metadata(): Record<string, unknown> }) =>
   (metadataOf(client)['urn:identity-service:allowed-scopes'] as string[] | undefined) ?? [];
 
-/** A presented secret authenticates the client when it matches any of its unexpired stored hashes. */
-export async function verifyClientSecret(db: Db, clientId: string, secret: string): Promise<boolean> {
-  return matchesAnyHash(
-    (await liveClientSecrets(db, clientId)).map((s) => s.value),
-    secret,
-  );
-}
-
-/** Every hash is checked, so the time taken does not tell which one matched. */
+/**
+ * A presented secret authenticates the client when it matches any of its unexpired stored hashes. Every hash is
+ * checked, so the time taken does not tell which one matched.
+ */
 export const matchesAnyHash = (hashes: string[], secret: string): boolean =>
   hashes.map((hash) => clientSecretMatches(secret, hash)).includes(true);
 

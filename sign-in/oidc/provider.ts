@@ -3,13 +3,7 @@ import Provider, { type Configuration, type KoaContextWithOIDC } from 'oidc-prov
 import { logger } from '../../platform/observability/logger';
 import { OIDC_ROUTES } from '../sign-in-paths';
 import { tokenClaimsOf } from './claims';
-import {
-  EXTRA_CLIENT_METADATA,
-  matchesAnyHash,
-  metadataOf,
-  SECRET_HASHES,
-  verifyClientSecret,
-} from './provider-clients';
+import { EXTRA_CLIENT_METADATA, matchesAnyHash, metadataOf, SECRET_HASHES } from './provider-clients';
 import { renderErrorPage } from './sign-in-pages';
 import { errorReference } from './error-page';
 import { userCodeBudget } from './device-flow';
@@ -83,15 +77,13 @@ export function createOidcProvider(deps: ProviderDependencies): Provider {
   };
   acceptHintsOfEveryPublishedKey(provider);
   // Stored secrets are IdentityServer hashes: a presented secret is hashed and compared with each unexpired one, as
-  // read with the client for this request (a client built otherwise has them read now).
+  // the client was read with them (SECRET_HASHES, stored-artefacts.ts); a client without them has none to match.
   provider.Client.prototype.compareClientSecret = function (
-    this: { clientId: string; metadata(): Record<string, unknown> },
+    this: { metadata(): Record<string, unknown> },
     actual: string,
   ) {
     const hashes = metadataOf(this)[SECRET_HASHES];
-    return Array.isArray(hashes)
-      ? Promise.resolve(matchesAnyHash(hashes as string[], actual))
-      : verifyClientSecret(db, this.clientId, actual);
+    return Promise.resolve(Array.isArray(hashes) && matchesAnyHash(hashes as string[], actual));
   };
   return provider;
 }

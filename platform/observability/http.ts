@@ -31,17 +31,13 @@ export function requestObservability(base: Logger, routeOf: (req: Request) => st
     res.setHeader('X-Request-Id', req.requestId);
     // Made when a line is first logged through it (a failure, mostly): a child logger redacts its bindings when it is
     // made, about 50 µs, which most requests never need.
+    const settle = (log: Logger) =>
+      Object.defineProperty(req, 'log', { value: log, configurable: true, enumerable: true, writable: true });
     Object.defineProperty(req, 'log', {
       configurable: true,
       enumerable: true,
-      get(this: Request) {
-        const log = base.child({ reqId: this.requestId });
-        Object.defineProperty(this, 'log', { value: log, configurable: true, enumerable: true, writable: true });
-        return log;
-      },
-      set(this: Request, log: Logger) {
-        Object.defineProperty(this, 'log', { value: log, configurable: true, enumerable: true, writable: true });
-      },
+      get: () => settle(base.child({ reqId: req.requestId })).log,
+      set: settle,
     });
     const started = process.hrtime.bigint();
     res.once('finish', () => {

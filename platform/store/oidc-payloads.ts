@@ -43,10 +43,10 @@ const UPSERT = prepared(
     model: string,
     id: string,
     payload: string,
-    grantId: string,
-    userCode: string,
-    uid: string,
-    expiresAt: Date,
+    grantId: string | null,
+    userCode: string | null,
+    uid: string | null,
+    expiresAt: Date | null,
   ) =>
     db
       .insertInto('oidc_payloads')
@@ -63,12 +63,9 @@ const UPSERT = prepared(
 );
 
 export async function upsertOidcPayload(db: Db, row: OidcPayloadRow): Promise<void> {
-  await db.executeQuery(
-    UPSERT(db, row.model, row.id, row.payload, row.grantId!, row.userCode!, row.uid!, row.expiresAt!),
-  );
+  await db.executeQuery(UPSERT(db, row.model, row.id, row.payload, row.grantId, row.userCode, row.uid, row.expiresAt));
 }
 
-/** An artefact that has not expired, by its id, user code or uid: its document and when it was consumed. */
 const findLiveBy = (by: 'id' | 'user_code' | 'uid') =>
   prepared((db: Db, model: string, value: string) =>
     db
@@ -80,6 +77,7 @@ const findLiveBy = (by: 'id' | 'user_code' | 'uid') =>
   );
 const FIND_LIVE = { id: findLiveBy('id'), user_code: findLiveBy('user_code'), uid: findLiveBy('uid') };
 
+/** An artefact that has not expired, by its id, user code or uid: its document and when it was consumed. */
 export function findLiveOidcPayload(db: Db, model: string, by: 'id' | 'user_code' | 'uid', value: string) {
   return firstRow(db, FIND_LIVE[by](db, model, value));
 }

@@ -96,13 +96,12 @@ const batches = new WeakMap<Db, Record<Key, Finder>>();
 function batchedFinder(db: Db, by: Key): Finder {
   type Waiter = { model: string; value: string; done: (found: FoundById) => void; fail: (e: unknown) => void };
   let queue: Waiter[] = [];
+  const readAlone = ({ model, value, done, fail }: Waiter) =>
+    findLiveOidcPayload(db, model, by, value).then((row) => done({ row, alsoFoundAs: [] }), fail);
   const flush = async () => {
     const batch = queue;
     queue = [];
-    if (batch.length === 1) {
-      const [{ model, value, done, fail }] = batch;
-      return findLiveOidcPayload(db, model, by, value).then((row) => done({ row, alsoFoundAs: [] }), fail);
-    }
+    if (batch.length === 1) return readAlone(batch[0]);
     try {
       const keys = [
         ...new Map(batch.map((w) => [`${w.model}\n${w.value}`, { model: w.model, value: w.value }])).values(),
@@ -119,11 +118,7 @@ function batchedFinder(db: Db, by: Key): Finder {
     } catch {
       // A statement shared by several requests fails none of them for good: each is read again on its own (a lost
       // connection is not reused), so a failure stays with the request whose own read fails.
-      for (const waiter of batch)
-        findLiveOidcPayload(db, waiter.model, by, waiter.value).then(
-          (row) => waiter.done({ row, alsoFoundAs: [] }),
-          waiter.fail,
-        );
+      for (const waiter of batch) void readAlone(waiter);
     }
   };
   return (model, value) =>

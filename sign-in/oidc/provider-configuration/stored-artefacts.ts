@@ -36,6 +36,11 @@ export function providerAdapter({
     RefreshToken: {
       async find(id: string) {
         if (!isStorableKey(id)) return undefined;
+        const { row, alsoFoundAs } = await findById(db, 'RefreshToken', id);
+        if (row) return withConsumed(row);
+        // Found as an access or client-credentials token of this service (introspection tries all three at once):
+        // not a handle the migration carried over.
+        if (alsoFoundAs.length > 0) return undefined;
         const adoption = {
           db,
           ring,
@@ -44,11 +49,6 @@ export function providerAdapter({
           identityScopes: scopes.names,
           resourceOf: (requested: string[]) => resourceOfScopes(apiResources, requested),
         };
-        const { row, alsoFoundAs } = await findById(db, 'RefreshToken', id);
-        if (row) return withConsumed(row);
-        // Found as an access or client-credentials token of this service (introspection tries all three at once):
-        // not a handle the migration carried over.
-        if (alsoFoundAs.length > 0) return undefined;
         return (
           // During the read-through window a token the sweep carried over is adopted only while the source holds it live.
           (await adoptMigratedRefreshToken({ ...adoption, liveAtSource: readThrough?.liveAtSource }, id)) ??

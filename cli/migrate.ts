@@ -30,6 +30,7 @@ import {
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { assertPortFree } from '../platform/net/listen';
+import { flushLogs } from '../platform/observability/logger';
 import { freePort } from '../dev/ports';
 import { startDevServer } from '../dev/temporal-dev-server';
 import { parseSourceConnectionString } from '../migration/source/connection';
@@ -289,11 +290,12 @@ async function main(): Promise<number> {
   }
 }
 
-main()
-  .then((code) => process.exit(code))
+// What the store and the SDK logged goes out before the exit (flushLogs: a write under way is not lost).
+void main()
   .catch((error) => {
     console.error(
       `migrate: ${error instanceof Error && !(error instanceof ConfigError) ? (error.stack ?? error.message) : (error as Error).message}`,
     );
-    process.exit(1);
-  });
+    return 1;
+  })
+  .then((code) => flushLogs().then(() => process.exit(code)));

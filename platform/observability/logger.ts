@@ -46,6 +46,33 @@ export interface LoggerOptions {
   destination?: DestinationStream;
 }
 
+/**
+ * Standard output, written asynchronously: lines queue in memory while one write is under way and go out together,
+ * instead of one blocking write per line on the request's path (the access line of every request). pino writes what
+ * is still queued synchronously when the process exits (its on-exit hook for asynchronous destinations), but not the
+ * chunk a write under way holds: sonic-boom's flushSync skips it, and its flush(cb) calls back at once when no
+ * minLength is set (sonic-boom 4, index.js `flush` and `flushSync`). So `written` tells when the last line given to
+ * it is out, from the stream's own `drain` (emitted once nothing is queued or being written), and a clean stop waits
+ * for that (flushLogs) before it exits.
+ */
+function asynchronousStdout(): { stream: DestinationStream; written: () => Promise<void> } {
+  const stream = pino.destination({ dest: 1, sync: false });
+  let unwritten = false;
+  const write = stream.write.bind(stream);
+  stream.write = (line: string) => {
+    unwritten = true;
+    return write(line);
+  };
+  stream.on('drain', () => (unwritten = false));
+  return {
+    stream,
+    written: () => (unwritten ? new Promise((resolve) => stream.once('drain', () => resolve())) : Promise.resolve()),
+  };
+}
+
+/** Resolves once every line logged through a logger is written; what createLogger cannot tell resolves at once. */
+const writtenOf = new WeakMap<Logger, () => Promise<void>>();
+
 /** A logger with the service's redaction: JSON lines for machines, readable lines in a terminal. */
 export function createLogger({ level = 'info', pretty = false, destination }: LoggerOptions = {}): Logger {
   const options = {
@@ -56,11 +83,10 @@ export function createLogger({ level = 'info', pretty = false, destination }: Lo
   };
   if (destination) return pino(options, destination);
   if (pretty) return pino(options, prettyStream({ colorize: true, sync: true, ignore: 'pid,hostname' }));
-  // Asynchronous: lines queue in memory while one write is under way and go out together, instead of one blocking
-  // write per line on the request's path (the access line of every request). pino writes what is still queued
-  // synchronously when the process exits (its on-exit hook for asynchronous destinations); a clean stop first waits
-  // for the writes under way (flushLogs).
-  return pino(options, pino.destination({ dest: 1, sync: false }));
+  const stdout = asynchronousStdout();
+  const logger = pino(options, stdout.stream);
+  writtenOf.set(logger, stdout.written);
+  return logger;
 }
 
 /**
@@ -77,9 +103,11 @@ export const logger: Logger = createLogger({
  * must not hold up a stop). A clean stop calls it before process.exit.
  */
 export function flushLogs(timeoutMs = 2000): Promise<void> {
+  const written = writtenOf.get(logger);
+  if (!written) return Promise.resolve();
   return new Promise((resolve) => {
     const timer = setTimeout(resolve, timeoutMs);
-    logger.flush(() => {
+    void written().then(() => {
       clearTimeout(timer);
       resolve();
     });

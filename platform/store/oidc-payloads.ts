@@ -275,6 +275,77 @@ export async function endSessionOf(db: Db, userId: string, sessionId: string): P
   });
 }
 
+/** What one client holds for a user: ended together when the user removes that client's access. */
+const ACCESS_MODELS = SIGN_IN_MODELS.filter((model) => model !== 'Session');
+
+/**
+ * Removes one client's access to the user, as Duende IdentityServer's grants page does ("Revoke access":
+ * DefaultIdentityServerInteractionService.RevokeUserConsentAsync, which calls the persisted grant service's
+ * RemoveAllGrantsAsync for the subject and the client): every persisted grant of the pair (the remembered consent, and
+ * refresh tokens, reference tokens and codes carried over by the migration), and the provider's grants of the pair
+ * with their refresh tokens, codes and opaque access tokens. The user's sessions stay signed in; the client's next
+ * authorization finds no grant and asks for consent again. JWT access tokens run until they expire, as at Duende.
+ * Answers how many things ended.
+ */
+export async function withdrawAccessOf(db: Db, userId: string, clientId: string): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    const held = await trx
+      .deleteFrom('oidc_payloads')
+      .where(sql<boolean>`payload ? 'accountId'`)
+      .where(sql<string>`payload->>'accountId'`, '=', userId)
+      .where(sql<string>`payload->>'clientId'`, '=', clientId)
+      .where('model', 'in', ACCESS_MODELS)
+      .returning(['model', 'id'])
+      .execute();
+    // What belongs to those grants without naming the account (none the provider makes today) ends with them.
+    await deleteGrantsWithTokens(
+      trx,
+      held.filter((row) => row.model === 'Grant').map((row) => row.id),
+      ACCESS_MODELS,
+    );
+    const carried = await trx
+      .deleteFrom('grants')
+      .where('subject_id', '=', userId)
+      .where('client_id', '=', clientId)
+      .executeTakeFirst();
+    return held.length + Number(carried.numDeletedRows);
+  });
+}
+
+/**
+ * The clients that hold a live refresh token of the user, the provider's (with the scopes it was issued for) or one
+ * carried over by the migration (its scopes are sealed in the grant's data: none are listed).
+ */
+export async function clientsWithRefreshTokensOf(
+  db: Db,
+  userId: string,
+): Promise<Array<{ clientId: string; scopes: string[] }>> {
+  const issued = await db
+    .selectFrom('oidc_payloads')
+    .select([sql<string>`payload->>'clientId'`.as('client_id'), sql<string | null>`payload->>'scope'`.as('scope')])
+    .where(sql<boolean>`payload ? 'accountId'`)
+    .where(sql<string>`payload->>'accountId'`, '=', userId)
+    .where('model', '=', 'RefreshToken')
+    .where('consumed_at', 'is', null)
+    .where(unexpired('expires_at'))
+    .execute();
+  const carried = await db
+    .selectFrom('grants')
+    .select(['client_id', sql<string | null>`null`.as('scope')])
+    .where('subject_id', '=', userId)
+    .where('type', '=', 'refresh_token')
+    .where('consumed_time', 'is', null)
+    .where(unexpired('expiration'))
+    .execute();
+  const scopes = new Map<string, Set<string>>();
+  for (const row of [...issued, ...carried]) {
+    const held = scopes.get(row.client_id) ?? new Set<string>();
+    for (const scope of (row.scope ?? '').split(' ')) if (scope) held.add(scope);
+    scopes.set(row.client_id, held);
+  }
+  return [...scopes].map(([clientId, held]) => ({ clientId, scopes: [...held] }));
+}
+
 /** The user's live sessions: when each signed in, and the clients it authorized. */
 export async function listSessionsOf(db: Db, userId: string) {
   const rows = await db

@@ -1,5 +1,4 @@
 import { escapeHtml, page, productName } from '../../platform/http/html';
-import type { RememberedConsent } from '../store/consents';
 import { formTokenField } from './account/form-token';
 import { detailsSection, sessionsSection, type DetailsView, type SessionView } from './account-profile-pages';
 import { onwardLink, signedInAs, TO_ACCOUNT } from './sign-in-pages';
@@ -8,11 +7,23 @@ import { onwardLink, signedInAs, TO_ACCOUNT } from './sign-in-pages';
 const errorLine = (error?: string) => (error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : '');
 const statusLine = (text?: string) => (text ? `<p class="notice" role="status">${escapeHtml(text)}</p>` : '');
 
+/**
+ * An application with access to the account: told to remember the user's consent ("Remember my decision"), holding a
+ * refresh token (access while the user is away), or both.
+ */
+export interface ApplicationAccess {
+  clientId: string;
+  name: string;
+  /** Each by its display name. */
+  scopes: string[];
+  remembered: boolean;
+  offline: boolean;
+}
+
 export interface AccountView extends DetailsView {
   mfaOn: boolean;
   sessions: SessionView[];
-  /** The applications the user told to remember their consent ("Remember my decision"). */
-  consents: RememberedConsent[];
+  applications: ApplicationAccess[];
   passwordRules: string;
 }
 
@@ -45,16 +56,20 @@ ${consentsSection(view)}`,
   );
 }
 
-/** The remembered consents, each withdrawable: the application asks again at its next sign-in. */
+/** The applications with access, each removable: it loses its refresh tokens and asks again at its next sign-in. */
 function consentsSection(view: AccountView): string {
-  if (view.consents.length === 0) return '';
-  const item = (c: RememberedConsent) => `<tr><td><strong>${escapeHtml(c.clientName ?? c.clientId)}</strong>
-<br><span>${escapeHtml(c.scopes.join(', '))}</span></td><td><form method="post" action="/account/consents/withdraw">
-${formTokenField(view.formToken)}<input type="hidden" name="client" value="${escapeHtml(c.clientId)}">
-<button class="link" type="submit">Withdraw</button></form></td></tr>`;
-  return `<h2>Applications you allowed</h2>
-<p>These applications do not ask for your consent again. Withdraw it and the application asks at its next sign-in.</p>
-<table class="sessions">${view.consents.map(item).join('')}</table>`;
+  if (view.applications.length === 0) return '';
+  const how = (a: ApplicationAccess) =>
+    [a.offline ? 'Keeps access while you are away.' : '', a.remembered ? 'Does not ask for your consent again.' : '']
+      .filter(Boolean)
+      .join(' ');
+  const item = (a: ApplicationAccess) => `<tr><td><strong>${escapeHtml(a.name)}</strong>
+<br><span>${escapeHtml(a.scopes.join(', '))}</span><br><em>${escapeHtml(how(a))}</em></td><td><form method="post" action="/account/consents/withdraw">
+${formTokenField(view.formToken)}<input type="hidden" name="client" value="${escapeHtml(a.clientId)}">
+<button class="link" type="submit">Remove access</button></form></td></tr>`;
+  return `<h2 id="applications-heading">Applications you allowed</h2>
+<p>Remove an application's access and it can no longer use your account without you: it asks for your consent at its next sign-in.</p>
+<table class="sessions" aria-labelledby="applications-heading">${view.applications.map(item).join('')}</table>`;
 }
 
 /**

@@ -30,7 +30,8 @@ export const AUDIT_EVENT_TYPES = {
   'account-unlocked': 'an admin cleared the lockout and the failure count',
   'profile-updated': 'an admin changed the user (detail.fields: which fields, never their values)',
   'consent-remembered': 'the user allowed a client and asked that the decision be remembered (detail.scopes)',
-  'consent-withdrawn': 'the user withdrew a remembered consent on the account page',
+  'consent-withdrawn':
+    "the user removed an application's access on the account page: its consent, refresh tokens and grants (detail.ended: how many)",
   'source-session-carried-over':
     "the source's authentication cookie opened a session here (detail.sessionId: the source's session id, detail.idp)",
 } as const;

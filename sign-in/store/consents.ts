@@ -68,7 +68,7 @@ export async function rememberConsent(
 }
 
 /** Withdraws the user's remembered consent to the client: the next sign-in to it asks again. */
-export async function forgetConsent(db: Db, userId: string, clientId: string): Promise<void> {
+async function forgetConsent(db: Db, userId: string, clientId: string): Promise<void> {
   await db
     .deleteFrom('grants')
     .where('key', '=', consentKey(userId, clientId))

@@ -120,8 +120,9 @@ describe('consent', () => {
     await expect(third.locator('h2', { hasText: 'Applications you allowed' }).count()).resolves.toBe(1);
     await expect(third.locator('body').textContent()).resolves.toContain('Demo Web App');
     await seen(third, '03-account-consents');
-    await third.click('button:text-is("Withdraw")');
-    await expect(third.locator('[role=status]').textContent()).resolves.toContain('Consent withdrawn');
+    await expect(third.locator('body').textContent()).resolves.toContain('Does not ask for your consent again.');
+    await third.click('button:text-is("Remove access")');
+    await expect(third.locator('[role=status]').textContent()).resolves.toContain('Access removed');
     await expect(third.locator('text=Applications you allowed').count()).resolves.toBe(0);
     const fourth = await newBrowser();
     await authorize(fourth, 'consent-app');
@@ -141,6 +142,32 @@ describe('consent', () => {
     await expect(h1(page)).resolves.toBe('Allow access?');
     await expect(page.locator('ul.scopes li').count()).resolves.toBe(3);
     await seen(page, '02b-consent-signed-in-offline');
+  }, 60_000);
+
+  test('"Remove access" ends what an application holds, as Duende\'s grants page does: its refresh token stops working', async () => {
+    const user = await createUserWith(h, 'remove-access', PASSWORD);
+    const page = await newBrowser();
+    const { rp, verifier } = await authorize(page, 'offline-app', 'openid profile offline_access');
+    await signIn(page, user.email);
+    // Not remembered: the application is listed for its refresh token alone.
+    await page.uncheck('input[name=remember]');
+    await Promise.all([backInTheApp(page), page.click('button:text-is("Allow")')]);
+    const tokens = await oidc.authorizationCodeGrant(rp, new URL(page.url()), { pkceCodeVerifier: verifier });
+    expect(tokens.refresh_token).toBeTruthy();
+
+    await page.goto(`${h.api.url}/account`);
+    const applications = page.locator('table[aria-labelledby=applications-heading] tr');
+    const listed = applications.filter({ hasText: 'Offline app' });
+    await expect(listed.textContent()).resolves.toContain('Keeps access while you are away.');
+    await expect(listed.textContent()).resolves.not.toContain('Does not ask for your consent again.');
+    await seen(page, '03b-account-offline-access');
+    await listed.locator('button:text-is("Remove access")').click();
+    await expect(page.locator('[role=status]').textContent()).resolves.toContain('Access removed');
+    await expect(listed.count()).resolves.toBe(0);
+    await expect(oidc.refreshTokenGrant(rp, tokens.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
+    // This browser stays signed in (the account page answered), and the application asks for consent again.
+    await authorize(page, 'offline-app', 'openid profile offline_access');
+    await expect(h1(page)).resolves.toBe('Allow access?');
   }, 60_000);
 
   test('a client without AllowRememberConsent asks every time and offers no "remember"', async () => {

@@ -3,19 +3,20 @@ import { z } from 'zod';
 import { FIELD_BOUNDS } from '../../../platform/security/field-bounds';
 import { hashPassword } from '../../../platform/security/password-hashing';
 import { passwordPolicyViolations } from '../../../platform/security/password-policy';
-import { listSessionsOf } from '../../../platform/store/oidc-payloads';
+import { clientsWithRefreshTokensOf, listSessionsOf, withdrawAccessOf } from '../../../platform/store/oidc-payloads';
 import { policyInWords } from '../../recovery/recovery-router';
 import { findNames, setPasswordHash } from '../../store/accounts';
 import { findClientNames, findSessionDevices } from '../../store/session-devices';
 import type { Db } from '../../../platform/store/database';
 import type { SessionView } from '../account-profile-pages';
+import type { ApplicationAccess } from '../account-pages';
 import { deviceDescription } from './device-description';
 import { recordAuditEvent } from '../../store/audit-events';
 import { findTotpCredential } from '../../store/mfa';
 import type { SignedInUser } from '../account-session';
 import { accountPage, signedOutEverywherePage } from '../account-pages';
 import { formField } from '../forms';
-import { listRememberedConsents, forgetConsent } from '../../store/consents';
+import { listRememberedConsents } from '../../store/consents';
 import { findScopeTexts } from '../../store/sign-in-users';
 import { ensureAccountClient, finishAccountSignIn, startAccountSignIn } from './account-sign-in';
 import { renderErrorPage } from '../sign-in-pages';
@@ -47,13 +48,44 @@ async function sessionsOf(db: Db, user: SignedInUser): Promise<SessionView[]> {
   }));
 }
 
-/** The user's remembered consents, each scope by its display name as the consent page showed it. */
-async function consentsInWords(db: Db, userId: string) {
+/**
+ * The applications with access to the user's account, as Duende's grants page lists them: those told to remember
+ * the user's consent, and those holding a refresh token (access while the user is away); each scope by its display
+ * name as the consent page showed it.
+ */
+async function applicationsOf(db: Db, userId: string): Promise<ApplicationAccess[]> {
   const consents = await listRememberedConsents(db, userId);
+  const offline = await clientsWithRefreshTokensOf(db, userId);
+  const byClient = new Map<string, { scopes: Set<string>; remembered: boolean; offline: boolean }>();
+  const entry = (clientId: string) => {
+    const found = byClient.get(clientId) ?? { scopes: new Set<string>(), remembered: false, offline: false };
+    byClient.set(clientId, found);
+    return found;
+  };
+  for (const consent of consents) {
+    const held = entry(consent.clientId);
+    held.remembered = true;
+    consent.scopes.forEach((scope) => held.scopes.add(scope));
+  }
+  for (const token of offline) {
+    const held = entry(token.clientId);
+    held.offline = true;
+    token.scopes.forEach((scope) => held.scopes.add(scope));
+  }
+  const names = await findClientNames(db, [...byClient.keys()]);
   const texts = new Map(
-    (await findScopeTexts(db, [...new Set(consents.flatMap((c) => c.scopes))])).map((t) => [t.name, t]),
+    (await findScopeTexts(db, [...new Set([...byClient.values()].flatMap((held) => [...held.scopes]))])).map((t) => [
+      t.name,
+      t,
+    ]),
   );
-  return consents.map((c) => ({ ...c, scopes: c.scopes.map((s) => texts.get(s)?.display_name || s) }));
+  return [...byClient].map(([clientId, held]) => ({
+    clientId,
+    name: names.get(clientId) ?? clientId,
+    scopes: [...held.scopes].map((scope) => texts.get(scope)?.display_name || scope),
+    remembered: held.remembered,
+    offline: held.offline,
+  }));
 }
 
 /**
@@ -74,7 +106,7 @@ export async function overview(
     hasPassword: user.hasPassword,
     mfaOn: (await findTotpCredential(db, user.id)) !== undefined,
     sessions: await sessionsOf(db, user),
-    consents: await consentsInWords(db, user.id),
+    applications: await applicationsOf(db, user.id),
     passwordRules: policyInWords(config.Auth.PasswordPolicy),
     formToken: user.token,
   };
@@ -116,20 +148,24 @@ export const postSwitchAccount = (ctx: AccountContext) => async (req: Request, r
 
 const withdrawForm = z.object({ client: formField(200) });
 
-/** Withdraws a remembered consent: the application asks for consent again at its next sign-in. */
+/**
+ * Removes an application's access (withdrawAccessOf): its remembered consent, refresh tokens and grants end, and it
+ * asks for consent at its next sign-in.
+ */
 export const postWithdrawConsent = (ctx: AccountContext) => async (req: Request, res: Response) => {
   const user = await ctx.poster(req, res);
   if (!user) return;
   const parsed = withdrawForm.safeParse(req.body);
-  if (!parsed.success) return overview(ctx, res, user, undefined, 'Choose the application to withdraw from.', 400);
-  await forgetConsent(ctx.db, user.id, parsed.data.client);
+  if (!parsed.success) return overview(ctx, res, user, undefined, 'Choose the application to remove.', 400);
+  const ended = await withdrawAccessOf(ctx.db, user.id, parsed.data.client);
   await recordAuditEvent(ctx.db, {
     type: 'consent-withdrawn',
     userId: user.id,
     clientId: parsed.data.client,
     clientAddress: req.ip,
+    detail: { ended },
   });
-  await overview(ctx, res, user, 'Consent withdrawn: the application asks again at its next sign-in.');
+  await overview(ctx, res, user, 'Access removed: the application asks for your consent at its next sign-in.');
 };
 
 /** A new password, with the current one (checked as at sign-in: it counts toward the lockout). */

@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Kysely } from 'kysely';
@@ -18,6 +19,7 @@ import {
   SIGNING_ALGORITHMS,
   signingJwk,
   SigningKeyError,
+  withCertificate,
   type PrivateSigningJwk,
 } from '../../platform/security/signing-key-material';
 
@@ -137,26 +139,31 @@ const ecContainer = z.object({ D: z.string(), Q: z.object({ X: z.string(), Y: z.
 /** X509KeyContainer (X509KeyContainer.cs): the certificate and its key as a PFX with no password, in base64. */
 const x509Container = z.object({ CertificateRawData: z.string() });
 
-/** The private key a container holds, chosen as DataProtectionKeyProtector.Unprotect chooses the container type. */
-function containerKey(key: SerializedKey, json: unknown) {
+/**
+ * The private key a container holds (with its certificate, for an X509KeyContainer), chosen as
+ * DataProtectionKeyProtector.Unprotect chooses the container type.
+ */
+function containerKey(key: SerializedKey, json: unknown): { privateKey: KeyObject; certificate?: Buffer } | undefined {
   if (key.IsX509Certificate) {
     const x509 = x509Container.safeParse(json);
-    return x509.success ? readPfx(Buffer.from(x509.data.CertificateRawData, 'base64')).privateKey : undefined;
+    return x509.success ? readPfx(Buffer.from(x509.data.CertificateRawData, 'base64')) : undefined;
   }
   if (/^[RP]/.test(key.Algorithm)) {
     const rsa = rsaContainer.safeParse(json);
     if (!rsa.success) return undefined;
     const p = rsa.data.Parameters;
-    return privateKeyFromJwk({
+    const privateKey = privateKeyFromJwk({
       kty: 'RSA',
       ...{ n: b64url(p.Modulus), e: b64url(p.Exponent), d: b64url(p.D), p: b64url(p.P), q: b64url(p.Q) },
       ...{ dp: b64url(p.DP), dq: b64url(p.DQ), qi: b64url(p.InverseQ) },
     });
+    return { privateKey };
   }
   const ec = ecContainer.safeParse(json);
   if (!ec.success) return undefined;
   const { D, Q } = ec.data;
-  return privateKeyFromJwk({ kty: 'EC', crv: CURVE_OF[key.Algorithm], d: b64url(D), x: b64url(Q.X), y: b64url(Q.Y) });
+  const crv = CURVE_OF[key.Algorithm];
+  return { privateKey: privateKeyFromJwk({ kty: 'EC', crv, d: b64url(D), x: b64url(Q.X), y: b64url(Q.Y) }) };
 }
 
 /** How the source protected its keys: its key ring and application name. */
@@ -206,9 +213,11 @@ export function openSerializedKey(
   const opened = containerJson(key, protection);
   if ('reason' in opened) return { opened: false, reason: opened.reason };
   try {
-    const privateKey = containerKey(key, opened.json);
-    if (!privateKey) return { opened: false, reason: NOT_IMPORTED.unreadable };
-    return { opened: true, jwk: signingJwk(privateKey, key.Algorithm, key.Id), createdAt: key.Created };
+    const contained = containerKey(key, opened.json);
+    if (!contained) return { opened: false, reason: NOT_IMPORTED.unreadable };
+    const { privateKey, certificate } = contained;
+    const jwk = withCertificate(signingJwk(privateKey, key.Algorithm, key.Id), privateKey, certificate);
+    return { opened: true, jwk, createdAt: key.Created };
   } catch (error) {
     return { opened: false, reason: reasonOf(error) };
   }

@@ -22,7 +22,8 @@ export const SIGNING_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 
 /** The curve each ECDSA algorithm signs on (Duende EcKeyContainer.ToSecurityKey). */
 export const CURVE_OF: Record<string, string> = { ES256: 'P-256', ES384: 'P-384', ES512: 'P-521' };
 
-export type PrivateSigningJwk = JsonWebKey & { kid: string; alg: string; use: 'sig' };
+/** `x5c`: the certificate of a key that came with one (a PFX, Duende's X509KeyContainer), DER in base64. */
+export type PrivateSigningJwk = JsonWebKey & { kid: string; alg: string; use: 'sig'; x5c?: string[] };
 
 /** Why a key cannot sign as it says: an algorithm IdentityServer does not sign with, or parameters that do not fit. */
 export class SigningKeyError extends Error {
@@ -100,6 +101,26 @@ export const certificateKeyId = (certificate: Buffer, alg: string) =>
   `${new X509Certificate(certificate).fingerprint.replace(/:/g, '').toUpperCase()}${alg}`;
 
 /**
+ * The key with its certificate, as IdentityServer publishes an X509SecurityKey (DiscoveryResponseGenerator
+ * TryGetJwkFromX509SecurityKey: `x5c` the certificate's DER in base64, `x5t` its SHA-1 hash, see
+ * certificateThumbprint): APIs and clients that take the key from the certificate keep finding it after cutover. A
+ * certificate that is not the key's is not published (the key alone is).
+ */
+export function withCertificate(jwk: PrivateSigningJwk, key: KeyObject, certificate: Buffer | undefined) {
+  if (!certificate) return jwk;
+  try {
+    if (!new X509Certificate(certificate).checkPrivateKey(key)) return jwk;
+  } catch {
+    return jwk;
+  }
+  return { ...jwk, x5c: [certificate.toString('base64')] };
+}
+
+/** The `x5t` of a certificate in a JWK's `x5c` (RFC 7517 §4.8): its SHA-1 hash, base64url. */
+export const certificateThumbprint = (x5c: string) =>
+  createHash('sha1').update(Buffer.from(x5c, 'base64')).digest('base64url');
+
+/**
  * A static signing key from a file an operator exported: a PFX (with `password`, or none), a PEM private key, or a
  * private JWK; RSA or EC. The kid is `kid`, else the JWK's own, the certificate's as IdentityServer names it, or the
  * RFC 7638 thumbprint; the algorithm is `alg`, else the JWK's, else RS256 or the curve's ES*.
@@ -127,5 +148,5 @@ export function staticSigningKey(
   const keyId =
     kid ??
     (certificate ? certificateKeyId(certificate, algorithm) : jwkThumbprint(privateKey.export({ format: 'jwk' })));
-  return signingJwk(privateKey, algorithm, keyId);
+  return withCertificate(signingJwk(privateKey, algorithm, keyId), privateKey, certificate);
 }

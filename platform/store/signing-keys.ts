@@ -2,7 +2,7 @@ import { createHash, generateKeyPairSync, type JsonWebKey } from 'node:crypto';
 import { sql } from 'kysely';
 import { keyManagementSchema } from '../config/config-schema';
 import { protectText, unprotectText, type KeyRing } from '../security/data-protection';
-import { staticSigningKey } from '../security/signing-key-material';
+import { certificateThumbprint, staticSigningKey } from '../security/signing-key-material';
 import {
   isNewKeyDue,
   isRetired,
@@ -21,10 +21,13 @@ function thumbprint(jwk: JsonWebKey): string {
 }
 
 /** A private RSA or EC JWK as the provider signs with it: its `kid`, its algorithm (RS256, ES256, …), for signatures. */
-export type SigningJwk = JsonWebKey & { kid: string; alg: string; use: 'sig' };
+export type SigningJwk = JsonWebKey & { kid: string; alg: string; use: 'sig'; x5c?: string[] };
 
-const publicHalf = ({ kty, n, e, crv, x, y, kid, alg, use }: SigningJwk) =>
-  kty === 'EC' ? { kty, crv, x, y, kid, alg, use } : { kty, n, e, kid, alg, use };
+/** The public half of a key, with its certificate and the certificate's thumbprint when it came with one. */
+const publicHalf = ({ kty, n, e, crv, x, y, kid, alg, use, x5c }: SigningJwk) => ({
+  ...(kty === 'EC' ? { kty, crv, x, y, kid, alg, use } : { kty, n, e, kid, alg, use }),
+  ...(x5c?.length ? { x5t: certificateThumbprint(x5c[0]), x5c } : {}),
+});
 
 /** Where a stored key came from: rotation made it, a migration carried it over, or an operator imported it. */
 export type SigningKeyOrigin = 'generated' | 'migrated' | 'static';

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { IncomingMessage, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
 import type { Request, Response } from 'express';
+import { certificateThumbprint } from '../../platform/security/signing-key-material';
 import { DISCOVERY_PATH, OIDC_ROUTES } from '../sign-in-paths';
 
 /** A public document of the provider as it answered it once: its body, type and validator. */
@@ -15,6 +16,13 @@ export interface PublishedDocument {
 export type PublishedDocuments = ReadonlyMap<string, PublishedDocument>;
 
 type Callback = (req: IncomingMessage, res: ServerResponse) => unknown;
+
+/** A document with its validator: a digest of the body. */
+const documentOf = (body: Buffer, contentType: string): PublishedDocument => ({
+  body,
+  contentType,
+  etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
+});
 
 /**
  * One GET answered by the provider in process, as a request from outside would be (Api:PublicUrl's host and scheme,
@@ -38,25 +46,39 @@ function answerInProcess(callback: Callback, issuer: string, path: string): Prom
     res.write = ((chunk: unknown) => (keep(chunk), true)) as typeof res.write;
     res.end = ((chunk?: unknown) => {
       keep(chunk);
-      const body = Buffer.concat(chunks);
       if (res.statusCode !== 200) reject(new Error(`sign-in: ${path} answered ${res.statusCode} in process`));
       else
-        resolve({
-          body,
-          contentType: String(res.getHeader('content-type') ?? 'application/json; charset=utf-8'),
-          etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
-        });
+        resolve(
+          documentOf(Buffer.concat(chunks), String(res.getHeader('content-type') ?? 'application/json; charset=utf-8')),
+        );
       return res;
     }) as typeof res.end;
     Promise.resolve(callback(req, res)).catch(reject);
   });
 }
 
+/**
+ * The JWKS with each certificate's `x5t` beside its `x5c`, as IdentityServer publishes a certificate's key
+ * (DiscoveryResponseGenerator TryGetJwkFromX509SecurityKey); oidc-provider publishes `x5c` and drops `x5t`.
+ */
+function withCertificateThumbprints(answer: PublishedDocument): PublishedDocument {
+  const jwks = JSON.parse(answer.body.toString('utf8')) as { keys: Array<Record<string, unknown>> };
+  if (!jwks.keys.some((key) => Array.isArray(key.x5c))) return answer;
+  jwks.keys = jwks.keys.map(({ x5c, ...key }) =>
+    Array.isArray(x5c) ? { ...key, x5t: certificateThumbprint(String(x5c[0])), x5c } : key,
+  );
+  return documentOf(Buffer.from(JSON.stringify(jwks)), answer.contentType);
+}
+
 /** Discovery and the JWKS as a provider build answers them; made once per build (the key set changes only then). */
 export async function publishedDocuments(callback: Callback, issuer: string): Promise<PublishedDocuments> {
-  const paths = [DISCOVERY_PATH, OIDC_ROUTES.jwks];
-  const answers = await Promise.all(paths.map((path) => answerInProcess(callback, issuer, path)));
-  return new Map(paths.map((path, i) => [path, answers[i]]));
+  const [discovery, jwks] = await Promise.all(
+    [DISCOVERY_PATH, OIDC_ROUTES.jwks].map((path) => answerInProcess(callback, issuer, path)),
+  );
+  return new Map([
+    [DISCOVERY_PATH, discovery],
+    [OIDC_ROUTES.jwks, withCertificateThumbprints(jwks)],
+  ]);
 }
 
 /**

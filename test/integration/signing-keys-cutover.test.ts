@@ -1,12 +1,29 @@
-import { generateKeyPairSync, randomUUID, type JsonWebKey } from 'node:crypto';
-import { createLocalJWKSet, decodeProtectedHeader, importJWK, jwtVerify, SignJWT, type JSONWebKeySet } from 'jose';
+import { execFileSync } from 'node:child_process';
+import { createHash, generateKeyPairSync, randomUUID, X509Certificate, type JsonWebKey } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  createLocalJWKSet,
+  decodeProtectedHeader,
+  importJWK,
+  importX509,
+  jwtVerify,
+  SignJWT,
+  type JSONWebKeySet,
+} from 'jose';
 import * as oidc from 'openid-client';
 import { createUserWith, eventually, UNLIMITED_SIGN_IN, useHarness } from '../support/harness';
 import { codeFlow } from '../support/code-flow';
 import { relyingParty } from '../support/relying-party';
 import { textOf, type Visit } from '../support/sign-in-flow';
 import { seedApiResource } from '../support/api-resources';
-import { currentSigningKeys, storeSigningKey, type SigningJwk } from '../../platform/store/signing-keys';
+import {
+  currentSigningKeys,
+  importSigningKey,
+  storeSigningKey,
+  type SigningJwk,
+} from '../../platform/store/signing-keys';
 import { createSigningKeyRotationActivities } from '../../sign-in/activities/signing-key-rotation';
 
 // Issue 40 part 2: keys carried over from the source sign from the first request every instance serves after they
@@ -229,3 +246,52 @@ test('KeyManagement:Enabled false takes the keys as stored: a key past its reten
   expect(managed.published.map((k) => k.kid)).not.toContain(ancient.kid);
   await h.context.db.deleteFrom('signing_keys').where('id', '=', ancient.kid).execute();
 });
+
+// A key that came with a certificate (a PFX of AddSigningCredential, Duende's X509KeyContainer) is published as
+// IdentityServer publishes an X509SecurityKey: `x5c` and `x5t` beside `n` and `e`, so an API that takes the key from
+// the certificate finds it after cutover. A static key signs (it wins over managed keys): the service's own tokens
+// verify against that certificate. Last in the file: the key is removed at the end.
+test('a certificate key is published with its x5c and x5t, and what it signs verifies against the certificate', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cutover-pfx-'));
+  try {
+    const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+    openssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'k.pem', '-out', 'c.pem', '-subj', '/CN=IS');
+    openssl('pkcs12', '-export', '-inkey', 'k.pem', '-in', 'c.pem', '-out', 'k.pfx', '-passout', 'pass:');
+    const certificate = new X509Certificate(readFileSync(join(dir, 'c.pem')));
+    const { kid, imported } = await importSigningKey(
+      h.context.db,
+      h.context.dataProtection!,
+      readFileSync(join(dir, 'k.pfx')),
+    );
+    expect(imported).toBe(true);
+    try {
+      await eventually(async () => expect(await kids()).toContain(kid), 5_000);
+      const published = (await jwks()).keys.find((k) => k.kid === kid)!;
+      expect(published).toMatchObject({
+        kty: 'RSA',
+        use: 'sig',
+        alg: 'RS256',
+        x5t: createHash('sha1').update(certificate.raw).digest('base64url'),
+        x5c: [certificate.raw.toString('base64')],
+      });
+      // Keys without a certificate have neither.
+      expect((await jwks()).keys.find((k) => k.kid === SOURCE_RSA.kid)).not.toHaveProperty('x5c');
+
+      // It signs once every instance has seen it (two looks at the key set, as for a migrated key).
+      const reader = await relyingParty(h.api.publicUrl, 'reader', 'reader-secret-sixteen');
+      let accessToken = '';
+      await eventually(async () => {
+        accessToken = (await oidc.clientCredentialsGrant(reader, { scope: 'library.read' })).access_token;
+        expect(decodeProtectedHeader(accessToken).kid).toBe(kid);
+      }, 10_000);
+      const fromCertificate = await importX509(certificate.toString(), 'RS256');
+      await expect(jwtVerify(accessToken, fromCertificate)).resolves.toMatchObject({
+        payload: { client_id: 'reader' },
+      });
+    } finally {
+      await h.context.db.deleteFrom('signing_keys').where('id', '=', kid).execute();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}, 60_000);

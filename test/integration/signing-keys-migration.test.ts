@@ -1,5 +1,13 @@
 import { execFileSync } from 'node:child_process';
-import { createPrivateKey, generateKeyPairSync, randomBytes, type JsonWebKey, type KeyObject } from 'node:crypto';
+import {
+  createHash,
+  createPrivateKey,
+  generateKeyPairSync,
+  randomBytes,
+  X509Certificate,
+  type JsonWebKey,
+  type KeyObject,
+} from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -87,7 +95,7 @@ function dataOf(key: SourceKey): string {
 }
 
 /** A real PFX, as X509Certificate2.Export(Pfx) gives it: no password, 3DES and SHA-1 (made with openssl). */
-function pfxOf(withKey: boolean): { pfx: Buffer; privateKey: KeyObject } {
+function pfxOf(withKey: boolean): { pfx: Buffer; privateKey: KeyObject; certificate: X509Certificate } {
   const dir = mkdtempSync(join(tmpdir(), 'source-pfx-'));
   const run = (args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
   run(
@@ -112,7 +120,11 @@ function pfxOf(withKey: boolean): { pfx: Buffer; privateKey: KeyObject } {
       '2000',
     ].concat(withKey ? ['-inkey', 'k.pem', '-keypbe', 'PBE-SHA1-3DES', '-certpbe', 'PBE-SHA1-3DES'] : ['-nokeys']),
   );
-  return { pfx: readFileSync(join(dir, 'k.pfx')), privateKey: createPrivateKey(readFileSync(join(dir, 'k.pem'))) };
+  return {
+    pfx: readFileSync(join(dir, 'k.pfx')),
+    privateKey: createPrivateKey(readFileSync(join(dir, 'k.pem'))),
+    certificate: new X509Certificate(readFileSync(join(dir, 'c.pem'))),
+  };
 }
 
 const rsa = () => generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
@@ -237,6 +249,13 @@ test('the run stores each key under its kid and creation time, sealed; a token t
     expect(row.jwk).not.toHaveProperty('d');
     expect(row.sealed_private).toMatch(/^v2:/);
     expect(row.sealed_private).not.toContain(d);
+    // The X509KeyContainer's key is published with its certificate, as IdentityServer publishes it; no other is.
+    if (key === ROWS.x509)
+      expect(row.jwk).toMatchObject({
+        x5t: createHash('sha1').update(certificate.certificate.raw).digest('base64url'),
+        x5c: [certificate.certificate.raw.toString('base64')],
+      });
+    else expect(row.jwk).not.toHaveProperty('x5c');
     const token = await new SignJWT({ sub: 'user-00000001' })
       .setProtectedHeader({ alg: key.alg, kid: key.kid })
       .setIssuedAt()

@@ -1,9 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { createPrivateKey, generateKeyPairSync, X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readPfx } from '../../platform/security/pkcs12';
+import { signingJwk, staticSigningKey, withCertificate } from '../../platform/security/signing-key-material';
 
 // PFX files as OpenSSL writes them in each of the shapes .NET and Windows do, read back with node:crypto alone.
 const dir = mkdtempSync(join(tmpdir(), 'pkcs12-'));
@@ -50,4 +51,14 @@ test('a certificate without its key, and bytes that are not a PFX, are refused b
   );
   expect(() => readPfx(Buffer.from('not a pfx'))).toThrow(expect.objectContaining({ reason: 'unreadable' }));
   expect(() => readPfx(certificate)).toThrow(expect.objectContaining({ reason: 'unreadable' }));
+});
+
+// A key published with its certificate (x5c), as IdentityServer publishes an X509SecurityKey; only its own.
+test("a PFX key carries its certificate as x5c; a certificate that is not the key's is not published", () => {
+  const withKey = staticSigningKey(exported('signing', '-inkey', 'k.pem', '-passout', 'pass:'));
+  expect(withKey).toMatchObject({ alg: 'ES256', x5c: [certificate.toString('base64')] });
+  const other = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
+  const jwk = signingJwk(other, 'ES256', 'other');
+  expect(withCertificate(jwk, other, certificate)).toBe(jwk);
+  expect(withCertificate(jwk, other, Buffer.from('not a certificate'))).toBe(jwk);
 });

@@ -54,6 +54,22 @@ export async function missingUserIds(db: Db, ids: string[]): Promise<string[]> {
   return missing.rows.map((r) => r.id);
 }
 
+/**
+ * How many of the rows would replace a password the user's account here no longer shares with the source: re-hashed
+ * at a sign-in, reset or changed since the user was migrated (an Upsert writes the source's hash over it).
+ */
+export async function passwordsChangedHere(
+  db: Db,
+  rows: ReadonlyArray<Pick<MigratedUser, 'id' | 'password_hash'>>,
+): Promise<number> {
+  if (rows.length === 0) return 0;
+  const { rows: counted } = await sql<{ changed: string }>`
+    select count(*) as changed from users
+    join (${jsonRows('users', ['id', 'password_hash'], rows)}) as source on source.id = users.id
+    where users.password_hash is distinct from source.password_hash`.execute(db);
+  return Number(counted[0].changed);
+}
+
 /** What the target holds of a page's source users (usersInTarget). */
 export interface PageInTarget {
   /** Ids no user has. */

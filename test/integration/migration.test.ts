@@ -263,7 +263,7 @@ describe('a real run copies every pass of the mapping table', () => {
     expect(after).toEqual(before);
   }, 120_000);
 
-  test('a delta sweep picks up users registered in the source since; Upsert overwrites existing users', async () => {
+  test('a delta sweep picks up users registered in the source since; Upsert overwrites existing users and says whose password it overwrote', async () => {
     const src = new PgClient({ connectionString: source().url });
     await src.connect();
     await src.query(
@@ -276,9 +276,29 @@ describe('a real run copies every pass of the mapping table', () => {
     const sweep = await run({ version: 'v3' });
     expect(pass(sweep, 'users').created).toBe(1);
     expect(await firstNameOf('user-00000002')).toBe('Given2');
+    // A migrated user whose password was re-hashed here at a sign-in: Upsert writes the source's hash over it (the
+    // spec: never use Upsert after cutover), and says so, its dry run before it.
+    const passwordOf = async (id: string) =>
+      (await h.context.db.selectFrom('users').select('password_hash').where('id', '=', id).executeTakeFirstOrThrow())
+        .password_hash;
+    const sourceHash = await passwordOf('user-00000003');
+    await h.context.db
+      .updateTable('users')
+      .set({ password_hash: 'rehashed-here', password_format: 'native' })
+      .where('id', '=', 'user-00000003')
+      .execute();
+    const overwritten = (report: MigrationReport) =>
+      pass(report, 'users').warnings.filter((w) => w.includes('whose password changed here'));
+    const dry = await run({ version: 'v4-dry', usersMode: 'Upsert', dryRun: true });
+    expect(overwritten(dry)).toEqual([
+      "1 user(s) whose password changed here since they were migrated (re-hashed at sign-in, reset or changed) would have it overwritten with the source's: UsersMode Upsert; use CreateOnly after cutover",
+    ]);
+    expect(await passwordOf('user-00000003')).toBe('rehashed-here');
     const upsert = await run({ version: 'v4', usersMode: 'Upsert' });
     expect(pass(upsert, 'users').updated).toBe(USERS - 2 + 2 + 1);
     expect(await firstNameOf('user-00000002')).toBe('Renamed');
+    expect(overwritten(upsert)).toEqual([expect.stringMatching(/^1 user\(s\) whose password changed here .* had it/)]);
+    expect(await passwordOf('user-00000003')).toBe(sourceHash);
   }, 120_000);
 
   test('deleting a migrated user through the admin API deletes its logins, role links and MFA credentials', async () => {

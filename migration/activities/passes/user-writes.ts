@@ -9,6 +9,7 @@ import {
   keyHoldersOf,
   raiseSignInFlags,
   removeUsersCreatedBy,
+  passwordsChangedHere,
   upsertUsers as writeUpserts,
   withoutSecurityStamp,
   withoutSignInFlags,
@@ -47,6 +48,24 @@ async function holdersOf(
     );
     return found.filter((h, i) => found.findIndex((o) => o.id === h.id) === i);
   };
+}
+
+/**
+ * Upsert writes the source's password hash over the one here (the spec: never use Upsert after cutover). A page whose
+ * users changed their password here since they were migrated (re-hashed at a sign-in, reset, changed) says how many,
+ * so a dry run shows it before the run does it.
+ */
+export async function warnOfPasswordsOverwritten(
+  target: Db,
+  rows: MigratedUser[],
+  page: PageResult,
+  dryRun: boolean,
+): Promise<void> {
+  const changed = await passwordsChangedHere(target, rows);
+  if (changed === 0) return;
+  page.warnings.push(
+    `${changed} user(s) whose password changed here since they were migrated (re-hashed at sign-in, reset or changed) ${dryRun ? 'would have' : 'had'} it overwritten with the source's: UsersMode Upsert; use CreateOnly after cutover`,
+  );
 }
 
 // A duplicate is skipped with a warning, never merged.
@@ -226,6 +245,7 @@ export async function upsertUsers(ctx: WriteContext, rows: MigratedUser[], page:
     return true;
   });
   if (writable.length === 0) return;
+  await warnOfPasswordsOverwritten(ctx.target, writable, page, false);
   const { created, updated } = await writeUpserts(ctx.target, writable);
   page.created += created;
   page.updated += updated;

@@ -4,7 +4,13 @@ import { usersInTarget, type MigratedUser } from '../../store/migrated-users';
 import { DROPPED_CLAIMS, foldClaimsByUser, noClaims } from '../claim-folding';
 import { identifierProblem } from '../identifiers';
 import { emptyPage, IN_LIST_LIMIT, nextCursor, type PageResult, type Pass, type PassContext } from '../types';
-import { BACKFILL_CONDITIONS, backfillExistingUsers, createUsers, upsertUsers } from './user-writes';
+import {
+  BACKFILL_CONDITIONS,
+  backfillExistingUsers,
+  createUsers,
+  upsertUsers,
+  warnOfPasswordsOverwritten,
+} from './user-writes';
 import { simulateUserWrites } from './dry-run-users';
 import {
   parseUserCursor,
@@ -116,7 +122,11 @@ async function usersPage(
     });
   }
   if (rows.length === 0) return none;
-  if (options.dryRun) return { page, written: await simulateUserWrites({ source, target, options }, rows, page) };
+  if (options.dryRun) {
+    const written = await simulateUserWrites({ source, target, options }, rows, page);
+    if (options.usersMode === 'Upsert') await warnOfPasswordsOverwritten(target, written, page, true);
+    return { page, written };
+  }
   await (options.usersMode === 'Upsert' ? upsertUsers : createUsers)(
     { source, target, version: options.version },
     rows,

@@ -102,6 +102,8 @@ export async function claimsOf(db: Db, sub: string) {
   return (
     user && {
       claims: () => ({ ...allClaims(user), sub: user.id }),
+      /** ASP.NET Identity's SecurityStamp: new whenever the user's sessions end (endSignInsIn). */
+      securityStamp: user.security_stamp,
     }
   );
 }

@@ -22,7 +22,14 @@ import {
  * account and a wrong password alike: none of them may tell an attacker that an account exists.
  */
 export type PasswordCheck =
-  | { status: 'valid'; userId: string; needsSecondFactor: boolean; emailConfirmed: boolean }
+  | {
+      status: 'valid';
+      userId: string;
+      needsSecondFactor: boolean;
+      emailConfirmed: boolean;
+      /** The user's security stamp as read before the password was checked (see SignedInAsOf). */
+      stamp: string | null;
+    }
   | {
       status: 'invalid';
       /** For the audit trail only: the page shows one answer for all of them. */
@@ -110,7 +117,13 @@ export function checkPassword(
     const needsSecondFactor = user.two_factor_enabled && (await findTotpCredential(db, user.id)) !== undefined;
     if (needsSecondFactor) await releaseSignInAttempt(db, user.id, reservation, MaxFailedAttempts);
     else await settleSignInSuccess(db, user.id, reservation);
-    return { status: 'valid', userId: user.id, needsSecondFactor, emailConfirmed: user.email_confirmed };
+    return {
+      status: 'valid',
+      userId: user.id,
+      needsSecondFactor,
+      emailConfirmed: user.email_confirmed,
+      stamp: user.security_stamp,
+    };
   }, rightPassword);
 }
 

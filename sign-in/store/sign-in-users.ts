@@ -16,6 +16,7 @@ export function findSignInUser(db: Db, email: string) {
       'email_confirmed',
       'access_failed_count',
       'lockout_end',
+      'security_stamp',
     ])
     .where('normalized_email', '=', normalize(email))
     .executeTakeFirst();
@@ -28,6 +29,7 @@ const FIND_CLAIMS_USER = prepared((db: Db, userId: string) =>
     .select([
       ...PROFILE_COLUMNS,
       'email_confirmed',
+      'security_stamp',
       (eb) =>
         eb.fn
           .coalesce(

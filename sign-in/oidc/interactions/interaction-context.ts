@@ -65,9 +65,20 @@ async function recordOutcome(details: InteractionDetails, outcome: InteractionOu
   return details.returnTo;
 }
 
+/**
+ * The user's security stamp as the password step read it, before the password was checked, kept with the login for
+ * the authorization's resume (find-account.ts). Every end of the user's sign-ins changes the stamp in the same
+ * transaction that deletes the sign-ins in flight (endSignInsIn); a password step that read the user before that and
+ * saves its login after it would otherwise open a session its user had just ended everywhere (by a password change,
+ * say). ASP.NET Identity's SecurityStampValidator compares a cookie's stamp the same way.
+ */
+export interface SignedInAsOf {
+  signedInAsOf: { stamp: string | null };
+}
+
 /** What a password check leaves in the interaction while the second factor is asked for. */
 export interface PendingSecondFactor {
-  secondFactor: { accountId: string };
+  secondFactor: { accountId: string } & SignedInAsOf;
 }
 
 /** What a password check leaves while the address waits for its confirmation (Auth:RequireConfirmedEmail). */

@@ -12,6 +12,7 @@ import {
   type InteractionDetails,
   type PendingConfirmation,
   type PendingSecondFactor,
+  type SignedInAsOf,
 } from './interaction-context';
 
 const passwordForm = z.object({
@@ -43,12 +44,15 @@ export const postPassword = (ctx: InteractionContext) => async (req: Request, re
   if (config.Auth.RequireConfirmedEmail && !check.emailConfirmed)
     return awaitConfirmation(ctx, req, res, details, { accountId: check.userId, email });
   if (check.needsSecondFactor) {
-    const pending: PendingSecondFactor = { secondFactor: { accountId: check.userId } };
+    const pending: PendingSecondFactor = {
+      secondFactor: { accountId: check.userId, signedInAsOf: { stamp: check.stamp } },
+    };
     await ctx.record(details, pending as never);
     return html(res, 200, ctx.codeStep(details.uid));
   }
   await audit(req, details, { type: 'sign-in-succeeded', userId: check.userId, detail: { method: 'password' } });
-  await ctx.finish(res, details, { login: { accountId: check.userId, amr: ['pwd'] } });
+  const asOf: SignedInAsOf = { signedInAsOf: { stamp: check.stamp } };
+  await ctx.finish(res, details, { login: { accountId: check.userId, amr: ['pwd'] }, ...asOf });
 };
 
 async function ssoDomainPassword(

@@ -41,5 +41,9 @@ export const postCode = (ctx: InteractionContext) => async (req: Request, res: R
       userId,
       detail: { left: await countRecoveryCodes(db, userId) },
     });
-  await ctx.finish(res, details, { login: { accountId: userId, amr: ['pwd', 'mfa'] } });
+  // The stamp the password step read: a sign-out everywhere since then ends this sign-in at the resume too.
+  await ctx.finish(res, details, {
+    login: { accountId: userId, amr: ['pwd', 'mfa'] },
+    ...(pending.signedInAsOf ? { signedInAsOf: pending.signedInAsOf } : {}),
+  });
 };

@@ -7,7 +7,7 @@ import { authorizationRequest, relyingParty } from '../support/relying-party';
 
 // Issue 41, item 13: requests answered as Duende IdentityServer answers them. An unknown scope is `invalid_scope`
 // (DefaultResourceValidator), at /connect/authorize back at the client's redirect URI, and at the token endpoint for
-// every grant that names scopes; a sign-out carrying a valid id_token_hint of the signed-in user needs no question
+// every grant that names scopes; so is offline_access from a client without AllowOfflineAccess; a sign-out carrying a valid id_token_hint of the signed-in user needs no question
 // (LogoutRequest.ShowSignoutPrompt), one without such a hint still asks. The clients are openid-client; the sign-outs
 // run in Chromium.
 const h = useHarness({ ...SIGN_IN_HARNESS, allowedInternalTargets: ['127.0.0.1'] });
@@ -127,6 +127,48 @@ describe('an unknown scope is invalid_scope', () => {
     await expect(oidc.refreshTokenGrant(web, refreshToken!, { scope: 'openid' })).resolves.toMatchObject({
       id_token: expect.any(String),
     });
+  });
+});
+
+// Duende's DefaultResourceValidator puts offline_access into InvalidScopes for a client without AllowOfflineAccess;
+// oidc-provider would drop it without a word, and the client would wonder where its refresh token went.
+describe('offline_access from a client without AllowOfflineAccess is invalid_scope', () => {
+  test('at /connect/authorize back at the client, at device authorization and for the password grant', async () => {
+    const rp = await relyingParty(h.api.publicUrl, 'tidy-app');
+    const state = oidc.randomState();
+    const { url } = await authorizationRequest(rp, {
+      redirect_uri: app.callback,
+      scope: 'openid offline_access',
+      state,
+    });
+    const answer = await fetch(url, { redirect: 'manual' });
+    const back = new URL(answer.headers.get('location')!);
+    expect(back.origin + back.pathname).toBe(app.callback);
+    expect(back.searchParams.get('error')).toBe('invalid_scope');
+    expect(back.searchParams.get('state')).toBe(state);
+    expect(back.searchParams.get('error_description')).toContain('AllowOfflineAccess');
+
+    const tv = await relyingParty(h.api.publicUrl, 'scoped-tv');
+    await expect(oidc.initiateDeviceAuthorization(tv, { scope: 'openid offline_access' })).rejects.toMatchObject({
+      error: 'invalid_scope',
+    });
+
+    const email = await newUser('scoped-offline');
+    const legacy = await relyingParty(h.api.publicUrl, 'scoped-legacy', SECRET);
+    await expect(
+      oidc.genericGrantRequest(legacy, 'password', {
+        username: email,
+        password: PASSWORD,
+        scope: 'openid offline_access',
+      }),
+    ).rejects.toMatchObject({ error: 'invalid_scope' });
+  });
+
+  test('a client with AllowOfflineAccess gets its refresh token for it', async () => {
+    const web = await relyingParty(h.api.publicUrl, 'scoped-web', SECRET);
+    const page = await (await app.browser.newContext()).newPage();
+    const { refreshToken } = await signIn(page, await newUser('scoped-offline-ok'), web, 'openid offline_access');
+    expect(refreshToken).toEqual(expect.any(String));
   });
 });
 

@@ -1,7 +1,8 @@
-import { errors } from 'oidc-provider';
+import { errors, type KoaContextWithOIDC } from 'oidc-provider';
 import type { ScopeClaims } from '../claims';
 import { allowedScopesOf } from '../provider-clients';
 import type { ApiResources } from '../resources';
+import { settingsOfClient } from './ttl';
 
 /** What tells a known scope from an unknown one: the scopes store and the API resources. */
 export interface KnownScopes {
@@ -32,4 +33,23 @@ export async function refuseUnknownScopes(
   const served = new Set([...(await known.apiResources()).values()].flat());
   const unknown = [...new Set(unlisted.filter((s) => !served.has(s)))];
   if (unknown.length > 0) throw new errors.InvalidScope(`unknown scope: ${unknown.join(' ')}`, unknown.join(' '));
+}
+
+/**
+ * Duende IdentityServer refuses `offline_access` from a client without AllowOfflineAccess (DefaultResourceValidator:
+ * it goes into InvalidScopes, answered with `invalid_scope`); oidc-provider drops it without a word (checkScope: the
+ * client may not use refresh tokens) before any hook sees the scope, so the request as sent is read: its query, or its
+ * form. A resumed authorization sends none (its request was read when it began).
+ */
+export function refuseOfflineAccessNotAllowed(
+  ctx: KoaContextWithOIDC,
+  client: { metadata(): Record<string, unknown> } | undefined,
+): void {
+  if (!client || settingsOfClient(client).AllowOfflineAccess === true) return;
+  const sent = [ctx.query?.scope, ctx.oidc.body?.scope].find((scope): scope is string => typeof scope === 'string');
+  if (sent?.split(' ').includes('offline_access'))
+    throw new errors.InvalidScope(
+      'offline_access is not allowed for this client (AllowOfflineAccess)',
+      'offline_access',
+    );
 }

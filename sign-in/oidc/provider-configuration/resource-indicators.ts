@@ -9,7 +9,7 @@ import {
   scopesOfRequest,
   type ApiResources,
 } from '../resources';
-import { refuseUnknownScopes } from './requested-scopes';
+import { refuseOfflineAccessNotAllowed, refuseUnknownScopes } from './requested-scopes';
 import { settingsOfClient } from './ttl';
 
 type ResourceIndicators = NonNullable<NonNullable<Configuration['features']>['resourceIndicators']>;
@@ -28,6 +28,7 @@ export function resourceIndicators(scopes: ScopeClaims, apiResources: ApiResourc
     // the request (invalid_target) when it was granted none.
     defaultResource: async (ctx: KoaContextWithOIDC) => {
       const scope = ctx.oidc.params?.scope;
+      refuseOfflineAccessNotAllowed(ctx, ctx.oidc.client);
       await refuseUnknownScopes(known, ctx.oidc.client, scope);
       const resource = await resourceOfScopes(apiResources, typeof scope === 'string' ? scope.split(' ') : []);
       return resource ? `${RESOURCE_PREFIX}${resource}` : undefined;
@@ -38,6 +39,7 @@ export function resourceIndicators(scopes: ScopeClaims, apiResources: ApiResourc
       return typeof asked !== 'string' || asked.split(' ').some((s) => s && !scopes.names.has(s));
     },
     getResourceServerInfo: async (ctx, indicator, client) => {
+      refuseOfflineAccessNotAllowed(ctx, client);
       await refuseUnknownScopes(known, client, ctx.oidc.params?.scope);
       return resourceServer(apiResources, indicator, {
         allowedScopes: allowedScopesOf(client),

@@ -11,22 +11,20 @@ let apiUrl: string;
 const ports = { api: 0, worker: 0, temporal: 0 };
 
 const service = useStandaloneService(async (env) => {
-  [ports.api, ports.worker, ports.temporal] = [await freePort(), await freePort(), await freePort()];
+  // The metrics servers take a port the system gives them (0) and say which: a port picked here and bound later could
+  // be taken meanwhile by another test file's process or connection. The SDK's exporter needs a port named up front.
+  ports.temporal = await freePort();
   // With the heap limit, as `npm run worker` starts it; at debug, where the SDK's own lines (its worker states) show.
   const worker = spawnService(
     'workers/worker.ts',
-    {
-      ...env,
-      LOG_LEVEL: 'debug',
-      Metrics__Port: String(ports.worker),
-      Metrics__TemporalPort: String(ports.temporal),
-    },
+    { ...env, LOG_LEVEL: 'debug', Metrics__Port: '0', Metrics__TemporalPort: String(ports.temporal) },
     [`--max-old-space-size=${WORKER_HEAP_LIMIT_MB}`],
   );
-  const api = spawnService('api/server.ts', { ...env, PORT: '0', Metrics__Port: String(ports.api) });
+  const api = spawnService('api/server.ts', { ...env, PORT: '0', Metrics__Port: '0' });
   apiUrl = (await waitForOutput(api, /api: listening on (http:\/\/\S+?)[ "]/))[1];
+  ports.api = Number((await waitForOutput(api, /api: metrics on http:\/\/127\.0\.0\.1:(\d+)\/metrics/))[1]);
   await waitForOutput(worker, /worker: polling task queues/);
-  await waitForOutput(worker, /worker metrics on/);
+  ports.worker = Number((await waitForOutput(worker, /worker: metrics on http:\/\/127\.0\.0\.1:(\d+)\/metrics/))[1]);
   return { api, worker };
 });
 

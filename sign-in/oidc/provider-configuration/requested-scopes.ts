@@ -45,7 +45,7 @@ export function refuseOfflineAccessNotAllowed(
   ctx: KoaContextWithOIDC,
   client: { metadata(): Record<string, unknown> } | undefined,
 ): void {
-  if (!client || settingsOfClient(client).AllowOfflineAccess === true) return;
+  if (!client || settingsOfClient(client).AllowOfflineAccess) return;
   const sent = [ctx.query?.scope, ctx.oidc.body?.scope].find((scope): scope is string => typeof scope === 'string');
   if (sent?.split(' ').includes('offline_access'))
     throw new errors.InvalidScope(

@@ -116,8 +116,8 @@ test('start-up lists the configured apps by id and host (never the key), every U
   for (const output of [service.api.output(), service.worker.output()])
     expect(output).toContain(`provisioning apps: crm (${host})`);
   expect(service.api.output()).toContain(`API reference ${apiUrl}/docs, OpenAPI document ${apiUrl}/openapi.json`);
-  expect(service.api.output()).toContain(`api: metrics on http://127.0.0.1:${ports.api}/metrics`);
-  expect(service.worker.output()).toContain(`worker: metrics on http://127.0.0.1:${ports.worker}/metrics`);
+  // Each process named its metrics URL (the set-up read the ports from those lines); the scrapes above use them.
+  expect(service.worker.output()).toContain(`temporal: worker metrics on http://127.0.0.1:${ports.temporal}/metrics`);
   // The limit as V8 reports it: ours plus the young generation.
   const heap = lines(service.worker).find((line) => String(line.msg).startsWith('worker: V8 heap limit'));
   expect(heap).toMatchObject({ level: 30 });

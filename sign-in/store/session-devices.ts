@@ -26,14 +26,17 @@ export async function recordSessionDevice(
 
 /** The devices of the user's sessions among `sessionIds`, by session id. */
 export async function findSessionDevices(db: Db, userId: string, sessionIds: string[]) {
-  if (sessionIds.length === 0) return new Map<string, { clientAddress: string | null; userAgent: string | null }>();
+  const devices = new Map<string, { clientAddress: string | null; userAgent: string | null; recordedAt: Date }>();
+  if (sessionIds.length === 0) return devices;
   const rows = await db
     .selectFrom('session_devices')
-    .select(['session_id', 'client_address', 'user_agent'])
+    .select(['session_id', 'client_address', 'user_agent', 'signed_in_at'])
     .where('user_id', '=', userId)
     .where('session_id', 'in', sessionIds)
     .execute();
-  return new Map(rows.map((r) => [r.session_id, { clientAddress: r.client_address, userAgent: r.user_agent }]));
+  for (const r of rows)
+    devices.set(r.session_id, { clientAddress: r.client_address, userAgent: r.user_agent, recordedAt: r.signed_in_at });
+  return devices;
 }
 
 /** The display names (ClientName) of clients, by client id; a client without one is absent. */

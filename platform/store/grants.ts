@@ -42,6 +42,25 @@ export function takeMigratedRefreshToken(db: Db, handle: string, hashedKeys: str
     .executeTakeFirst();
 }
 
+/**
+ * Whether a migrated refresh token, just adopted, still stands: its row is there (no "Remove access" deleted it) and
+ * its user has not been signed out since it was issued. Whatever ends a user's access takes the user's row first
+ * (endSignInsIn, withdrawAccessOf in oidc-payloads.ts); waiting for a share of that row lets an end under way finish,
+ * and the check after it sees what it did. An end that starts later finds the adopted token and deletes it.
+ */
+export async function adoptedTokenStands(db: Db, key: string, userId: string): Promise<boolean> {
+  await db.selectFrom('users').select('id').where('id', '=', userId).forShare().execute();
+  const row = await db
+    .selectFrom('grants')
+    .select('key')
+    .where('key', '=', key)
+    .where('subject_id', '=', userId)
+    .where((eb) => eb.not(tombstoned(sql.ref('grants.subject_id'))))
+    .where((eb) => eb.not(signedOutSince(sql.ref('grants.subject_id'), sql.ref('grants.creation_time'))))
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
 /** The migrated refresh token a client's handle names, verbatim (a fork's) or by the source's hashes (a stock one). */
 const migratedRefreshTokenOf = (handle: string, hashedKeys: string[]) => (eb: ExpressionBuilder<Database, 'grants'>) =>
   eb.and([

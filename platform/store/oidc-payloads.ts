@@ -219,6 +219,13 @@ export const newSecurityStamp = () => randomUUID().toUpperCase();
  * security stamp changes, so no source session cookie of the user carries over any more.
  */
 export async function endSignInsIn(trx: Transaction<Database>, userId: string): Promise<EndedSignIns> {
+  // The user's row first: a refresh token being adopted at this moment waits for this end, then sees it
+  // (adoptedTokenStands in platform/store/grants.ts).
+  await trx
+    .updateTable('users')
+    .set({ sessions_revoked_at: sql<Date>`now()`, security_stamp: newSecurityStamp() })
+    .where('id', '=', userId)
+    .execute();
   const ended = await trx
     .deleteFrom('oidc_payloads')
     .where(sql<boolean>`payload ? 'accountId'`)
@@ -234,11 +241,6 @@ export async function endSignInsIn(trx: Transaction<Database>, userId: string): 
     .where(sql<string>`payload->'result'->'login'->>'accountId'`, '=', userId)
     .execute();
   await trx.deleteFrom('grants').where('subject_id', '=', userId).execute();
-  await trx
-    .updateTable('users')
-    .set({ sessions_revoked_at: sql<Date>`now()`, security_stamp: newSecurityStamp() })
-    .where('id', '=', userId)
-    .execute();
   const sessions = ended.filter((row) => row.model === 'Session').map((row) => row.payload);
   return { sessions: sessions.length, signOuts: await signOutNoticesOf(trx, sessions) };
 }
@@ -289,6 +291,9 @@ const ACCESS_MODELS = SIGN_IN_MODELS.filter((model) => model !== 'Session');
  */
 export async function withdrawAccessOf(db: Db, userId: string, clientId: string): Promise<number> {
   return db.transaction().execute(async (trx) => {
+    // The user's row first, as endSignInsIn takes it: a refresh token being adopted at this moment waits for this
+    // withdrawal, then sees that its carried-over row is gone (adoptedTokenStands in platform/store/grants.ts).
+    await trx.selectFrom('users').select('id').where('id', '=', userId).forUpdate().execute();
     const held = await trx
       .deleteFrom('oidc_payloads')
       .where(sql<boolean>`payload ? 'accountId'`)
@@ -314,7 +319,9 @@ export async function withdrawAccessOf(db: Db, userId: string, clientId: string)
 
 /**
  * The clients that hold a live refresh token of the user, the provider's (with the scopes it was issued for) or one
- * carried over by the migration (its scopes are sealed in the grant's data: none are listed).
+ * carried over by the migration (its scopes are sealed in the grant's data: none are listed). A provider's token
+ * counts while its grant lives: one a rotation saved just after its grant ended works no more (the provider refuses a
+ * refresh token whose grant is gone).
  */
 export async function clientsWithRefreshTokensOf(
   db: Db,
@@ -328,6 +335,15 @@ export async function clientsWithRefreshTokensOf(
     .where('model', '=', 'RefreshToken')
     .where('consumed_at', 'is', null)
     .where(unexpired('expires_at'))
+    .where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('oidc_payloads as grant')
+          .select('grant.id')
+          .where('grant.model', '=', 'Grant')
+          .whereRef('grant.id', '=', 'oidc_payloads.grant_id'),
+      ),
+    )
     .execute();
   const carried = await db
     .selectFrom('grants')

@@ -3,6 +3,7 @@ import { unprotectText, type KeyRing } from '../../platform/security/data-protec
 import { persistedGrantKeys } from '../../platform/security/persisted-grant-keys';
 import type { Db } from '../../platform/store/database';
 import {
+  adoptedTokenStands,
   findMigratedRefreshTokenKey,
   migratedRefreshTokenData,
   retireMigratedRefreshToken,
@@ -102,5 +103,12 @@ export async function adoptMigratedRefreshToken(
     ...(data.amr ? { amr: data.amr } : {}),
   };
   await deps.refreshTokens.upsert(handle, token, expiresIn);
+  // Taken before an end of the user's access (a sign-out everywhere, a "Remove access") and written after it, the
+  // token would outlive that end: it is undone instead.
+  if (!(await adoptedTokenStands(db, row.key, row.subject_id!))) {
+    await deps.refreshTokens.destroy(handle);
+    await deps.grants.destroy(grantId);
+    return undefined;
+  }
   return token;
 }

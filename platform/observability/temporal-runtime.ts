@@ -1,6 +1,7 @@
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import type { AppConfig } from '../config/config-schema';
 import { logger } from './logger';
+import { shuttingDown } from './shutdown';
 
 /**
  * The SDK's INFO lines are routine (each worker's state changes, the workflow bundle's multi-line webpack report): at
@@ -21,8 +22,13 @@ export function installTemporalRuntime(config: AppConfig): void {
     // in order, then exit 0); the SDK's own handling would stop the workers behind their back and re-raise the
     // signal, so a requested stop would end with status 130.
     shutdownSignals: [],
+    // While the process stops on request, an activity under way fails as its connections are cut (Ctrl-C stops the
+    // embedded PostgreSQL with the rest): the SDK's warning of it is expected then, and shows at debug.
     logger: new DefaultLogger('INFO', (entry) =>
-      logger[PINO_LEVEL[entry.level]]({ ...entry.meta, sdk: 'temporal' }, entry.message),
+      logger[entry.level === 'WARN' && shuttingDown() ? 'debug' : PINO_LEVEL[entry.level]](
+        { ...entry.meta, sdk: 'temporal' },
+        entry.message,
+      ),
     ),
     telemetryOptions: {
       logging: { filter: { core: 'WARN', other: 'ERROR' }, forward: {} },

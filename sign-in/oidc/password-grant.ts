@@ -13,7 +13,7 @@ import { formField } from './forms';
 import { FIELD_BOUNDS } from '../../platform/security/field-bounds';
 import { z } from 'zod';
 import { RESOURCE_PREFIX, resourceOfScopes, resourceServer, type ApiResources } from './resources';
-import { refuseOfflineAccessNotAllowed, refuseUnknownScopes } from './provider-configuration/requested-scopes';
+import { refuseInvalidScopes } from './provider-configuration/requested-scopes';
 
 export interface PasswordGrantDependencies {
   db: Db;
@@ -49,8 +49,7 @@ export function registerPasswordGrant(provider: Provider, deps: PasswordGrantDep
       if (!entered.success) throw new errors.InvalidRequest('username and password are required, within their bounds');
       // Before the password is checked, as Duende's TokenRequestValidator validates the resources first: a request
       // that would be refused anyway spends no sign-in attempt.
-      refuseOfflineAccessNotAllowed(ctx, client);
-      await refuseUnknownScopes(deps, client, ctx.oidc.params?.scope);
+      await refuseInvalidScopes(deps, ctx, client);
       const audit: GrantAudit = (type, userId, detail = {}) =>
         recordAuditEvent(deps.db, { type, userId, clientId: client.clientId, clientAddress: ctx.ip, detail });
       const { userId, account } = await authenticate(deps, ctx, entered.data, audit);

@@ -18,7 +18,7 @@ export interface KnownScopes {
  * serves, or one of the client's AllowedScopes. A known scope the client is not allowed is left to the narrowing it
  * had (resources.ts).
  */
-export async function refuseUnknownScopes(
+async function refuseUnknownScopes(
   known: KnownScopes,
   client: { metadata(): Record<string, unknown> } | undefined,
   requested: unknown,
@@ -41,7 +41,7 @@ export async function refuseUnknownScopes(
  * client may not use refresh tokens) before any hook sees the scope, so the request as sent is read: its query, or its
  * form. A resumed authorization sends none (its request was read when it began).
  */
-export function refuseOfflineAccessNotAllowed(
+function refuseOfflineAccessNotAllowed(
   ctx: KoaContextWithOIDC,
   client: { metadata(): Record<string, unknown> } | undefined,
 ): void {
@@ -52,4 +52,18 @@ export function refuseOfflineAccessNotAllowed(
       'offline_access is not allowed for this client (AllowOfflineAccess)',
       'offline_access',
     );
+}
+
+/**
+ * The scopes a request names, refused with `invalid_scope` where IdentityServer's resource validator refuses them:
+ * `offline_access` from a client without AllowOfflineAccess, and a scope nobody knows. Asked before anything else is
+ * done with the request (the resource indicators' hooks, the password grant before the password is checked).
+ */
+export async function refuseInvalidScopes(
+  known: KnownScopes,
+  ctx: KoaContextWithOIDC,
+  client: { metadata(): Record<string, unknown> } | undefined,
+): Promise<void> {
+  refuseOfflineAccessNotAllowed(ctx, client);
+  await refuseUnknownScopes(known, client, ctx.oidc.params?.scope);
 }

@@ -9,7 +9,7 @@ import {
   scopesOfRequest,
   type ApiResources,
 } from '../resources';
-import { refuseOfflineAccessNotAllowed, refuseUnknownScopes } from './requested-scopes';
+import { refuseInvalidScopes } from './requested-scopes';
 import { settingsOfClient } from './ttl';
 
 type ResourceIndicators = NonNullable<NonNullable<Configuration['features']>['resourceIndicators']>;
@@ -18,7 +18,7 @@ type ResourceIndicators = NonNullable<NonNullable<Configuration['features']>['re
  * Access tokens for the API resources of the requested scopes. oidc-provider asks these hooks, with the client, for
  * every request that names scopes (an authorization, after its redirect URI was checked, so a refusal goes back to the
  * client; a device authorization; the client-credentials and refresh grants): the requested scopes are checked there,
- * an unknown one refused (requested-scopes.ts).
+ * an unknown one, or offline_access the client may not have, refused (requested-scopes.ts).
  */
 export function resourceIndicators(scopes: ScopeClaims, apiResources: ApiResources): ResourceIndicators {
   const known = { scopes, apiResources };
@@ -27,9 +27,8 @@ export function resourceIndicators(scopes: ScopeClaims, apiResources: ApiResourc
     // Every API of the requested scopes: getResourceServerInfo keeps those the client was granted, and refuses
     // the request (invalid_target) when it was granted none.
     defaultResource: async (ctx: KoaContextWithOIDC) => {
+      await refuseInvalidScopes(known, ctx, ctx.oidc.client);
       const scope = ctx.oidc.params?.scope;
-      refuseOfflineAccessNotAllowed(ctx, ctx.oidc.client);
-      await refuseUnknownScopes(known, ctx.oidc.client, scope);
       const resource = await resourceOfScopes(apiResources, typeof scope === 'string' ? scope.split(' ') : []);
       return resource ? `${RESOURCE_PREFIX}${resource}` : undefined;
     },
@@ -39,8 +38,7 @@ export function resourceIndicators(scopes: ScopeClaims, apiResources: ApiResourc
       return typeof asked !== 'string' || asked.split(' ').some((s) => s && !scopes.names.has(s));
     },
     getResourceServerInfo: async (ctx, indicator, client) => {
-      refuseOfflineAccessNotAllowed(ctx, client);
-      await refuseUnknownScopes(known, client, ctx.oidc.params?.scope);
+      await refuseInvalidScopes(known, ctx, client);
       return resourceServer(apiResources, indicator, {
         allowedScopes: allowedScopesOf(client),
         requestedScopes: scopesOfRequest(ctx),

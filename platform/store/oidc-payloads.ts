@@ -300,14 +300,8 @@ export async function withdrawAccessOf(db: Db, userId: string, clientId: string)
       .where(sql<string>`payload->>'accountId'`, '=', userId)
       .where(sql<string>`payload->>'clientId'`, '=', clientId)
       .where('model', 'in', ACCESS_MODELS)
-      .returning(['model', 'id'])
+      .returning('id')
       .execute();
-    // What belongs to those grants without naming the account (none the provider makes today) ends with them.
-    await deleteGrantsWithTokens(
-      trx,
-      held.filter((row) => row.model === 'Grant').map((row) => row.id),
-      ACCESS_MODELS,
-    );
     const carried = await trx
       .deleteFrom('grants')
       .where('subject_id', '=', userId)
@@ -362,7 +356,7 @@ export async function clientsWithRefreshTokensOf(
   return [...scopes].map(([clientId, held]) => ({ clientId, scopes: [...held] }));
 }
 
-/** The user's live sessions: when each signed in, and the clients it authorized. */
+/** The user's live sessions, in no order: when each signed in, and the clients it authorized. */
 export async function listSessionsOf(db: Db, userId: string) {
   const rows = await db
     .selectFrom('oidc_payloads')
@@ -372,14 +366,12 @@ export async function listSessionsOf(db: Db, userId: string) {
     .where('model', '=', 'Session')
     .where(unexpired('expires_at'))
     .execute();
-  return rows
-    .map((row) => {
-      const payload = row.payload as { loginTs?: number; authorizations?: Record<string, unknown> };
-      return {
-        id: row.id,
-        signedInAt: payload.loginTs ? new Date(payload.loginTs * 1000) : undefined,
-        clientIds: Object.keys(payload.authorizations ?? {}),
-      };
-    })
-    .sort((a, b) => (b.signedInAt?.getTime() ?? 0) - (a.signedInAt?.getTime() ?? 0));
+  return rows.map((row) => {
+    const payload = row.payload as { loginTs?: number; authorizations?: Record<string, unknown> };
+    return {
+      id: row.id,
+      signedInAt: payload.loginTs ? new Date(payload.loginTs * 1000) : undefined,
+      clientIds: Object.keys(payload.authorizations ?? {}),
+    };
+  });
 }

@@ -38,8 +38,8 @@ async function sessionsOf(db: Db, user: SignedInUser): Promise<SessionView[]> {
     sessions.map((s) => s.id),
   );
   const names = await findClientNames(db, [...new Set(sessions.flatMap((s) => s.clientIds))]);
-  // Two sign-ins within one second (the session's sign-in time has whole seconds) keep their order by the moment
-  // their device was recorded, to the millisecond.
+  // Newest first; two sign-ins within one second (the session's sign-in time has whole seconds) keep their order by
+  // the moment their device was recorded, to the millisecond.
   const recorded = (id: string) => devices.get(id)?.recordedAt.getTime() ?? 0;
   const newestFirst = [...sessions].sort(
     (a, b) => (b.signedInAt?.getTime() ?? 0) - (a.signedInAt?.getTime() ?? 0) || recorded(b.id) - recorded(a.id),

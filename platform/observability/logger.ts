@@ -70,44 +70,52 @@ function asynchronousStdout(): { stream: DestinationStream; written: () => Promi
   };
 }
 
-/** Resolves once every line logged through a logger is written; what createLogger cannot tell resolves at once. */
-const writtenOf = new WeakMap<Logger, () => Promise<void>>();
+const writtenAlready = () => Promise.resolve();
 
-/** A logger with the service's redaction: JSON lines for machines, readable lines in a terminal. */
-export function createLogger({ level = 'info', pretty = false, destination }: LoggerOptions = {}): Logger {
+/**
+ * A logger with the service's redaction, and what tells when every line logged through it is written (at once for a
+ * destination it was given and for the synchronous terminal lines).
+ */
+function loggerWithWritten({ level = 'info', pretty = false, destination }: LoggerOptions) {
   const options = {
     level,
     redact: { paths: REDACTED_PATHS, censor: '[Redacted]' },
     base: { pid: process.pid },
     timestamp: pino.stdTimeFunctions.isoTime,
   };
-  if (destination) return pino(options, destination);
-  if (pretty) return pino(options, prettyStream({ colorize: true, sync: true, ignore: 'pid,hostname' }));
+  if (destination) return { logger: pino(options, destination), written: writtenAlready };
+  if (pretty)
+    return {
+      logger: pino(options, prettyStream({ colorize: true, sync: true, ignore: 'pid,hostname' })),
+      written: writtenAlready,
+    };
   const stdout = asynchronousStdout();
-  const logger = pino(options, stdout.stream);
-  writtenOf.set(logger, stdout.written);
-  return logger;
+  return { logger: pino(options, stdout.stream), written: stdout.written };
+}
+
+/** A logger with the service's redaction: JSON lines for machines, readable lines in a terminal. */
+export function createLogger(options: LoggerOptions = {}): Logger {
+  return loggerWithWritten(options).logger;
 }
 
 /**
  * The process's logger. LOG_LEVEL sets its level (info by default); LOG_FORMAT=json or pretty overrides the choice
  * made from whether standard output is a terminal.
  */
-export const logger: Logger = createLogger({
+const processLog = loggerWithWritten({
   level: process.env.LOG_LEVEL ?? 'info',
   pretty: process.env.LOG_FORMAT ? process.env.LOG_FORMAT === 'pretty' : process.stdout.isTTY === true,
 });
+export const logger: Logger = processLog.logger;
 
 /**
  * Resolves once every line logged so far is written (at most `timeoutMs` later: a stalled reader of standard output
  * must not hold up a stop). A clean stop calls it before process.exit.
  */
 export function flushLogs(timeoutMs = 2000): Promise<void> {
-  const written = writtenOf.get(logger);
-  if (!written) return Promise.resolve();
   return new Promise((resolve) => {
     const timer = setTimeout(resolve, timeoutMs);
-    void written().then(() => {
+    void processLog.written().then(() => {
       clearTimeout(timer);
       resolve();
     });

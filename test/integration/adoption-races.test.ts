@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import * as oidc from 'openid-client';
 import { clientsWithRefreshTokensOf, endEverySignInOf, withdrawAccessOf } from '../../platform/store/oidc-payloads';
 import { createUserWith, SIGN_IN_HARNESS, useHarness } from '../support/harness';
 import { relyingParty } from '../support/relying-party';
+import { storeCarriedOverGrant } from '../support/carried-grants';
 
 // A refresh token the migration carried over is adopted at its first use: taken (marked consumed), then written as the
 // provider's Grant and RefreshToken. An end of the user's access that runs between the two ("Remove access" on
@@ -25,26 +25,15 @@ beforeAll(async () => {
   expect(put.status).toBe(201);
 });
 
-/** As the migration's refresh-tokens pass writes a source fork's token (its handle verbatim, data in the service's shape). */
-async function carriedOverToken(userId: string): Promise<string> {
-  const handle = `carried-${randomUUID()}`;
-  await h.context.db
-    .insertInto('grants')
-    .values({
-      key: handle,
-      type: 'refresh_token',
-      subject_id: userId,
-      session_id: null,
-      client_id: 'race-shop',
-      description: null,
-      creation_time: new Date(Date.now() - 3600_000),
-      expiration: new Date(Date.now() + 3600_000),
-      consumed_time: null,
-      data: JSON.stringify({ scope: 'openid offline_access' }),
-    })
-    .execute();
-  return handle;
-}
+/** As the migration's refresh-tokens pass writes a source fork's token. */
+const carriedOverToken = (userId: string) =>
+  storeCarriedOverGrant(h.context.db, {
+    subjectId: userId,
+    clientId: 'race-shop',
+    createdAt: new Date(Date.now() - 3600_000),
+    expiresAt: new Date(Date.now() + 3600_000),
+    data: { scope: 'openid offline_access' },
+  });
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { clientsWithRefreshTokensOf, upsertOidcPayload, withdrawAccessOf } from '../../platform/store/oidc-payloads';
+import { storeCarriedOverGrant } from '../support/carried-grants';
 import { useScratchStore } from '../support/scratch-store';
 
 // "Remove access" on the account page, as Duende's grants page revokes (RemoveAllGrantsAsync for the subject and the
@@ -9,21 +10,14 @@ import { useScratchStore } from '../support/scratch-store';
 const db = useScratchStore('ips_application_access');
 
 const carried = (subject: string, client: string, type: string) =>
-  db()
-    .insertInto('grants')
-    .values({
-      key: randomUUID(),
-      type,
-      subject_id: subject,
-      session_id: null,
-      client_id: client,
-      description: null,
-      creation_time: new Date(),
-      expiration: new Date(Date.now() + 600_000),
-      consumed_time: null,
-      data: '{}',
-    })
-    .execute();
+  storeCarriedOverGrant(db(), {
+    subjectId: subject,
+    clientId: client,
+    type,
+    createdAt: new Date(),
+    expiresAt: new Date(Date.now() + 600_000),
+    data: {},
+  });
 
 /** A grant of the provider's with one refresh token of it. */
 async function issued(account: string, client: string, scope: string): Promise<void> {

@@ -4,6 +4,7 @@ import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify, type JWTPayload }
 import * as oidc from 'openid-client';
 import { uniqueEmail, useHarness, SIGN_IN_HARNESS } from '../support/harness';
 import { codeFlow } from '../support/code-flow';
+import { storeCarriedOverGrant } from '../support/carried-grants';
 import { relyingParty } from '../support/relying-party';
 import { hashClientSecret } from '../../platform/security/client-secrets';
 import { enrolTotp } from '../../sign-in/store/mfa';
@@ -782,23 +783,15 @@ describe('a refresh token ends AbsoluteRefreshTokenLifetime after its first issu
     await putClient('rt-migrated', { ...SHOP, AbsoluteRefreshTokenLifetime: ABSOLUTE });
     const email = uniqueEmail('rt-migrated');
     const created = await h.admin('POST', '/api/v1/profile/', { email, password: PASSWORD });
-    const handle = `migrated-${randomUUID()}`;
     // As the migration's refresh-tokens pass writes a source fork's token (data in the service's shape).
-    await h.context.db
-      .insertInto('grants')
-      .values({
-        key: handle,
-        type: 'refresh_token',
-        subject_id: created.body.userId,
-        session_id: null,
-        client_id: 'rt-migrated',
-        description: null,
-        creation_time: new Date(Date.now() - 7000_000),
-        expiration: new Date(Date.now() + 200_000),
-        consumed_time: null,
-        data: JSON.stringify({ scope: 'openid orders.read offline_access' }),
-      })
-      .execute();
+    const handle = await storeCarriedOverGrant(h.context.db, {
+      key: `migrated-${randomUUID()}`,
+      subjectId: created.body.userId,
+      clientId: 'rt-migrated',
+      createdAt: new Date(Date.now() - 7000_000),
+      expiresAt: new Date(Date.now() + 200_000),
+      data: { scope: 'openid orders.read offline_access' },
+    });
     const rp = await relyingParty(h.api.publicUrl, 'rt-migrated', 'shop-secret-sixteen!');
     const first = await oidc.refreshTokenGrant(rp, handle);
     expect(await secondsLeft(first.refresh_token!)).toBeLessThanOrEqual(200);

@@ -67,24 +67,29 @@ async function newUser(label: string) {
   return email;
 }
 
+/**
+ * An authorization asking for `scope`, which must go back to the client's redirect URI as `invalid_scope` with its
+ * state (an OAuth error, not a page): the error's description.
+ */
+async function invalidScopeAtAuthorize(rp: oidc.Configuration, scope: string): Promise<string> {
+  const state = oidc.randomState();
+  const { url } = await authorizationRequest(rp, { redirect_uri: app.callback, scope, state });
+  const answer = await fetch(url, { redirect: 'manual' });
+  expect(answer.status).toBe(303);
+  const back = new URL(answer.headers.get('location')!);
+  expect(back.origin + back.pathname).toBe(app.callback);
+  expect(back.searchParams.get('error')).toBe('invalid_scope');
+  expect(back.searchParams.get('state')).toBe(state);
+  return back.searchParams.get('error_description') ?? '';
+}
+
 describe('an unknown scope is invalid_scope', () => {
   test('at /connect/authorize it goes back to the client as an OAuth error, with its state', async () => {
     const rp = await relyingParty(h.api.publicUrl, 'tidy-app');
-    const state = oidc.randomState();
-    const { url } = await authorizationRequest(rp, {
-      redirect_uri: app.callback,
-      scope: 'openid profile nonsense.read',
-      state,
-    });
-    const answer = await fetch(url, { redirect: 'manual' });
-    expect(answer.status).toBe(303);
-    const back = new URL(answer.headers.get('location')!);
-    expect(back.origin + back.pathname).toBe(app.callback);
-    expect(back.searchParams.get('error')).toBe('invalid_scope');
-    expect(back.searchParams.get('state')).toBe(state);
-    expect(back.searchParams.get('error_description')).toContain('nonsense.read');
+    expect(await invalidScopeAtAuthorize(rp, 'openid profile nonsense.read')).toContain('nonsense.read');
 
     // The known scopes alone are taken: the sign-in page.
+    const state = oidc.randomState();
     const known = await authorizationRequest(rp, { redirect_uri: app.callback, scope: 'openid profile', state });
     const page = await fetch(known.url, { redirect: 'manual' });
     expect(page.headers.get('location')).toMatch(/\/interaction\//);
@@ -135,18 +140,7 @@ describe('an unknown scope is invalid_scope', () => {
 describe('offline_access from a client without AllowOfflineAccess is invalid_scope', () => {
   test('at /connect/authorize back at the client, at device authorization and for the password grant', async () => {
     const rp = await relyingParty(h.api.publicUrl, 'tidy-app');
-    const state = oidc.randomState();
-    const { url } = await authorizationRequest(rp, {
-      redirect_uri: app.callback,
-      scope: 'openid offline_access',
-      state,
-    });
-    const answer = await fetch(url, { redirect: 'manual' });
-    const back = new URL(answer.headers.get('location')!);
-    expect(back.origin + back.pathname).toBe(app.callback);
-    expect(back.searchParams.get('error')).toBe('invalid_scope');
-    expect(back.searchParams.get('state')).toBe(state);
-    expect(back.searchParams.get('error_description')).toContain('AllowOfflineAccess');
+    expect(await invalidScopeAtAuthorize(rp, 'openid offline_access')).toContain('AllowOfflineAccess');
 
     const tv = await relyingParty(h.api.publicUrl, 'scoped-tv');
     await expect(oidc.initiateDeviceAuthorization(tv, { scope: 'openid offline_access' })).rejects.toMatchObject({
